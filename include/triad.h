@@ -1,0 +1,156 @@
+/*
+ * triad: a userspace RDMA transport for HPC applications.
+ *
+ * Conventions
+ *  - Every handle is opaque.
+ *  - Every function that can fail returns 0 (or a count) on success and a
+ *    negative errno on failure; outputs are the last arguments, end in _p and
+ *    are set only on success.
+ *  - Every attr struct starts with a field_mask: a field is read only when
+ *    its bit is set, so the structs can grow without breaking callers.
+ *  - A request (put, get, ...) completes with an enum triad_status, which is
+ *    also what travels on the wire; triad_status_str() names it.
+ *
+ * Threads: every call is thread-safe.  A context owns one progress engine;
+ * an application thread that waits drives it itself, and a background thread
+ * serves what nobody waits on (remote requests), sleeping when idle.
+ */
+#ifndef TRIAD_H
+#define TRIAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct triad_ctx triad_ctx_t;
+typedef struct triad_win triad_win_t;
+typedef struct triad_req triad_req_t;
+
+/* Largest number of planes (devices/ports) a context can drive. */
+#define TRIAD_MAX_PLANES 8
+
+/* ---- request status (also the wire status code) ------------------------ */
+enum triad_status {
+	TRIAD_S_OK = 0,
+	TRIAD_S_PENDING,	  /* not complete yet */
+	TRIAD_S_NO_WINDOW,	  /* the target rank exposes no window with that id */
+	TRIAD_S_OUT_OF_BOUNDS,	  /* offset + length beyond the window */
+	TRIAD_S_ACCESS,		  /* the window does not allow this access */
+	TRIAD_S_REMOTE_ACCESS,	  /* the NIC refused the access (stale window) */
+	TRIAD_S_PLANE_DOWN,	  /* the plane's local port is down */
+	TRIAD_S_UNREACHABLE,	  /* no connection to the peer on that plane */
+	TRIAD_S_TRANSPORT,	  /* other transport error (see the log) */
+	TRIAD_S_TIMEOUT,	  /* the peer did not answer in time */
+	TRIAD_S_NO_MEMORY,	  /* out of memory or registration failed */
+	TRIAD_S_CANCELLED,	  /* the context was closed first */
+	TRIAD_S_MAX
+};
+const char *triad_status_str(enum triad_status status);
+
+/* ---- context --------------------------------------------------------------*/
+enum triad_ctx_attr_field {
+	TRIAD_CTX_ATTR_RANK = 1u << 0,	     /* else $TRIAD_RANK */
+	TRIAD_CTX_ATTR_WORLD_FILE = 1u << 1, /* else $TRIAD_WORLD */
+};
+
+struct triad_ctx_attr {
+	uint64_t field_mask;
+	int rank;
+	const char *world_file;
+};
+
+/*
+ * Open every plane of this rank, start the progress engine and connect to
+ * every peer on every plane (the lower rank connects, the higher accepts).
+ * Returns when all connections are up, or with -ETIMEDOUT after
+ * TRIAD_CONNECT_TIMEOUT_MS; a plane whose connections failed is marked down
+ * and the others still work (then the call returns 0 and logs which).
+ * attr may be NULL: everything then comes from the TRIAD_* environment.
+ */
+int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p);
+void triad_fini(triad_ctx_t *ctx);
+
+int triad_rank(const triad_ctx_t *ctx);
+int triad_size(const triad_ctx_t *ctx);
+int triad_nplanes(const triad_ctx_t *ctx);
+
+/* Blocks until every rank of the world has entered it (timeout_ms < 0:
+ * forever).  Returns -ETIMEDOUT, or -EIO when a rank is unreachable. */
+int triad_barrier(triad_ctx_t *ctx, int timeout_ms);
+
+/* ---- windows --------------------------------------------------------------*/
+enum triad_win_access {
+	TRIAD_WIN_READ = 1u << 0,  /* peers may get from it */
+	TRIAD_WIN_WRITE = 1u << 1, /* peers may put into it */
+};
+
+enum triad_win_attr_field {
+	TRIAD_WIN_ATTR_ACCESS = 1u << 0, /* default READ | WRITE */
+};
+
+struct triad_win_attr {
+	uint64_t field_mask;
+	uint32_t access;
+};
+
+/*
+ * Register [base, base + len) on every plane and expose it to every peer as
+ * window `id` (unique per rank; -EEXIST otherwise).  The window also serves
+ * as registered local memory for this rank's own put/get buffers.
+ * Destroying a window that peers still use is a user error: their later
+ * accesses complete with TRIAD_S_REMOTE_ACCESS.
+ */
+int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
+		     const struct triad_win_attr *attr, triad_win_t **win_p);
+int triad_win_destroy(triad_win_t *win);
+
+/* ---- one-sided operations ---------------------------------------------------*/
+/* Flags: pin an operation to one plane (tests and per-plane benchmarks). */
+#define TRIAD_F_PLANE(p) (0x100u | ((unsigned)(p) & 0xffu))
+
+/*
+ * Write len bytes from buf into window `win` of `rank` at offset off
+ * (put), or read them into buf (get).  Any len from 1 byte; large
+ * operations are cut into chunks.  buf need not be registered: a buffer
+ * inside one of this rank's windows is used in place, any other is
+ * registered for the operation's lifetime.  The request completes when the
+ * data is in the target's memory (put) or in buf (get).
+ */
+int triad_put(triad_ctx_t *ctx, const void *buf, size_t len, int rank,
+	      uint32_t win, uint64_t off, unsigned flags, triad_req_t **req_p);
+int triad_get(triad_ctx_t *ctx, void *buf, size_t len, int rank,
+	      uint32_t win, uint64_t off, unsigned flags, triad_req_t **req_p);
+
+/* ---- requests --------------------------------------------------------------*/
+/* 1 when complete, 0 when not; drives progress once. */
+int triad_test(triad_req_t *req);
+/* 0 when complete, -ETIMEDOUT after timeout_ms (< 0: forever). */
+int triad_wait(triad_req_t *req, int timeout_ms);
+enum triad_status triad_req_status(const triad_req_t *req);
+/* Free a completed request; -EBUSY while it is still pending. */
+int triad_req_free(triad_req_t *req);
+
+/* ---- counters ---------------------------------------------------------------*/
+struct triad_conn_stats {
+	uint64_t field_mask; /* reserved: the library fills every field */
+	int up;		     /* connection established */
+	uint64_t tx_msgs, rx_msgs;   /* control messages */
+	uint64_t tx_bytes, rx_bytes; /* payload bytes: put sent, get received, messages */
+	uint64_t puts, gets;	     /* operations posted from this side */
+	uint64_t errors;	     /* completions with an error */
+};
+int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane,
+		     struct triad_conn_stats *stats_p);
+
+/* ---- configuration -------------------------------------------------------- */
+/* Print every TRIAD_* variable with its value, default and meaning. */
+void triad_config_print(FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TRIAD_H */

@@ -1,0 +1,198 @@
+#include "core/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/log.h"
+
+enum var_type { VAR_INT, VAR_SIZE, VAR_STRING, VAR_LOGLEVEL };
+
+struct var {
+	const char *name;
+	const char *def;
+	enum var_type type;
+	size_t offset;
+	long long min, max;
+	const char *doc;
+};
+
+#define F(f) offsetof(struct tr_config, f)
+
+static const struct var vars[] = {
+	{ "TRIAD_RANK", "-1", VAR_INT, F(rank), -1, INT_MAX,
+	  "this process's rank in the world file (-1: must be given by the API)" },
+	{ "TRIAD_WORLD", "", VAR_STRING, F(world), 0, 0,
+	  "path of the world file: ranks and their per-plane addresses" },
+	{ "TRIAD_LOG", "warn", VAR_LOGLEVEL, F(log_level), 0, 0,
+	  "log level: error, warn, info, debug, trace" },
+	{ "TRIAD_CHUNK_SIZE", "1M", VAR_SIZE, F(chunk_size), 4096, 1ll << 30,
+	  "largest RDMA work request; larger operations are cut into chunks" },
+	{ "TRIAD_CONNECT_TIMEOUT_MS", "60000", VAR_INT, F(connect_timeout_ms), 100, INT_MAX,
+	  "how long triad_init waits for every peer on every plane" },
+	{ "TRIAD_SPIN_US", "200", VAR_INT, F(spin_us), 0, 10000000,
+	  "how long a waiting thread polls before it sleeps" },
+	{ "TRIAD_SQ_DEPTH", "128", VAR_INT, F(sq_depth), 4, 16384,
+	  "send work requests in flight per connection" },
+	{ "TRIAD_RX_DEPTH", "64", VAR_INT, F(rx_depth), 4, 16384,
+	  "receive buffers for control messages per connection" },
+	{ "TRIAD_ACK_TIMEOUT", "17", VAR_INT, F(ack_timeout), 8, 31,
+	  "RC ack timeout exponent: 4.096 us * 2^n per try (17: 0.54 s)" },
+	{ "TRIAD_RETRY_COUNT", "6", VAR_INT, F(retry_count), 1, 7,
+	  "RC transport retries before a connection is declared broken" },
+	{ "TRIAD_QUERY_TIMEOUT_MS", "30000", VAR_INT, F(query_timeout_ms), 10, INT_MAX,
+	  "how long a window lookup waits for the owner's answer" },
+};
+
+#undef F
+
+static const char *const level_names[] = { "error", "warn", "info", "debug", "trace" };
+
+const char *tr_config_getenv(const char *name, void *arg)
+{
+	(void)arg;
+	return getenv(name);
+}
+
+int tr_parse_size(const char *s, uint64_t *val_p)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (end == s)
+		return -EINVAL;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' || *end == 'I')
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*val_p = (uint64_t)v << shift;
+	return 0;
+}
+
+static int set_var(struct tr_config *cfg, const struct var *v, const char *s,
+		   char *err, size_t errlen)
+{
+	char *field = (char *)cfg + v->offset;
+	long long n;
+	char *end;
+	uint64_t size;
+	size_t i;
+
+	switch (v->type) {
+	case VAR_STRING:
+		if (strlen(s) >= sizeof(cfg->world)) {
+			snprintf(err, errlen, "%s: value longer than %zu characters",
+				 v->name, sizeof(cfg->world) - 1);
+			return -EINVAL;
+		}
+		strcpy(field, s);
+		return 0;
+	case VAR_INT:
+		errno = 0;
+		n = strtoll(s, &end, 10);
+		if (errno || end == s || *end) {
+			snprintf(err, errlen, "%s=%s: not an integer", v->name, s);
+			return -EINVAL;
+		}
+		if (n < v->min || n > v->max) {
+			snprintf(err, errlen, "%s=%s: out of range [%lld, %lld]",
+				 v->name, s, v->min, v->max);
+			return -EINVAL;
+		}
+		*(int *)field = (int)n;
+		return 0;
+	case VAR_SIZE:
+		if (tr_parse_size(s, &size) < 0) {
+			snprintf(err, errlen, "%s=%s: not a size (examples: 4096, 64k, 1M)",
+				 v->name, s);
+			return -EINVAL;
+		}
+		if (size < (uint64_t)v->min || size > (uint64_t)v->max) {
+			snprintf(err, errlen, "%s=%s: out of range [%lld, %lld]",
+				 v->name, s, v->min, v->max);
+			return -EINVAL;
+		}
+		*(uint64_t *)field = size;
+		return 0;
+	case VAR_LOGLEVEL:
+		for (i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+			if (!strcasecmp(s, level_names[i])) {
+				*(int *)field = (int)i;
+				return 0;
+			}
+		}
+		snprintf(err, errlen, "%s=%s: not one of error, warn, info, debug, trace",
+			 v->name, s);
+		return -EINVAL;
+	}
+	return -EINVAL;
+}
+
+int tr_config_load(struct tr_config *cfg, tr_config_lookup_fn lookup, void *arg,
+		   char *err, size_t errlen)
+{
+	size_t i;
+	int ret;
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		ret = set_var(cfg, &vars[i], vars[i].def, err, errlen);
+		if (ret)
+			return ret; /* a bad default is a bug; the message says which */
+	}
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *s = lookup ? lookup(vars[i].name, arg) : NULL;
+
+		if (!s)
+			continue;
+		ret = set_var(cfg, &vars[i], s, err, errlen);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void tr_config_print_table(FILE *out, const struct tr_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const struct var *v = &vars[i];
+		const char *field = (const char *)cfg + v->offset;
+		char val[300];
+
+		switch (v->type) {
+		case VAR_STRING: snprintf(val, sizeof(val), "%s", field); break;
+		case VAR_INT: snprintf(val, sizeof(val), "%d", *(const int *)field); break;
+		case VAR_SIZE:
+			snprintf(val, sizeof(val), "%llu",
+				 (unsigned long long)*(const uint64_t *)field);
+			break;
+		case VAR_LOGLEVEL:
+			snprintf(val, sizeof(val), "%s", level_names[*(const int *)field]);
+			break;
+		}
+		fprintf(out, "%-26s = %-12s (default %s)\n    %s\n", v->name, val,
+			*v->def ? v->def : "\"\"", v->doc);
+	}
+}

@@ -1,0 +1,43 @@
+/* The TRIAD_* configuration: one table of name, default and meaning, read
+ * from the environment once per context.  Pure: the lookup function is
+ * passed in, so the parser is unit-tested without touching the environment. */
+#ifndef TRIAD_CORE_CONFIG_H
+#define TRIAD_CORE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct tr_config {
+	int rank;		  /* TRIAD_RANK (-1: not given) */
+	char world[256];	  /* TRIAD_WORLD */
+	int log_level;		  /* TRIAD_LOG */
+	uint64_t chunk_size;	  /* TRIAD_CHUNK_SIZE */
+	int connect_timeout_ms;	  /* TRIAD_CONNECT_TIMEOUT_MS */
+	int spin_us;		  /* TRIAD_SPIN_US */
+	int sq_depth;		  /* TRIAD_SQ_DEPTH */
+	int rx_depth;		  /* TRIAD_RX_DEPTH */
+	int ack_timeout;	  /* TRIAD_ACK_TIMEOUT */
+	int retry_count;	  /* TRIAD_RETRY_COUNT */
+	int query_timeout_ms;	  /* TRIAD_QUERY_TIMEOUT_MS */
+};
+
+/* Returns the value of a variable, or NULL when it is unset. */
+typedef const char *(*tr_config_lookup_fn)(const char *name, void *arg);
+
+/* Fills cfg with defaults, then applies every variable lookup() knows.
+ * On a bad value returns -EINVAL and writes a message naming the variable
+ * into err. */
+int tr_config_load(struct tr_config *cfg, tr_config_lookup_fn lookup, void *arg,
+		   char *err, size_t errlen);
+
+/* Environment lookup for tr_config_load(). */
+const char *tr_config_getenv(const char *name, void *arg);
+
+void tr_config_print_table(FILE *out, const struct tr_config *cfg);
+
+/* Parses "123", "64k", "1M", "2g" (binary units).  -EINVAL when malformed,
+ * -ERANGE when it overflows. */
+int tr_parse_size(const char *s, uint64_t *val_p);
+
+#endif

@@ -1,0 +1,496 @@
+/* The context: configuration, world, planes, connections, the progress
+ * engine and its thread, waiting, the barrier.  See ctx.h for the locking. */
+#include "core/ctx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/log.h"
+
+static const char *const status_names[TRIAD_S_MAX] = {
+	[TRIAD_S_OK] = "ok",
+	[TRIAD_S_PENDING] = "pending",
+	[TRIAD_S_NO_WINDOW] = "no such window",
+	[TRIAD_S_OUT_OF_BOUNDS] = "out of the window's bounds",
+	[TRIAD_S_ACCESS] = "access not allowed by the window",
+	[TRIAD_S_REMOTE_ACCESS] = "remote access error",
+	[TRIAD_S_PLANE_DOWN] = "plane down",
+	[TRIAD_S_UNREACHABLE] = "peer unreachable",
+	[TRIAD_S_TRANSPORT] = "transport error",
+	[TRIAD_S_TIMEOUT] = "timed out",
+	[TRIAD_S_NO_MEMORY] = "out of memory",
+	[TRIAD_S_CANCELLED] = "cancelled",
+};
+
+const char *triad_status_str(enum triad_status s)
+{
+	return (unsigned)s < TRIAD_S_MAX ? status_names[s] : "unknown status";
+}
+
+uint64_t tr_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- engine -------------------------------------------------------------------*/
+void tr_progress(struct triad_ctx *ctx)
+{
+	for (int i = 0; i < ctx->nplanes; i++)
+		tr_plane_poll(&ctx->plane[i]);
+	if (ctx->nqueries)
+		tr_win_check_timeouts(ctx);
+}
+
+void tr_ctx_signal(struct triad_ctx *ctx)
+{
+	ctx->events++;
+	if (ctx->sleepers)
+		pthread_cond_broadcast(&ctx->cond);
+}
+
+int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int timeout_ms)
+{
+	uint64_t start = tr_now_ns();
+	uint64_t spin_end = start + (uint64_t)ctx->cfg.spin_us * 1000;
+	uint64_t end = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000;
+	int ret = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (;;) {
+		uint64_t now, seen;
+		struct timespec ts;
+
+		tr_progress(ctx);
+		if (pred(arg))
+			break;
+		now = tr_now_ns();
+		if (now >= end) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		if (now < spin_end) {
+			/* Poll without starving the progress thread of the lock. */
+			pthread_mutex_unlock(&ctx->lock);
+			pthread_mutex_lock(&ctx->lock);
+			continue;
+		}
+		/* Sleep until the progress thread signals; wake up at least every
+		 * 50 ms to check query deadlines. */
+		seen = ctx->events;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		ctx->sleepers++;
+		while (ctx->events == seen && !pred(arg)) {
+			if (pthread_cond_timedwait(&ctx->cond, &ctx->lock, &ts) == ETIMEDOUT)
+				break;
+		}
+		ctx->sleepers--;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void *progress_thread(void *arg)
+{
+	struct triad_ctx *ctx = arg;
+
+	ev_run(ctx->loop, 0);
+	return NULL;
+}
+
+/* ---- plane choice and messages ---------------------------------------------------*/
+int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags)
+{
+	int home, i;
+
+	if (flags & 0x100u)
+		return (int)(flags & 0xffu) < ctx->nplanes ? (int)(flags & 0xffu) : -1;
+	home = (ctx->rank + peer) % ctx->nplanes;
+	for (i = 0; i < ctx->nplanes; i++) {
+		int p = (home + i) % ctx->nplanes;
+
+		if (ctx->peers[peer].conn[p].state == TR_CONN_UP && ctx->plane[p].port_up)
+			return p;
+	}
+	return home; /* nothing live: the caller reports the home plane's state */
+}
+
+int tr_send_msg(struct triad_ctx *ctx, int peer, struct tr_msg *m)
+{
+	int plane = tr_plane_choose(ctx, peer, 0);
+	int ret = tr_conn_send(&ctx->peers[peer].conn[plane], m);
+
+	if (ret)
+		tr_warn("%s to rank %d on plane %d: %s", tr_msg_type_str(m->type), peer, plane,
+			strerror(-ret));
+	return ret;
+}
+
+/* ---- fabric -> core ----------------------------------------------------------------*/
+void tr_core_msg(struct tr_conn *c, const struct tr_msg *m)
+{
+	struct triad_ctx *ctx = c->ctx;
+	struct tr_peer *p = &ctx->peers[c->peer];
+
+	switch (tr_seq_rx_accept(&p->rx_seq, m->seq)) {
+	case TR_SEQ_NEW:
+		break;
+	case TR_SEQ_DUPLICATE:
+		tr_debug("peer %d: duplicate %s seq %u dropped", c->peer,
+			 tr_msg_type_str(m->type), m->seq);
+		return;
+	case TR_SEQ_TOO_FAR:
+		c->stats.errors++;
+		tr_warn("peer %d: %s seq %u beyond the window (expected %u): dropped", c->peer,
+			tr_msg_type_str(m->type), m->seq, p->rx_seq.next);
+		return;
+	}
+	switch (m->type) {
+	case TR_MSG_WIN_QUERY:
+		tr_win_on_query(ctx, c->peer, m);
+		break;
+	case TR_MSG_WIN_INFO:
+		tr_win_on_info(ctx, c->peer, m);
+		break;
+	case TR_MSG_BARRIER:
+	case TR_MSG_BARRIER_REL:
+		tr_barrier_on_msg(ctx, c->peer, m);
+		break;
+	default:
+		break;
+	}
+	tr_ctx_signal(ctx);
+}
+
+void tr_core_conn_changed(struct tr_conn *c)
+{
+	struct triad_ctx *ctx = c->ctx;
+
+	if (c->state == TR_CONN_DRAINING || c->state == TR_CONN_FAILED) {
+		/* Requests not yet posted on it fail now; posted ones come back flushed. */
+		while (!tr_list_empty(&c->rmaq)) {
+			struct triad_req *req = tr_list_first(&c->rmaq, struct triad_req, link);
+
+			tr_list_del(&req->link);
+			req->posted = req->len; /* post nothing more */
+			if (!req->status)
+				req->status = c->down_status;
+			if (!req->inflight)
+				tr_req_complete(req, req->status);
+		}
+		tr_win_conn_broken(ctx, c);
+	}
+	tr_ctx_signal(ctx);
+}
+
+/* ---- barrier: everyone tells rank 0, rank 0 releases everyone ------------------------*/
+void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+{
+	uint32_t e = m->u.barrier.epoch;
+
+	if (m->type == TR_MSG_BARRIER && ctx->rank == 0) {
+		/* An arrival may be for the epoch after the one rank 0 is in. */
+		if (e != ctx->bar_epoch && e != ctx->bar_epoch + 1) {
+			tr_warn("rank %d: barrier epoch %u, expected %u", peer, e, ctx->bar_epoch);
+			return;
+		}
+		ctx->bar_arrived[e & 1]++;
+	} else if (m->type == TR_MSG_BARRIER_REL && peer == 0) {
+		if ((int32_t)(e - ctx->bar_released) > 0)
+			ctx->bar_released = e;
+	}
+}
+
+struct bar_wait {
+	struct triad_ctx *ctx;
+	uint32_t epoch;
+	int error;
+};
+
+static int barrier_done(void *arg)
+{
+	struct bar_wait *b = arg;
+	struct triad_ctx *ctx = b->ctx;
+	int peer, p;
+
+	if (ctx->rank == 0) {
+		if (ctx->bar_arrived[b->epoch & 1] < (uint32_t)ctx->size - 1)
+			goto check_peers;
+		ctx->bar_arrived[b->epoch & 1] = 0;
+		for (peer = 1; peer < ctx->size; peer++) {
+			struct tr_msg m = { .type = TR_MSG_BARRIER_REL, .u.barrier.epoch = b->epoch };
+
+			if (tr_send_msg(ctx, peer, &m))
+				b->error = -EIO;
+		}
+		return 1;
+	}
+	if ((int32_t)(ctx->bar_released - b->epoch) >= 0)
+		return 1;
+check_peers:
+	/* Give up when a rank we need can no longer be reached on any plane. */
+	for (peer = ctx->rank == 0 ? 1 : 0; peer < (ctx->rank == 0 ? ctx->size : 1); peer++) {
+		int live = 0;
+
+		for (p = 0; p < ctx->nplanes; p++)
+			live |= ctx->peers[peer].conn[p].state == TR_CONN_UP;
+		if (!live) {
+			tr_error("barrier: rank %d is unreachable", peer);
+			b->error = -EIO;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int triad_barrier(triad_ctx_t *ctx, int timeout_ms)
+{
+	struct bar_wait b = { .ctx = ctx };
+	int ret;
+
+	if (!ctx)
+		return -EINVAL;
+	if (ctx->size == 1)
+		return 0;
+	pthread_mutex_lock(&ctx->lock);
+	b.epoch = ++ctx->bar_epoch;
+	if (ctx->rank != 0) {
+		struct tr_msg m = { .type = TR_MSG_BARRIER, .u.barrier.epoch = b.epoch };
+
+		if (tr_send_msg(ctx, 0, &m)) {
+			pthread_mutex_unlock(&ctx->lock);
+			return -EIO;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	ret = tr_wait_until(ctx, barrier_done, &b, timeout_ms);
+	return ret ? ret : b.error;
+}
+
+/* ---- init / fini ------------------------------------------------------------------------*/
+static int conns_settled(void *arg)
+{
+	struct triad_ctx *ctx = arg;
+
+	for (int r = 0; r < ctx->size; r++)
+		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++) {
+			enum tr_conn_state s = ctx->peers[r].conn[p].state;
+
+			if (s != TR_CONN_UP && s != TR_CONN_FAILED && s != TR_CONN_DRAINING)
+				return 0;
+		}
+	return 1;
+}
+
+static int open_world(triad_ctx_t *ctx, const struct triad_ctx_attr *attr)
+{
+	const char *path = ctx->cfg.world;
+	char err[300];
+	int ret;
+
+	if (attr && (attr->field_mask & TRIAD_CTX_ATTR_WORLD_FILE))
+		path = attr->world_file;
+	if (attr && (attr->field_mask & TRIAD_CTX_ATTR_RANK))
+		ctx->rank = attr->rank;
+	else
+		ctx->rank = ctx->cfg.rank;
+	if (!path || !*path) {
+		tr_error("no world file: set TRIAD_WORLD or pass attr.world_file");
+		return -EINVAL;
+	}
+	ret = tr_world_load(path, &ctx->world, err, sizeof(err));
+	if (ret) {
+		tr_error("%s", err);
+		return ret;
+	}
+	if (ctx->rank < 0 || ctx->rank >= ctx->world.size) {
+		tr_error("rank %d is not in %s (ranks 0..%d); set TRIAD_RANK", ctx->rank, path,
+			 ctx->world.size - 1);
+		return -EINVAL;
+	}
+	ctx->size = ctx->world.size;
+	ctx->nplanes = ctx->world.nplanes;
+	tr_log_rank = ctx->rank;
+	return 0;
+}
+
+int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
+{
+	triad_ctx_t *ctx;
+	char err[300];
+	int ret, r, p, fl;
+
+	if (!ctx_p)
+		return -EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_cond_init(&ctx->cond, NULL);
+	ret = tr_config_load(&ctx->cfg, tr_config_getenv, NULL, err, sizeof(err));
+	if (ret) {
+		tr_error("%s", err);
+		goto err;
+	}
+	tr_log_level = ctx->cfg.log_level;
+	ret = open_world(ctx, attr);
+	if (ret)
+		goto err;
+
+	ctx->loop = ev_loop_new(EVFLAG_AUTO);
+	ctx->cm_chan = rdma_create_event_channel();
+	if (!ctx->loop || !ctx->cm_chan) {
+		tr_error("cannot create the event loop or the rdma_cm channel: %m");
+		ret = -ENOMEM;
+		goto err;
+	}
+	fl = fcntl(ctx->cm_chan->fd, F_GETFL);
+	fcntl(ctx->cm_chan->fd, F_SETFL, fl | O_NONBLOCK);
+	ev_io_init(&ctx->cm_w, tr_cm_cb, ctx->cm_chan->fd, EV_READ);
+	ctx->cm_w.data = ctx;
+	ev_io_start(ctx->loop, &ctx->cm_w);
+	ev_async_init(&ctx->wake_w, wake_cb);
+	ev_async_start(ctx->loop, &ctx->wake_w);
+
+	for (p = 0; p < ctx->nplanes; p++) {
+		ret = tr_plane_open(ctx, &ctx->plane[p], p, ctx->world.addr[ctx->rank][p],
+				    ctx->world.port);
+		if (ret)
+			goto err;
+	}
+	ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));
+	if (!ctx->peers) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	for (r = 0; r < ctx->size; r++) {
+		ctx->peers[r].rank = r;
+		for (p = 0; p < ctx->nplanes; p++)
+			tr_conn_init(ctx, &ctx->peers[r].conn[p], r, p);
+	}
+	/* The lower rank connects. */
+	for (r = ctx->rank + 1; r < ctx->size; r++)
+		for (p = 0; p < ctx->nplanes; p++)
+			tr_conn_connect(&ctx->peers[r].conn[p]); /* retries by itself */
+	ret = pthread_create(&ctx->thread, NULL, progress_thread, ctx);
+	if (ret) {
+		tr_error("cannot start the progress thread: %s", strerror(ret));
+		ret = -ret;
+		goto err;
+	}
+	ctx->thread_started = 1;
+
+	tr_wait_until(ctx, conns_settled, ctx, ctx->cfg.connect_timeout_ms + 5000);
+	pthread_mutex_lock(&ctx->lock);
+	ret = 0;
+	for (r = 0; r < ctx->size; r++) {
+		int up = 0;
+
+		for (p = 0; r != ctx->rank && p < ctx->nplanes; p++) {
+			struct tr_conn *c = &ctx->peers[r].conn[p];
+
+			if (c->state == TR_CONN_UP) {
+				up++;
+			} else {
+				tr_warn("rank %d plane %d: not connected (%s)", r, p,
+					tr_conn_state_str(c->state));
+				if (c->state == TR_CONN_DOWN)
+					c->state = TR_CONN_FAILED; /* stop accepting it */
+			}
+		}
+		if (r != ctx->rank && !up) {
+			tr_error("rank %d is unreachable on every plane", r);
+			ret = -ETIMEDOUT;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret)
+		goto err;
+	tr_info("rank %d of %d up on %d planes", ctx->rank, ctx->size, ctx->nplanes);
+	*ctx_p = ctx;
+	return 0;
+err:
+	triad_fini(ctx);
+	return ret;
+}
+
+void triad_fini(triad_ctx_t *ctx)
+{
+	int r, p;
+
+	if (!ctx)
+		return;
+	if (ctx->thread_started) {
+		ev_async_send(ctx->loop, &ctx->wake_w);
+		pthread_join(ctx->thread, NULL);
+	}
+	pthread_mutex_lock(&ctx->lock);
+	for (r = 0; ctx->peers && r < ctx->size; r++) {
+		for (p = 0; p < ctx->nplanes; p++) {
+			struct tr_conn *c = &ctx->peers[r].conn[p];
+
+			if (ctx->loop)
+				ev_timer_stop(ctx->loop, &c->retry_w);
+			tr_conn_destroy(c);
+		}
+		tr_rwins_free(&ctx->peers[r]);
+	}
+	tr_wins_destroy_all(ctx);
+	for (p = 0; p < ctx->nplanes; p++)
+		tr_plane_close(&ctx->plane[p]);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ctx->cm_chan)
+		rdma_destroy_event_channel(ctx->cm_chan);
+	if (ctx->loop)
+		ev_loop_destroy(ctx->loop);
+	free(ctx->wins);
+	free(ctx->peers);
+	tr_world_free(&ctx->world);
+	pthread_cond_destroy(&ctx->cond);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+}
+
+int triad_rank(const triad_ctx_t *ctx) { return ctx->rank; }
+int triad_size(const triad_ctx_t *ctx) { return ctx->size; }
+int triad_nplanes(const triad_ctx_t *ctx) { return ctx->nplanes; }
+
+int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane, struct triad_conn_stats *stats_p)
+{
+	if (!ctx || !stats_p || rank < 0 || rank >= ctx->size || plane < 0 ||
+	    plane >= ctx->nplanes || rank == ctx->rank)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	*stats_p = ctx->peers[rank].conn[plane].stats;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+void triad_config_print(FILE *out)
+{
+	struct tr_config cfg;
+	char err[300];
+
+	if (tr_config_load(&cfg, tr_config_getenv, NULL, err, sizeof(err))) {
+		fprintf(out, "configuration error: %s\n", err);
+		tr_config_load(&cfg, NULL, NULL, err, sizeof(err));
+	}
+	tr_config_print_table(out, &cfg);
+}

@@ -1,0 +1,151 @@
+/* The context and what it owns.
+ *
+ * Locking, decided once: one mutex per context (ctx->lock) guards all of
+ * its state: QPs, CQs, queues, windows, requests.  Whoever holds it may
+ * drive the engine (poll every CQ).  Two kinds of threads do:
+ *  - an application thread inside triad_test/triad_wait/triad_barrier polls
+ *    for up to TRIAD_SPIN_US itself (no hand-off on the latency path), then
+ *    sleeps on ctx->cond;
+ *  - the progress thread runs a libev loop on the completion channels, the
+ *    rdma_cm channel and the async event fds; it sleeps in the kernel when
+ *    nothing happens, serves what nobody waits on (window lookups, barrier
+ *    messages) and wakes sleepers (ctx->cond) when something completed.
+ * Only the progress thread touches libev watchers after start-up, and only
+ * it reads completion-channel and rdma_cm events. */
+#ifndef TRIAD_CORE_CTX_H
+#define TRIAD_CORE_CTX_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/config.h"
+#include "core/list.h"
+#include "core/world.h"
+#include "fabric/fabric.h"
+#include "proto/seq.h"
+#include "triad.h"
+
+/* A peer's window as its owner described it (WIN_INFO). */
+enum tr_rwin_state { TR_RWIN_QUERYING, TR_RWIN_READY };
+
+struct tr_rwin {
+	struct tr_rwin *next;
+	uint32_t id;
+	enum tr_rwin_state state;
+	uint32_t qid;	     /* query in flight */
+	int query_plane;     /* the plane the query went on */
+	uint64_t deadline_ns; /* of the query */
+	uint64_t base, len;
+	uint32_t access;
+	uint32_t rkey[TRIAD_MAX_PLANES];
+	struct tr_list waiters; /* requests waiting for the answer */
+};
+
+struct tr_peer {
+	int rank;
+	struct tr_conn conn[TRIAD_MAX_PLANES];
+	struct tr_rwin *rwins;
+	uint32_t tx_seq;
+	struct tr_seq_rx rx_seq;
+};
+
+struct triad_win {
+	struct triad_ctx *ctx;
+	uint32_t id;
+	char *base;
+	size_t len;
+	uint32_t access;
+	struct ibv_mr *mr[TRIAD_MAX_PLANES];
+};
+
+enum tr_req_kind { TR_REQ_PUT, TR_REQ_GET };
+
+struct triad_req {
+	struct triad_ctx *ctx;
+	enum tr_req_kind kind;
+	_Atomic int done;
+	enum triad_status status;
+	struct tr_list link; /* in a conn's rmaq or an rwin's waiters */
+	struct tr_conn *conn;
+	int peer, plane;
+	uint32_t win;
+	uint64_t off, len;
+	char *buf;
+	uint64_t posted;   /* bytes handed to the NIC */
+	int inflight;	   /* chunks posted and not completed */
+	uint32_t lkey;
+	struct ibv_mr *tmp_mr; /* registration for this request only */
+	struct tr_rwin *rwin;
+};
+
+struct triad_ctx {
+	struct tr_config cfg;
+	struct tr_world world;
+	int rank, size, nplanes;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t events; /* bumped whenever something completes */
+	int sleepers;
+
+	struct ev_loop *loop;
+	ev_async wake_w;
+	pthread_t thread;
+	int thread_started;
+
+	struct rdma_event_channel *cm_chan;
+	ev_io cm_w;
+	struct tr_plane plane[TRIAD_MAX_PLANES];
+	struct tr_peer *peers; /* [size]; peers[rank] unused */
+
+	struct triad_win **wins;
+	int nwins, wins_cap;
+	uint32_t next_qid;
+	int nqueries;
+
+	uint32_t bar_epoch;	 /* barriers this rank entered */
+	uint32_t bar_arrived[2]; /* rank 0: arrivals per epoch parity */
+	uint32_t bar_released;	 /* epochs released by rank 0 */
+};
+
+uint64_t tr_now_ns(void);
+
+/* Engine: poll everything once (lock held). */
+void tr_progress(struct triad_ctx *ctx);
+/* Something completed: wake sleeping waiters (lock held). */
+void tr_ctx_signal(struct triad_ctx *ctx);
+/* Drive the engine until pred(arg) holds or timeout_ms passes (< 0:
+ * forever); called without the lock.  0, or -ETIMEDOUT. */
+int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int timeout_ms);
+
+/* The one plane-choice function: every message and operation to a peer
+ * asks it.  Home plane for now ((rank + peer) mod planes, so both
+ * directions of a pair agree); TRIAD_F_PLANE pins.  Messages without a pin
+ * fall back to the next live plane.  Returns the plane, or -1 when none is
+ * usable. */
+int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags);
+
+/* Send a control message to a peer on the chosen plane. */
+int tr_send_msg(struct triad_ctx *ctx, int peer, struct tr_msg *m);
+
+/* Windows (win.c) */
+struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id);
+struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size_t len);
+void tr_win_on_query(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
+void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
+/* Resolve req->rwin, then start it; completes req on error. */
+void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
+void tr_win_conn_broken(struct triad_ctx *ctx, struct tr_conn *c);
+void tr_win_check_timeouts(struct triad_ctx *ctx);
+void tr_rwins_free(struct tr_peer *p);
+void tr_wins_destroy_all(struct triad_ctx *ctx);
+
+/* Requests (rma.c) */
+void tr_req_complete(struct triad_req *req, enum triad_status st);
+/* The window is known: validate and queue on the connection. */
+void tr_rma_start(struct triad_req *req);
+
+/* Barrier messages (ctx.c) */
+void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
+
+#endif

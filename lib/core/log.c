@@ -1,0 +1,25 @@
+#include "core/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int tr_log_level = TR_LOG_WARN;
+int tr_log_rank = -1;
+
+static const char *const level_names[] = {
+	[TR_LOG_ERROR] = "ERROR", [TR_LOG_WARN] = "WARN",   [TR_LOG_INFO] = "INFO",
+	[TR_LOG_DEBUG] = "DEBUG", [TR_LOG_TRACE] = "TRACE",
+};
+
+void tr_log(int level, const char *func, int line, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* One fprintf per line so that ranks sharing a terminal do not interleave. */
+	fprintf(stderr, "triad[%d] %s %s:%d: %s\n", tr_log_rank, level_names[level],
+		func, line, msg);
+}

@@ -1,0 +1,265 @@
+/* One-sided operations (put, get) and requests.
+ *
+ * An operation goes: argument checks -> plane choice -> local registration
+ * -> window lookup (cached after the first) -> bounds and access checks ->
+ * the connection's queue -> chunks of at most TRIAD_CHUNK_SIZE posted as
+ * long as the send queue has room -> complete when every chunk completed. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "core/log.h"
+#include "proto/chunk.h"
+
+void tr_req_complete(struct triad_req *req, enum triad_status st)
+{
+	struct triad_ctx *ctx = req->ctx;
+
+	if (req->tmp_mr) {
+		tr_mr_dereg(req->tmp_mr);
+		req->tmp_mr = NULL;
+	}
+	if (st == TRIAD_S_OK && req->conn) {
+		if (req->kind == TR_REQ_PUT)
+			req->conn->stats.tx_bytes += req->len;
+		else
+			req->conn->stats.rx_bytes += req->len;
+	}
+	req->status = st;
+	atomic_store_explicit(&req->done, 1, memory_order_release);
+	tr_ctx_signal(ctx);
+}
+
+void tr_rma_start(struct triad_req *req)
+{
+	struct triad_ctx *ctx = req->ctx;
+	struct tr_rwin *rw = req->rwin;
+	struct tr_conn *c = req->conn;
+	uint32_t need = req->kind == TR_REQ_PUT ? TRIAD_WIN_WRITE : TRIAD_WIN_READ;
+
+	if (!(rw->access & need)) {
+		tr_info("%s on rank %d window %u: the window does not allow it",
+			req->kind == TR_REQ_PUT ? "put" : "get", req->peer, req->win);
+		tr_req_complete(req, TRIAD_S_ACCESS);
+		return;
+	}
+	if (!tr_range_ok(rw->len, req->off, req->len)) {
+		tr_info("%s on rank %d window %u: [%llu, +%llu) outside its %llu bytes",
+			req->kind == TR_REQ_PUT ? "put" : "get", req->peer, req->win,
+			(unsigned long long)req->off, (unsigned long long)req->len,
+			(unsigned long long)rw->len);
+		tr_req_complete(req, TRIAD_S_OUT_OF_BOUNDS);
+		return;
+	}
+	if (c->state != TR_CONN_UP) {
+		tr_req_complete(req, c->down_status);
+		return;
+	}
+	tr_list_add_tail(&c->rmaq, &req->link);
+	tr_core_sq_room(c);
+	(void)ctx;
+}
+
+void tr_core_sq_room(struct tr_conn *c)
+{
+	uint64_t chunk = c->ctx->cfg.chunk_size;
+
+	while (!tr_list_empty(&c->rmaq)) {
+		struct triad_req *req = tr_list_first(&c->rmaq, struct triad_req, link);
+		struct tr_rwin *rw = req->rwin;
+
+		while (req->posted < req->len) {
+			uint64_t n = tr_chunk_len(req->len, chunk, req->posted);
+			int ret = tr_conn_post_rma(
+				c, req->kind == TR_REQ_PUT ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
+				req->buf + req->posted, (uint32_t)n, req->lkey,
+				rw->base + req->off + req->posted, rw->rkey[c->plane], req);
+
+			if (ret == -EAGAIN)
+				return;
+			if (ret) {
+				/* The connection is unusable: fail it, which fails the queue. */
+				req->status = TRIAD_S_TRANSPORT;
+				tr_conn_fail(c, TRIAD_S_TRANSPORT);
+				return;
+			}
+			req->posted += n;
+			req->inflight++;
+		}
+		tr_list_del(&req->link);
+	}
+}
+
+void tr_core_rma_done(struct tr_conn *c, struct triad_req *req, enum triad_status st)
+{
+	(void)c;
+	req->inflight--;
+	if (st != TRIAD_S_OK && req->status == TRIAD_S_OK) {
+		req->status = st;
+		if (req->posted < req->len) { /* still queued: post no more */
+			tr_list_del(&req->link);
+			req->posted = req->len;
+		}
+	}
+	if (!req->inflight && req->posted == req->len)
+		tr_req_complete(req, req->status);
+}
+
+/* Operations on this rank's own windows are memory copies. */
+static void rma_self(struct triad_ctx *ctx, struct triad_req *req)
+{
+	struct triad_win *w = tr_win_find(ctx, req->win);
+	uint32_t need = req->kind == TR_REQ_PUT ? TRIAD_WIN_WRITE : TRIAD_WIN_READ;
+
+	if (!w)
+		tr_req_complete(req, TRIAD_S_NO_WINDOW);
+	else if (!(w->access & need))
+		tr_req_complete(req, TRIAD_S_ACCESS);
+	else if (!tr_range_ok(w->len, req->off, req->len))
+		tr_req_complete(req, TRIAD_S_OUT_OF_BOUNDS);
+	else {
+		if (req->kind == TR_REQ_PUT)
+			memmove(w->base + req->off, req->buf, req->len);
+		else
+			memmove(req->buf, w->base + req->off, req->len);
+		tr_req_complete(req, TRIAD_S_OK);
+	}
+}
+
+static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, size_t len,
+		      int rank, uint32_t win, uint64_t off, unsigned flags, triad_req_t **req_p)
+{
+	const char *what = kind == TR_REQ_PUT ? "put" : "get";
+	struct triad_req *req;
+	struct tr_conn *c;
+	struct triad_win *lw;
+	int plane;
+
+	if (!ctx || !req_p || (!buf && len)) {
+		if (ctx)
+			tr_error("%s: needs a request pointer and a buffer", what);
+		return -EINVAL;
+	}
+	if (rank < 0 || rank >= ctx->size) {
+		tr_error("%s: rank %d is not in the world (0..%d)", what, rank, ctx->size - 1);
+		return -EINVAL;
+	}
+	if ((flags & ~0x1ffu) || ((flags & 0x100u) && (int)(flags & 0xffu) >= ctx->nplanes)) {
+		tr_error("%s: bad flags 0x%x (%d planes)", what, flags, ctx->nplanes);
+		return -EINVAL;
+	}
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->ctx = ctx;
+	req->kind = kind;
+	req->status = TRIAD_S_OK;
+	req->peer = rank;
+	req->win = win;
+	req->off = off;
+	req->len = len;
+	req->buf = buf;
+	tr_list_init(&req->link);
+	*req_p = req;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (rank == ctx->rank) {
+		rma_self(ctx, req);
+		goto out;
+	}
+	plane = tr_plane_choose(ctx, rank, flags);
+	c = &ctx->peers[rank].conn[plane];
+	req->plane = plane;
+	req->conn = c;
+	if (!ctx->plane[plane].port_up) {
+		tr_req_complete(req, TRIAD_S_PLANE_DOWN);
+		goto out;
+	}
+	if (c->state != TR_CONN_UP) {
+		tr_req_complete(req, c->down_status);
+		goto out;
+	}
+	if (len == 0) {
+		tr_req_complete(req, TRIAD_S_OK);
+		goto out;
+	}
+	if ((lw = tr_win_find_addr(ctx, buf, len)))
+		req->lkey = lw->mr[plane]->lkey;
+	else if (!(kind == TR_REQ_PUT && len <= c->max_inline)) {
+		req->tmp_mr = tr_mr_reg(&ctx->plane[plane], buf, len, IBV_ACCESS_LOCAL_WRITE);
+		if (!req->tmp_mr) {
+			tr_req_complete(req, TRIAD_S_NO_MEMORY);
+			goto out;
+		}
+		req->lkey = req->tmp_mr->lkey;
+	}
+	if (kind == TR_REQ_PUT)
+		c->stats.puts++;
+	else
+		c->stats.gets++;
+	tr_win_lookup(ctx, req);
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+int triad_put(triad_ctx_t *ctx, const void *buf, size_t len, int rank, uint32_t win,
+	      uint64_t off, unsigned flags, triad_req_t **req_p)
+{
+	return rma_submit(ctx, TR_REQ_PUT, (void *)(uintptr_t)buf, len, rank, win, off, flags,
+			  req_p);
+}
+
+int triad_get(triad_ctx_t *ctx, void *buf, size_t len, int rank, uint32_t win, uint64_t off,
+	      unsigned flags, triad_req_t **req_p)
+{
+	return rma_submit(ctx, TR_REQ_GET, buf, len, rank, win, off, flags, req_p);
+}
+
+/* ---- requests ---------------------------------------------------------------------*/
+static int req_done(void *arg)
+{
+	struct triad_req *req = arg;
+
+	return atomic_load_explicit(&req->done, memory_order_acquire);
+}
+
+int triad_test(triad_req_t *req)
+{
+	if (!req)
+		return -EINVAL;
+	if (req_done(req))
+		return 1;
+	pthread_mutex_lock(&req->ctx->lock);
+	tr_progress(req->ctx);
+	pthread_mutex_unlock(&req->ctx->lock);
+	return req_done(req);
+}
+
+int triad_wait(triad_req_t *req, int timeout_ms)
+{
+	if (!req)
+		return -EINVAL;
+	if (req_done(req))
+		return 0;
+	return tr_wait_until(req->ctx, req_done, req, timeout_ms);
+}
+
+enum triad_status triad_req_status(const triad_req_t *req)
+{
+	if (!req)
+		return TRIAD_S_PENDING;
+	return atomic_load_explicit(&((triad_req_t *)req)->done, memory_order_acquire)
+		       ? req->status : TRIAD_S_PENDING;
+}
+
+int triad_req_free(triad_req_t *req)
+{
+	if (!req)
+		return 0;
+	if (!req_done(req))
+		return -EBUSY;
+	free(req);
+	return 0;
+}

@@ -1,0 +1,313 @@
+/* Windows: this rank's exposed regions, and what peers told us of theirs.
+ *
+ * The owner validates: a peer's library asks the owner once per window
+ * (WIN_QUERY); the owner answers with the window's exact extent, its
+ * access rights and one rkey per plane (WIN_INFO), or with the reason it
+ * refuses.  The answer is cached; the initiator's library then checks every
+ * operation against it before posting, and the NIC enforces the same
+ * extent (the MR covers exactly the window) as the last line. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "core/log.h"
+#include "proto/chunk.h"
+
+struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id)
+{
+	for (int i = 0; i < ctx->nwins; i++)
+		if (ctx->wins[i]->id == id)
+			return ctx->wins[i];
+	return NULL;
+}
+
+struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	for (int i = 0; i < ctx->nwins; i++) {
+		struct triad_win *w = ctx->wins[i];
+		uintptr_t base = (uintptr_t)w->base;
+
+		if (a >= base && tr_range_ok(w->len, a - base, len))
+			return w;
+	}
+	return NULL;
+}
+
+static void win_free(struct triad_win *w)
+{
+	for (int p = 0; p < TRIAD_MAX_PLANES; p++)
+		tr_mr_dereg(w->mr[p]);
+	free(w);
+}
+
+int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
+		     const struct triad_win_attr *attr, triad_win_t **win_p)
+{
+	uint32_t access = TRIAD_WIN_READ | TRIAD_WIN_WRITE;
+	struct triad_win *w;
+	int p, ret = 0;
+
+	if (!ctx || !win_p || !base || !len) {
+		tr_error("window %u: needs a context, a base address and a length > 0", id);
+		return -EINVAL;
+	}
+	if (attr && (attr->field_mask & ~(uint64_t)TRIAD_WIN_ATTR_ACCESS)) {
+		tr_error("window %u: unknown attribute bits 0x%llx", id,
+			 (unsigned long long)attr->field_mask);
+		return -EINVAL;
+	}
+	if (attr && (attr->field_mask & TRIAD_WIN_ATTR_ACCESS)) {
+		access = attr->access;
+		if (access & ~(uint32_t)(TRIAD_WIN_READ | TRIAD_WIN_WRITE)) {
+			tr_error("window %u: unknown access bits 0x%x", id, access);
+			return -EINVAL;
+		}
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->ctx = ctx;
+	w->id = id;
+	w->base = base;
+	w->len = len;
+	w->access = access;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (tr_win_find(ctx, id)) {
+		tr_error("window %u already exists on rank %d", id, ctx->rank);
+		ret = -EEXIST;
+		goto out;
+	}
+	for (p = 0; p < ctx->nplanes; p++) {
+		int acc = IBV_ACCESS_LOCAL_WRITE;
+
+		if (access & TRIAD_WIN_READ)
+			acc |= IBV_ACCESS_REMOTE_READ;
+		if (access & TRIAD_WIN_WRITE)
+			acc |= IBV_ACCESS_REMOTE_WRITE;
+		w->mr[p] = tr_mr_reg(&ctx->plane[p], base, len, acc);
+		if (!w->mr[p]) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	if (ctx->nwins == ctx->wins_cap) {
+		int cap = ctx->wins_cap ? 2 * ctx->wins_cap : 8;
+		struct triad_win **n = realloc(ctx->wins, (size_t)cap * sizeof(*n));
+
+		if (!n) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		ctx->wins = n;
+		ctx->wins_cap = cap;
+	}
+	ctx->wins[ctx->nwins++] = w;
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret) {
+		win_free(w);
+		return ret;
+	}
+	*win_p = w;
+	return 0;
+}
+
+/* Lock held. */
+static void win_remove(struct triad_win *w)
+{
+	struct triad_ctx *ctx = w->ctx;
+
+	for (int i = 0; i < ctx->nwins; i++) {
+		if (ctx->wins[i] == w) {
+			ctx->wins[i] = ctx->wins[--ctx->nwins];
+			break;
+		}
+	}
+	win_free(w);
+}
+
+int triad_win_destroy(triad_win_t *w)
+{
+	struct triad_ctx *ctx;
+
+	if (!w)
+		return -EINVAL;
+	ctx = w->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	win_remove(w);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+void tr_wins_destroy_all(struct triad_ctx *ctx)
+{
+	while (ctx->nwins)
+		win_remove(ctx->wins[ctx->nwins - 1]);
+}
+
+/* ---- the owner's side --------------------------------------------------------------*/
+void tr_win_on_query(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+{
+	struct triad_win *w = tr_win_find(ctx, m->u.win_query.win);
+	struct tr_msg r = { .type = TR_MSG_WIN_INFO };
+
+	r.u.win_info.qid = m->u.win_query.qid;
+	r.u.win_info.win = m->u.win_query.win;
+	if (!w) {
+		r.u.win_info.status = TRIAD_S_NO_WINDOW;
+		tr_info("rank %d asked for window %u, which does not exist", peer,
+			m->u.win_query.win);
+	} else {
+		r.u.win_info.status = TRIAD_S_OK;
+		r.u.win_info.nplanes = (uint16_t)ctx->nplanes;
+		r.u.win_info.access = w->access;
+		r.u.win_info.base = (uintptr_t)w->base;
+		r.u.win_info.len = w->len;
+		for (int p = 0; p < ctx->nplanes; p++)
+			r.u.win_info.rkey[p] = w->mr[p]->rkey;
+	}
+	tr_send_msg(ctx, peer, &r);
+}
+
+/* ---- the initiator's side ------------------------------------------------------------*/
+static struct tr_rwin **rwin_slot(struct tr_peer *p, uint32_t id)
+{
+	struct tr_rwin **s = &p->rwins;
+
+	while (*s && (*s)->id != id)
+		s = &(*s)->next;
+	return s;
+}
+
+/* Unlinks *slot and fails everyone waiting for it. */
+static void rwin_fail(struct triad_ctx *ctx, struct tr_rwin **slot, enum triad_status st)
+{
+	struct tr_rwin *rw = *slot;
+
+	*slot = rw->next;
+	if (rw->state == TR_RWIN_QUERYING)
+		ctx->nqueries--;
+	while (!tr_list_empty(&rw->waiters)) {
+		struct triad_req *req = tr_list_first(&rw->waiters, struct triad_req, link);
+
+		tr_list_del(&req->link);
+		req->rwin = NULL;
+		tr_req_complete(req, st);
+	}
+	free(rw);
+}
+
+void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
+{
+	struct tr_peer *p = &ctx->peers[req->peer];
+	struct tr_rwin **slot = rwin_slot(p, req->win), *rw = *slot;
+	struct tr_msg m = { .type = TR_MSG_WIN_QUERY };
+
+	if (rw) {
+		req->rwin = rw;
+		if (rw->state == TR_RWIN_READY)
+			tr_rma_start(req);
+		else
+			tr_list_add_tail(&rw->waiters, &req->link);
+		return;
+	}
+	rw = calloc(1, sizeof(*rw));
+	if (!rw) {
+		tr_req_complete(req, TRIAD_S_NO_MEMORY);
+		return;
+	}
+	rw->id = req->win;
+	rw->state = TR_RWIN_QUERYING;
+	rw->qid = ++ctx->next_qid;
+	rw->query_plane = tr_plane_choose(ctx, req->peer, 0);
+	rw->deadline_ns = tr_now_ns() + (uint64_t)ctx->cfg.query_timeout_ms * 1000000;
+	tr_list_init(&rw->waiters);
+	tr_list_add_tail(&rw->waiters, &req->link);
+	req->rwin = rw;
+	*slot = rw;
+	ctx->nqueries++;
+	m.u.win_query.qid = rw->qid;
+	m.u.win_query.win = rw->id;
+	if (tr_send_msg(ctx, req->peer, &m))
+		rwin_fail(ctx, slot, TRIAD_S_UNREACHABLE);
+}
+
+void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+{
+	struct tr_peer *p = &ctx->peers[peer];
+	struct tr_rwin **slot = rwin_slot(p, m->u.win_info.win), *rw = *slot;
+
+	if (!rw || rw->state != TR_RWIN_QUERYING || rw->qid != m->u.win_info.qid) {
+		tr_warn("rank %d: unexpected WIN_INFO for window %u (query %u): dropped", peer,
+			m->u.win_info.win, m->u.win_info.qid);
+		return;
+	}
+	if (m->u.win_info.status != TRIAD_S_OK) {
+		/* Not cached: the window may be created later. */
+		rwin_fail(ctx, slot, (enum triad_status)m->u.win_info.status);
+		return;
+	}
+	if (m->u.win_info.nplanes != ctx->nplanes) {
+		tr_error("rank %d describes window %u on %u planes, this world has %d", peer,
+			 rw->id, m->u.win_info.nplanes, ctx->nplanes);
+		rwin_fail(ctx, slot, TRIAD_S_TRANSPORT);
+		return;
+	}
+	rw->state = TR_RWIN_READY;
+	ctx->nqueries--;
+	rw->base = m->u.win_info.base;
+	rw->len = m->u.win_info.len;
+	rw->access = m->u.win_info.access;
+	memcpy(rw->rkey, m->u.win_info.rkey, sizeof(rw->rkey));
+	while (!tr_list_empty(&rw->waiters)) {
+		struct triad_req *req = tr_list_first(&rw->waiters, struct triad_req, link);
+
+		tr_list_del(&req->link);
+		tr_rma_start(req);
+	}
+}
+
+void tr_win_conn_broken(struct triad_ctx *ctx, struct tr_conn *c)
+{
+	struct tr_rwin **slot = &ctx->peers[c->peer].rwins;
+
+	while (*slot) {
+		if ((*slot)->state == TR_RWIN_QUERYING && (*slot)->query_plane == c->plane)
+			rwin_fail(ctx, slot, c->down_status);
+		else
+			slot = &(*slot)->next;
+	}
+}
+
+void tr_win_check_timeouts(struct triad_ctx *ctx)
+{
+	uint64_t now = tr_now_ns();
+
+	for (int r = 0; r < ctx->size; r++) {
+		struct tr_rwin **slot = &ctx->peers[r].rwins;
+
+		while (*slot) {
+			if ((*slot)->state == TR_RWIN_QUERYING && now > (*slot)->deadline_ns) {
+				tr_warn("rank %d did not describe window %u in time", r,
+					(*slot)->id);
+				rwin_fail(ctx, slot, TRIAD_S_TIMEOUT);
+			} else {
+				slot = &(*slot)->next;
+			}
+		}
+	}
+}
+
+void tr_rwins_free(struct tr_peer *p)
+{
+	while (p->rwins) {
+		struct tr_rwin *rw = p->rwins;
+
+		p->rwins = rw->next;
+		free(rw);
+	}
+}

@@ -1,0 +1,36 @@
+/* The world file: which ranks exist and their address on every plane.
+ *
+ *     # comment                (anywhere after '#')
+ *     port 7471                (optional, default 7471; before the ranks)
+ *     0  10.100.0.1 10.101.0.1 (rank, then one IPv4 address per plane)
+ *     1  10.100.0.2 10.101.0.2
+ *
+ * Ranks are 0..N-1, listed once each (any order); every rank names the same
+ * number of planes (1..TRIAD_MAX_PLANES); the addresses of one plane are
+ * distinct.  Errors name the file and the line. */
+#ifndef TRIAD_CORE_WORLD_H
+#define TRIAD_CORE_WORLD_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "triad.h"
+
+#define TR_WORLD_DEFAULT_PORT 7471
+#define TR_WORLD_MAX_RANKS 4096
+
+struct tr_world {
+	int size;
+	int nplanes;
+	uint16_t port;
+	struct in_addr (*addr)[TRIAD_MAX_PLANES]; /* addr[rank][plane] */
+};
+
+/* Parses text (NUL-terminated); name is used in error messages. */
+int tr_world_parse(const char *text, const char *name, struct tr_world *w,
+		   char *err, size_t errlen);
+int tr_world_load(const char *path, struct tr_world *w, char *err, size_t errlen);
+void tr_world_free(struct tr_world *w);
+
+#endif

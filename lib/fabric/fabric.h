@@ -1,0 +1,116 @@
+/* The fabric layer: the only code that calls libibverbs and librdmacm.
+ *
+ * A plane is one local RDMA device/port with one IPv4 address: a PD, a CQ
+ * with its completion channel, and an rdma_cm listener.  A connection is one
+ * RC QP to one peer on one plane, with a ring of registered buffers for
+ * control messages.  The layer executes what the core asks (send a message,
+ * post an RDMA WRITE/READ) and turns completions and rdma_cm events into
+ * calls of the tr_core_* functions below.  Every function here is called
+ * with the context lock held. */
+#ifndef TRIAD_FABRIC_H
+#define TRIAD_FABRIC_H
+
+#include <ev.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <rdma/rdma_cma.h>
+#include <stdint.h>
+
+#include "core/list.h"
+#include "proto/wire.h"
+#include "triad.h"
+
+struct triad_ctx;
+struct triad_req;
+
+enum tr_conn_state {
+	TR_CONN_DOWN,	    /* nothing yet (passive side waits for the peer) */
+	TR_CONN_CONNECTING, /* active side: resolving or connecting */
+	TR_CONN_ACCEPTING,  /* passive side: accepted, not yet established */
+	TR_CONN_UP,
+	TR_CONN_DRAINING,   /* broken: waiting for the flushed work requests */
+	TR_CONN_FAILED,	    /* resources released; operations fail at once */
+};
+const char *tr_conn_state_str(enum tr_conn_state s);
+
+struct tr_plane {
+	struct triad_ctx *ctx;
+	int index;
+	struct sockaddr_in addr; /* this rank's address on the plane */
+	struct rdma_cm_id *listen_id;
+	struct ibv_context *verbs;
+	uint8_t port_num;
+	int port_up;
+	int owns_async; /* first plane on its device: watches its async events */
+	char devname[64];
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *chan;
+	struct ibv_cq *cq;
+	int max_rd_atom, max_init_rd_atom;
+	ev_io cq_w, async_w;
+};
+
+/* Registered buffer for one control message; wr_id = address | tag. */
+struct tr_buf {
+	struct tr_conn *conn;
+	char *data;
+	struct tr_buf *next_free;
+};
+
+struct tr_conn {
+	struct triad_ctx *ctx;
+	int peer;
+	int plane;
+	enum tr_conn_state state;
+	enum triad_status down_status; /* why it broke */
+	struct rdma_cm_id *id;
+	struct ibv_qp *qp;
+	uint32_t max_inline;
+	int sq_avail;  /* send work requests that may still be posted */
+	int sq_posted; /* posted and not yet completed (incl. flushed) */
+	int rq_posted;
+	char *bufmem;
+	struct ibv_mr *buf_mr;
+	struct tr_buf *rx, *tx, *tx_free;
+	struct tr_list msgq; /* encoded messages waiting for a buffer */
+	struct tr_list rmaq; /* requests with chunks left to post (core's) */
+	struct triad_conn_stats stats;
+	ev_timer retry_w;
+	ev_tstamp deadline;
+	int attempts;
+};
+
+/* Planes */
+int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
+		  struct in_addr addr, uint16_t port);
+void tr_plane_close(struct tr_plane *pl);
+void tr_plane_poll(struct tr_plane *pl); /* drain the CQ */
+/* Event callbacks for the progress loop. */
+void tr_cm_cb(struct ev_loop *loop, ev_io *w, int revents);
+void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents);
+void tr_async_cb(struct ev_loop *loop, ev_io *w, int revents);
+
+/* Connections */
+void tr_conn_init(struct triad_ctx *ctx, struct tr_conn *c, int peer, int plane);
+int tr_conn_connect(struct tr_conn *c); /* active side: start */
+void tr_conn_fail(struct tr_conn *c, enum triad_status why);
+void tr_conn_destroy(struct tr_conn *c); /* at context close */
+/* Encode and send (or queue) a control message; fills in m->seq. */
+int tr_conn_send(struct tr_conn *c, struct tr_msg *m);
+/* Post one RDMA WRITE (IBV_WR_RDMA_WRITE) or READ; -EAGAIN when the send
+ * queue is full.  lkey is ignored when the data goes inline. */
+int tr_conn_post_rma(struct tr_conn *c, enum ibv_wr_opcode op, void *laddr,
+		     uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		     struct triad_req *req);
+
+/* Memory registration on one plane (access: IBV_ACCESS_* flags). */
+struct ibv_mr *tr_mr_reg(struct tr_plane *pl, void *addr, size_t len, int access);
+void tr_mr_dereg(struct ibv_mr *mr);
+
+/* ---- implemented by the core, called by the fabric ---------------------------*/
+void tr_core_msg(struct tr_conn *c, const struct tr_msg *m);
+void tr_core_rma_done(struct tr_conn *c, struct triad_req *req, enum triad_status st);
+void tr_core_sq_room(struct tr_conn *c);
+void tr_core_conn_changed(struct tr_conn *c); /* went UP, or broke */
+
+#endif

@@ -1,0 +1,164 @@
+#include "proto/wire.h"
+
+#include <errno.h>
+#include <string.h>
+
+static const char *const type_names[TR_MSG_TYPE_MAX] = {
+	[TR_MSG_WIN_QUERY] = "WIN_QUERY",
+	[TR_MSG_WIN_INFO] = "WIN_INFO",
+	[TR_MSG_BARRIER] = "BARRIER",
+	[TR_MSG_BARRIER_REL] = "BARRIER_REL",
+};
+
+const char *tr_msg_type_str(unsigned type)
+{
+	return type < TR_MSG_TYPE_MAX && type_names[type] ? type_names[type] : "?";
+}
+
+/* ---- byte cursors ---------------------------------------------------------*/
+struct wcur {
+	uint8_t *p, *end;
+};
+struct rcur {
+	const uint8_t *p, *end;
+	int bad;
+};
+
+static void put_le(struct wcur *c, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		*c->p++ = (uint8_t)(v >> (8 * i));
+}
+#define PUT16(c, v) put_le(c, v, 2)
+#define PUT32(c, v) put_le(c, v, 4)
+#define PUT64(c, v) put_le(c, v, 8)
+
+static uint64_t get_le(struct rcur *c, int n)
+{
+	uint64_t v = 0;
+
+	if (c->end - c->p < n) {
+		c->bad = 1;
+		return 0;
+	}
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)*c->p++ << (8 * i);
+	return v;
+}
+#define GET8(c) ((uint8_t)get_le(c, 1))
+#define GET16(c) ((uint16_t)get_le(c, 2))
+#define GET32(c) ((uint32_t)get_le(c, 4))
+#define GET64(c) get_le(c, 8)
+
+/* Body length of each type; WIN_INFO grows with its plane count. */
+static size_t body_len(const struct tr_msg *m)
+{
+	switch (m->type) {
+	case TR_MSG_WIN_QUERY: return 8;
+	case TR_MSG_WIN_INFO: return 32 + 4 * (size_t)m->u.win_info.nplanes;
+	case TR_MSG_BARRIER:
+	case TR_MSG_BARRIER_REL: return 4;
+	default: return 0;
+	}
+}
+
+int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
+{
+	struct wcur c = { buf, (uint8_t *)buf + size };
+	size_t len;
+
+	if (m->type <= 0 || m->type >= TR_MSG_TYPE_MAX)
+		return -EINVAL;
+	if (m->type == TR_MSG_WIN_INFO &&
+	    (m->u.win_info.nplanes > TRIAD_MAX_PLANES || m->u.win_info.status >= TRIAD_S_MAX))
+		return -EINVAL;
+	len = TR_WIRE_HDR_LEN + body_len(m);
+	if (len > size)
+		return -ENOSPC;
+	PUT16(&c, TR_WIRE_MAGIC);
+	put_le(&c, TR_WIRE_VERSION, 1);
+	put_le(&c, (uint64_t)m->type, 1);
+	PUT16(&c, len);
+	PUT16(&c, 0);
+	PUT32(&c, m->seq);
+	PUT32(&c, 0);
+	switch (m->type) {
+	case TR_MSG_WIN_QUERY:
+		PUT32(&c, m->u.win_query.qid);
+		PUT32(&c, m->u.win_query.win);
+		break;
+	case TR_MSG_WIN_INFO:
+		PUT32(&c, m->u.win_info.qid);
+		PUT32(&c, m->u.win_info.win);
+		PUT16(&c, m->u.win_info.status);
+		PUT16(&c, m->u.win_info.nplanes);
+		PUT32(&c, m->u.win_info.access);
+		PUT64(&c, m->u.win_info.base);
+		PUT64(&c, m->u.win_info.len);
+		for (unsigned i = 0; i < m->u.win_info.nplanes; i++)
+			PUT32(&c, m->u.win_info.rkey[i]);
+		break;
+	case TR_MSG_BARRIER:
+	case TR_MSG_BARRIER_REL:
+		PUT32(&c, m->u.barrier.epoch);
+		break;
+	default:
+		return -EINVAL;
+	}
+	return (int)len;
+}
+
+int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
+{
+	struct rcur c = { buf, (const uint8_t *)buf + len, 0 };
+	struct tr_msg m;
+	unsigned type;
+
+	memset(&m, 0, sizeof(m));
+	if (len < TR_WIRE_HDR_LEN || len > TR_WIRE_MAX_LEN)
+		return -EBADMSG;
+	if (GET16(&c) != TR_WIRE_MAGIC || GET8(&c) != TR_WIRE_VERSION)
+		return -EBADMSG;
+	type = GET8(&c);
+	if (GET16(&c) != len || GET16(&c) != 0)
+		return -EBADMSG;
+	m.seq = GET32(&c);
+	if (GET32(&c) != 0)
+		return -EBADMSG;
+	if (type == 0 || type >= TR_MSG_TYPE_MAX)
+		return -EPROTO;
+	m.type = (enum tr_msg_type)type;
+	switch (m.type) {
+	case TR_MSG_WIN_QUERY:
+		m.u.win_query.qid = GET32(&c);
+		m.u.win_query.win = GET32(&c);
+		break;
+	case TR_MSG_WIN_INFO:
+		m.u.win_info.qid = GET32(&c);
+		m.u.win_info.win = GET32(&c);
+		m.u.win_info.status = GET16(&c);
+		m.u.win_info.nplanes = GET16(&c);
+		m.u.win_info.access = GET32(&c);
+		m.u.win_info.base = GET64(&c);
+		m.u.win_info.len = GET64(&c);
+		if (m.u.win_info.status >= TRIAD_S_MAX ||
+		    m.u.win_info.nplanes > TRIAD_MAX_PLANES ||
+		    m.u.win_info.access & ~(uint32_t)(TRIAD_WIN_READ | TRIAD_WIN_WRITE) ||
+		    m.u.win_info.base + m.u.win_info.len < m.u.win_info.base)
+			return -EPROTO;
+		for (unsigned i = 0; i < m.u.win_info.nplanes; i++)
+			m.u.win_info.rkey[i] = GET32(&c);
+		break;
+	case TR_MSG_BARRIER:
+	case TR_MSG_BARRIER_REL:
+		m.u.barrier.epoch = GET32(&c);
+		break;
+	default:
+		return -EPROTO;
+	}
+	/* The length must be exactly the type's: no short body, no trailer. */
+	if (c.bad || c.p != c.end)
+		return -EBADMSG;
+	*out = m;
+	return 0;
+}
