@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -62,7 +63,9 @@ int tr_parse_size(const char *s, uint64_t *val_p)
 	unsigned long long v;
 	unsigned shift = 0;
 
-	if (!s || !*s || *s == '-' || *s == '+')
+	/* strtoull() would skip white space and accept a sign (" -1" is
+	 * UINT64_MAX): require a digit first. */
+	if (!s || !isdigit((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);

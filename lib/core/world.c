@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_LINE 1024
 
@@ -74,7 +75,7 @@ static int parse_line(struct parser *p, char *line, struct tr_world *w, bool *se
 {
 	char *words[TRIAD_MAX_PLANES + 2];
 	char *hash = strchr(line, '#');
-	int n, i;
+	int n, i, r;
 	long v;
 
 	if (hash)
@@ -108,6 +109,13 @@ static int parse_line(struct parser *p, char *line, struct tr_world *w, bool *se
 			return fail(p, "rank %ld plane %d: '%s' is not an IPv4 address", v,
 				    i - 1, words[i]);
 	}
+	/* The addresses of one plane are distinct: checked here so that the
+	 * error names the line that repeats one. */
+	for (i = 0; i < w->nplanes; i++)
+		for (r = 0; r < w->size; r++)
+			if (seen[r] && w->addr[r][i].s_addr == w->addr[v][i].s_addr)
+				return fail(p, "rank %ld plane %d: address %s already used by rank %d",
+					    v, i, words[i + 1], r);
 	seen[v] = true;
 	(*nranks_seen)++;
 	if (v + 1 > w->size)
@@ -117,7 +125,7 @@ static int parse_line(struct parser *p, char *line, struct tr_world *w, bool *se
 
 static int check_complete(struct parser *p, struct tr_world *w, const bool *seen)
 {
-	int r, q, k;
+	int r;
 
 	if (w->size == 0)
 		return fail(p, "no ranks");
@@ -125,12 +133,6 @@ static int check_complete(struct parser *p, struct tr_world *w, const bool *seen
 		if (!seen[r])
 			return fail(p, "rank %d is missing (ranks must be 0..%d)", r,
 				    w->size - 1);
-	for (k = 0; k < w->nplanes; k++)
-		for (r = 0; r < w->size; r++)
-			for (q = r + 1; q < w->size; q++)
-				if (w->addr[r][k].s_addr == w->addr[q][k].s_addr)
-					return fail(p, "ranks %d and %d share plane %d's address %s",
-						    r, q, k, inet_ntoa(w->addr[r][k]));
 	return 0;
 }
 
@@ -185,6 +187,7 @@ out:
 
 int tr_world_load(const char *path, struct tr_world *w, char *err, size_t errlen)
 {
+	struct stat st;
 	FILE *f;
 	char *text;
 	long size;
@@ -195,6 +198,12 @@ int tr_world_load(const char *path, struct tr_world *w, char *err, size_t errlen
 		ret = -errno;
 		snprintf(err, errlen, "%s: cannot open world file: %s", path, strerror(errno));
 		return ret;
+	}
+	/* A directory opens, and its "size" is whatever the file system says. */
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: cannot read world file: %s", path, strerror(EISDIR));
+		fclose(f);
+		return -EISDIR;
 	}
 	if (fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
 		ret = -errno;
@@ -213,8 +222,16 @@ int tr_world_load(const char *path, struct tr_world *w, char *err, size_t errlen
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
+	errno = 0;
 	size = (long)fread(text, 1, (size_t)size, f);
 	text[size] = '\0';
+	if (ferror(f)) {
+		ret = errno ? -errno : -EIO;
+		snprintf(err, errlen, "%s: cannot read world file: %s", path, strerror(-ret));
+		free(text);
+		fclose(f);
+		return ret;
+	}
 	fclose(f);
 	if (strlen(text) != (size_t)size) {
 		free(text);

@@ -69,8 +69,11 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 
 	if (m->type <= 0 || m->type >= TR_MSG_TYPE_MAX)
 		return -EINVAL;
+	/* Never produce what tr_msg_decode() rejects. */
 	if (m->type == TR_MSG_WIN_INFO &&
-	    (m->u.win_info.nplanes > TRIAD_MAX_PLANES || m->u.win_info.status >= TRIAD_S_MAX))
+	    (m->u.win_info.nplanes > TRIAD_MAX_PLANES || m->u.win_info.status >= TRIAD_S_MAX ||
+	     m->u.win_info.access & ~(uint32_t)(TRIAD_WIN_READ | TRIAD_WIN_WRITE) ||
+	     m->u.win_info.base + m->u.win_info.len < m->u.win_info.base))
 		return -EINVAL;
 	len = TR_WIRE_HDR_LEN + body_len(m);
 	if (len > size)
