@@ -1,0 +1,68 @@
+/* Small helpers shared by the fabric tests: checks that count failures
+ * instead of aborting (so one rank's failure does not hang the others in a
+ * barrier), data patterns, and waiting with a bound. */
+#ifndef TRIAD_FT_H
+#define TRIAD_FT_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "triad.h"
+
+extern int ft_failures;
+extern int ft_rank;
+
+#define FT_CHECK(cond, ...)                                                          \
+	do {                                                                         \
+		if (!(cond)) {                                                       \
+			ft_failures++;                                               \
+			fprintf(stderr, "rank %d: FAIL %s:%d: %s: ", ft_rank, __FILE__, \
+				__LINE__, #cond);                                    \
+			fprintf(stderr, __VA_ARGS__);                                \
+			fputc('\n', stderr);                                         \
+		}                                                                    \
+	} while (0)
+
+/* A byte that depends on the seed and the position: misplaced data shows. */
+static inline uint8_t ft_pattern(uint32_t seed, uint64_t i)
+{
+	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)seed << 32 | seed);
+
+	x ^= x >> 29;
+	return (uint8_t)(x ^ (x >> 17) ^ (i >> 8));
+}
+
+static inline void ft_fill(void *buf, uint64_t len, uint32_t seed, uint64_t base)
+{
+	uint8_t *p = buf;
+
+	for (uint64_t i = 0; i < len; i++)
+		p[i] = ft_pattern(seed, base + i);
+}
+
+/* Returns the index of the first wrong byte, or -1 when all match. */
+static inline int64_t ft_verify(const void *buf, uint64_t len, uint32_t seed, uint64_t base)
+{
+	const uint8_t *p = buf;
+
+	for (uint64_t i = 0; i < len; i++)
+		if (p[i] != ft_pattern(seed, base + i))
+			return (int64_t)i;
+	return -1;
+}
+
+/* Waits for req (bounded), frees it, returns its status (or PENDING on
+ * timeout, which is itself a failure the caller checks). */
+enum triad_status ft_wait(triad_req_t *req, int timeout_ms);
+
+/* triad_init from the environment; exits on failure. */
+triad_ctx_t *ft_init(void);
+/* Barrier that counts a failure instead of hanging. */
+void ft_barrier(triad_ctx_t *ctx);
+/* Prints the verdict, finalises, returns the exit status. */
+int ft_finish(triad_ctx_t *ctx, const char *name);
+
+#endif

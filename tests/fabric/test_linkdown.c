@@ -1,0 +1,81 @@
+/* A plane's link goes down: operations on it fail with an error status in
+ * bounded time instead of hanging, and the other plane keeps working.
+ * (Moving traffic to another plane is the failover issue's job.)
+ *
+ * 2 ranks x >= 2 planes.  The fault is injected with the harness's
+ * fabric-ctl (path in $TRIAD_FABRIC_CTL): rank 0's port on the last plane.
+ *   1. puts on every plane work;
+ *   2. rank 0's link on plane L goes down;
+ *   3. rank 0: a put pinned to plane L fails (plane down or peer unreachable);
+ *      rank 1: a put pinned to plane L (towards the dead port) fails too,
+ *      within TRIAD_ACK_TIMEOUT x TRIAD_RETRY_COUNT, not a hang;
+ *   4. on plane 0 both directions still work; the link comes back up. */
+#include <unistd.h>
+
+#include "ft.h"
+
+static int ctl(const char *verb, int node, int plane)
+{
+	const char *tool = getenv("TRIAD_FABRIC_CTL");
+	char cmd[512];
+
+	if (!tool) {
+		fprintf(stderr, "TRIAD_FABRIC_CTL is not set (run under tests/fabric/run)\n");
+		return -1;
+	}
+	snprintf(cmd, sizeof(cmd), "%s %s %d %d", tool, verb, node, plane);
+	return system(cmd);
+}
+
+static enum triad_status put_on(triad_ctx_t *ctx, int peer, int plane, int timeout_ms)
+{
+	static char buf[4096];
+	triad_req_t *req;
+
+	if (triad_put(ctx, buf, sizeof(buf), peer, 1, 0, TRIAD_F_PLANE(plane), &req))
+		return TRIAD_S_MAX;
+	return ft_wait(req, timeout_ms);
+}
+
+static int is_failure(enum triad_status st)
+{
+	return st == TRIAD_S_PLANE_DOWN || st == TRIAD_S_UNREACHABLE || st == TRIAD_S_TRANSPORT;
+}
+
+int main(void)
+{
+	static char win_buf[1 << 16];
+	triad_ctx_t *ctx = ft_init();
+	int rank = triad_rank(ctx), peer = !rank, nplanes = triad_nplanes(ctx);
+	int last = nplanes - 1;
+	triad_win_t *win;
+	enum triad_status st;
+
+	if (triad_size(ctx) != 2 || nplanes < 2) {
+		fprintf(stderr, "test_linkdown needs 2 ranks and 2 planes\n");
+		return 1;
+	}
+	FT_CHECK(triad_win_create(ctx, 1, win_buf, sizeof(win_buf), NULL, &win) == 0, "window");
+	ft_barrier(ctx);
+	for (int p = 0; p < nplanes; p++) {
+		st = put_on(ctx, peer, p, 60000);
+		FT_CHECK(st == TRIAD_S_OK, "put on plane %d before the fault: %s", p, triad_status_str(st));
+	}
+	ft_barrier(ctx);
+	if (rank == 0)
+		FT_CHECK(ctl("down", 0, last) == 0, "fabric-ctl down 0 %d", last);
+	ft_barrier(ctx); /* travels on plane 0 */
+
+	/* Bounded: the RC retries give up after a few seconds; 60 s would be a hang. */
+	st = put_on(ctx, peer, last, 60000);
+	FT_CHECK(is_failure(st), "put on the downed plane %d: %s (expected an error)", last,
+		 triad_status_str(st));
+	printf("rank %d: put on plane %d with rank 0's link down: %s\n", rank, last,
+	       triad_status_str(st));
+	st = put_on(ctx, peer, 0, 60000);
+	FT_CHECK(st == TRIAD_S_OK, "put on plane 0 during the fault: %s", triad_status_str(st));
+	ft_barrier(ctx);
+	if (rank == 0)
+		FT_CHECK(ctl("up", 0, last) == 0, "fabric-ctl up 0 %d", last);
+	return ft_finish(ctx, "test_linkdown");
+}

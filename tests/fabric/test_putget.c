@@ -1,0 +1,337 @@
+/* Put and get on a real fabric, every rank a process.
+ *
+ *   test_putget [--max-size BYTES] [--random N] [--phases LIST]
+ *
+ * Phases (default all):
+ *   sizes   rank 0 <-> rank 1: put and get of 1 B .. max-size (powers of two
+ *           and odd sizes that cross chunk boundaries), small ones alternating
+ *           between planes, from unregistered memory and from a window;
+ *           every byte verified at the target (put) or the initiator (get).
+ *   random  every rank issues N random puts/gets to random peers on random
+ *           planes, up to 16 outstanding; every put lands in a slot of the
+ *           target's window reserved to this initiator and is mirrored in a
+ *           local shadow; gets read the owner's fixed pattern; at the end each
+ *           rank reads back every region it wrote and compares with its shadow.
+ *   errors  unknown window, out of bounds, read-only window, bad arguments;
+ *           then the same connections still work and counted no errors.
+ */
+#include <getopt.h>
+#include <unistd.h>
+
+#include "ft.h"
+
+#define WIN_MAIN 1
+#define WIN_RO 2
+#define SLOT 65536
+#define NSLOT 16
+#define REGION (SLOT * NSLOT)  /* per initiator, in every target's window */
+#define PAT_LEN (1 << 20)      /* owner-filled pattern area, for gets */
+
+static uint64_t max_size = 64ull << 20;
+static int nrandom = 250;
+static int size, rank, nplanes;
+static char *win_buf;
+static uint64_t win_len;
+
+/* Window layout: [0, max_size + 8 KiB) sizes | PAT_LEN pattern | size x REGION */
+static uint64_t sizes_len(void) { return max_size + 8192; }
+static uint64_t pat_off(void) { return sizes_len(); }
+static uint64_t region_off(int initiator) { return pat_off() + PAT_LEN + (uint64_t)initiator * REGION; }
+
+static void phase_sizes(triad_ctx_t *ctx)
+{
+	uint64_t list[64];
+	int n = 0;
+	char *src = malloc(max_size), *dst = malloc(max_size);
+
+	FT_CHECK(src && dst, "no memory for %llu bytes", (unsigned long long)max_size);
+	if (!src || !dst)
+		exit(1);
+	for (uint64_t s = 1; s <= max_size; s *= 2)
+		list[n++] = s;
+	const uint64_t odd[] = { 3, 1000, 4097, 65537, (1 << 20) + 13, 3 * (1 << 20) + 5,
+				 max_size - 1 };
+	for (unsigned i = 0; i < sizeof(odd) / sizeof(odd[0]); i++)
+		if (odd[i] <= max_size)
+			list[n++] = odd[i];
+
+	for (int i = 0; i < n && size >= 2; i++) {
+		uint64_t s = list[i], off = ((uint64_t)i * 4099) % 8192;
+		/* Small operations alternate planes; large ones take the home plane.
+		 * Every other one starts from registered memory (this rank's window). */
+		unsigned flags = s <= (1 << 20) ? TRIAD_F_PLANE(i % nplanes) : 0;
+		int from_win = (i & 1) && s <= 8192;
+		char *buf = from_win ? win_buf + pat_off() - 8192 : src;
+		triad_req_t *req;
+		enum triad_status st;
+		int ret;
+
+		if (rank == 0) {
+			ft_fill(buf, s, (uint32_t)i, 0);
+			ret = triad_put(ctx, buf, s, 1, WIN_MAIN, off, flags, &req);
+			FT_CHECK(ret == 0, "put %llu: %s", (unsigned long long)s, strerror(-ret));
+			if (!ret) {
+				st = ft_wait(req, 120000);
+				FT_CHECK(st == TRIAD_S_OK, "put %llu B: %s", (unsigned long long)s,
+					 triad_status_str(st));
+			}
+		}
+		ft_barrier(ctx);
+		if (rank == 1) {
+			int64_t bad = ft_verify(win_buf + off, s, (uint32_t)i, 0);
+
+			FT_CHECK(bad < 0, "put of %llu B: byte %lld wrong", (unsigned long long)s,
+				 (long long)bad);
+			ft_fill(win_buf + off, s, (uint32_t)i + 1000, 0);
+		}
+		ft_barrier(ctx);
+		if (rank == 0) {
+			memset(buf, 0, s);
+			ret = triad_get(ctx, buf, s, 1, WIN_MAIN, off, flags, &req);
+			FT_CHECK(ret == 0, "get %llu: %s", (unsigned long long)s, strerror(-ret));
+			if (!ret) {
+				st = ft_wait(req, 120000);
+				FT_CHECK(st == TRIAD_S_OK, "get %llu B: %s", (unsigned long long)s,
+					 triad_status_str(st));
+				int64_t bad = ft_verify(buf, s, (uint32_t)i + 1000, 0);
+
+				FT_CHECK(bad < 0, "get of %llu B: byte %lld wrong",
+					 (unsigned long long)s, (long long)bad);
+			}
+		}
+	}
+	if (rank == 0)
+		printf("sizes: %d sizes from 1 B to %llu B, put and get, verified\n", n,
+		       (unsigned long long)max_size);
+	free(src);
+	free(dst);
+}
+
+struct slot_op {
+	triad_req_t *req;
+	int get, peer;
+	char *buf;
+	uint64_t off, len; /* off: within the owner's pattern area, for gets */
+};
+
+static void reap(struct slot_op *op)
+{
+	enum triad_status st;
+
+	if (!op->req)
+		return;
+	st = ft_wait(op->req, 120000);
+	FT_CHECK(st == TRIAD_S_OK, "%s of %llu B to rank %d: %s", op->get ? "get" : "put",
+		 (unsigned long long)op->len, op->peer, triad_status_str(st));
+	if (op->get && st == TRIAD_S_OK) {
+		int64_t bad = ft_verify(op->buf, op->len, 7000 + (uint32_t)op->peer, op->off);
+
+		FT_CHECK(bad < 0, "get of %llu B from rank %d: byte %lld wrong",
+			 (unsigned long long)op->len, op->peer, (long long)bad);
+	}
+	op->req = NULL;
+}
+
+static void phase_random(triad_ctx_t *ctx)
+{
+	char *shadow = calloc((size_t)size, REGION); /* what this rank wrote to each peer */
+	char *bufs = malloc((size_t)NSLOT * SLOT), *back = malloc(REGION);
+	struct slot_op ops[NSLOT] = { 0 };
+	unsigned seed = 12345u + (unsigned)rank;
+	int nput = 0, nget = 0;
+
+	if (!shadow || !bufs || !back)
+		exit(1);
+	/* Each target's regions start as zero; the owner's pattern area is fixed. */
+	memset(win_buf + region_off(0), 0, (size_t)size * REGION);
+	ft_fill(win_buf + pat_off(), PAT_LEN, 7000 + (uint32_t)rank, 0);
+	ft_barrier(ctx);
+	for (int i = 0; i < nrandom && size >= 2; i++) {
+		int s = i % NSLOT, peer, ret;
+		struct slot_op *op = &ops[s];
+		uint64_t len, soff;
+		unsigned flags;
+
+		reap(op); /* the slot is free again */
+		do
+			peer = rand_r(&seed) % size;
+		while (peer == rank);
+		flags = rand_r(&seed) % 3 ? TRIAD_F_PLANE(rand_r(&seed) % nplanes) : 0;
+		len = 1 + (uint64_t)rand_r(&seed) % (rand_r(&seed) % 4 ? 512 : SLOT);
+		soff = (uint64_t)rand_r(&seed) % (SLOT - len + 1);
+		op->buf = bufs + (size_t)s * SLOT;
+		op->peer = peer;
+		op->len = len;
+		op->get = rand_r(&seed) % 2;
+		if (op->get) {
+			op->off = (uint64_t)rand_r(&seed) % (PAT_LEN - len + 1);
+			ret = triad_get(ctx, op->buf, len, peer, WIN_MAIN, pat_off() + op->off,
+					flags, &op->req);
+			nget++;
+		} else {
+			uint64_t roff = (uint64_t)s * SLOT + soff;
+
+			ft_fill(op->buf, len, (uint32_t)i, 0);
+			memcpy(shadow + (size_t)peer * REGION + roff, op->buf, len);
+			ret = triad_put(ctx, op->buf, len, peer, WIN_MAIN, region_off(rank) + roff,
+					flags, &op->req);
+			nput++;
+		}
+		FT_CHECK(ret == 0, "random op %d: %s", i, strerror(-ret));
+		if (ret)
+			op->req = NULL;
+	}
+	for (int s = 0; s < NSLOT; s++)
+		reap(&ops[s]);
+	ft_barrier(ctx);
+	/* Read back every region this rank wrote and compare with the shadow. */
+	for (int peer = 0; peer < size; peer++) {
+		triad_req_t *req;
+		enum triad_status st;
+
+		if (peer == rank)
+			continue;
+		FT_CHECK(triad_get(ctx, back, REGION, peer, WIN_MAIN, region_off(rank), 0, &req) == 0,
+			 "read back from rank %d", peer);
+		st = ft_wait(req, 120000);
+		FT_CHECK(st == TRIAD_S_OK, "read back from rank %d: %s", peer, triad_status_str(st));
+		FT_CHECK(memcmp(back, shadow + (size_t)peer * REGION, REGION) == 0,
+			 "rank %d's region for rank %d differs from what was put", peer, rank);
+	}
+	printf("random: rank %d: %d puts, %d gets to %d peers verified\n", rank, nput, nget,
+	       size - 1);
+	ft_barrier(ctx);
+	free(shadow);
+	free(bufs);
+	free(back);
+}
+
+static enum triad_status op_status(triad_ctx_t *ctx, int get, int peer, uint32_t win,
+				   uint64_t off, uint64_t len, unsigned flags)
+{
+	static char buf[64];
+	triad_req_t *req;
+	int ret = get ? triad_get(ctx, buf, len, peer, win, off, flags, &req)
+		      : triad_put(ctx, buf, len, peer, win, off, flags, &req);
+
+	if (ret)
+		return TRIAD_S_MAX; /* not even submitted */
+	return ft_wait(req, 60000);
+}
+
+static void phase_errors(triad_ctx_t *ctx)
+{
+	char ro[4096];
+	triad_win_t *w_ro = NULL, *dup;
+	triad_req_t *req;
+	char one = 1;
+	int p;
+
+	ft_fill(ro, sizeof(ro), 99, 0);
+	FT_CHECK(triad_win_create(ctx, WIN_RO, ro, sizeof(ro),
+				  &(struct triad_win_attr){ .field_mask = TRIAD_WIN_ATTR_ACCESS,
+							    .access = TRIAD_WIN_READ },
+				  &w_ro) == 0, "read-only window");
+	FT_CHECK(triad_win_create(ctx, WIN_MAIN, ro, sizeof(ro), NULL, &dup) == -EEXIST,
+		 "a second window 1 must give -EEXIST");
+	FT_CHECK(triad_win_create(ctx, 77, ro, 0, NULL, &dup) == -EINVAL, "len 0 window");
+	FT_CHECK(triad_win_create(ctx, 77, NULL, 10, NULL, &dup) == -EINVAL, "NULL window");
+	ft_barrier(ctx);
+	if (rank == 0 && size >= 2) {
+		enum triad_status st;
+
+		st = op_status(ctx, 0, 1, 999, 0, 8, 0);
+		FT_CHECK(st == TRIAD_S_NO_WINDOW, "put to window 999: %s", triad_status_str(st));
+		st = op_status(ctx, 1, 1, 999, 0, 8, 0);
+		FT_CHECK(st == TRIAD_S_NO_WINDOW, "get from window 999: %s", triad_status_str(st));
+		st = op_status(ctx, 0, 1, WIN_MAIN, win_len - 10, 20, 0);
+		FT_CHECK(st == TRIAD_S_OUT_OF_BOUNDS, "put across the end: %s", triad_status_str(st));
+		st = op_status(ctx, 1, 1, WIN_MAIN, win_len, 1, TRIAD_F_PLANE(nplanes - 1));
+		FT_CHECK(st == TRIAD_S_OUT_OF_BOUNDS, "get past the end: %s", triad_status_str(st));
+		st = op_status(ctx, 0, 1, WIN_MAIN, UINT64_MAX - 4, 8, 0);
+		FT_CHECK(st == TRIAD_S_OUT_OF_BOUNDS, "offset that wraps: %s", triad_status_str(st));
+		st = op_status(ctx, 0, 1, WIN_RO, 0, 8, 0);
+		FT_CHECK(st == TRIAD_S_ACCESS, "put to a read-only window: %s", triad_status_str(st));
+		st = op_status(ctx, 1, 1, WIN_RO, 0, 8, 0);
+		FT_CHECK(st == TRIAD_S_OK, "get from a read-only window: %s", triad_status_str(st));
+		st = op_status(ctx, 0, 0, 999, 0, 8, 0);
+		FT_CHECK(st == TRIAD_S_NO_WINDOW, "put to own window 999: %s", triad_status_str(st));
+		st = op_status(ctx, 0, 0, WIN_MAIN, 0, 8, 0);
+		FT_CHECK(st == TRIAD_S_OK, "put to own window: %s", triad_status_str(st));
+
+		FT_CHECK(triad_put(ctx, &one, 1, size, WIN_MAIN, 0, 0, &req) == -EINVAL, "rank = size");
+		FT_CHECK(triad_put(ctx, &one, 1, -1, WIN_MAIN, 0, 0, &req) == -EINVAL, "rank -1");
+		FT_CHECK(triad_put(ctx, &one, 1, 1, WIN_MAIN, 0, 0, NULL) == -EINVAL, "no req_p");
+		FT_CHECK(triad_put(ctx, NULL, 1, 1, WIN_MAIN, 0, 0, &req) == -EINVAL, "NULL buf");
+		FT_CHECK(triad_get(ctx, &one, 1, 1, WIN_MAIN, 0, 0x4000, &req) == -EINVAL, "bad flags");
+		FT_CHECK(triad_get(ctx, &one, 1, 1, WIN_MAIN, 0, TRIAD_F_PLANE(nplanes), &req) == -EINVAL,
+			 "plane out of range");
+
+		/* The target stays healthy: every plane still carries put and get,
+		 * and no connection saw a transport error. */
+		for (p = 0; p < nplanes; p++) {
+			struct triad_conn_stats cs;
+
+			st = op_status(ctx, 0, 1, WIN_MAIN, 0, 8, TRIAD_F_PLANE(p));
+			FT_CHECK(st == TRIAD_S_OK, "put after errors, plane %d: %s", p, triad_status_str(st));
+			st = op_status(ctx, 1, 1, WIN_MAIN, 0, 8, TRIAD_F_PLANE(p));
+			FT_CHECK(st == TRIAD_S_OK, "get after errors, plane %d: %s", p, triad_status_str(st));
+			FT_CHECK(triad_conn_stats(ctx, 1, p, &cs) == 0 && cs.up && cs.errors == 0,
+				 "plane %d: up %d errors %llu", p, cs.up, (unsigned long long)cs.errors);
+		}
+		printf("errors: unknown window, bounds, access and bad arguments rejected; "
+		       "connections healthy\n");
+	}
+	ft_barrier(ctx);
+	triad_win_destroy(w_ro);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "max-size", required_argument, NULL, 's' },
+		{ "random", required_argument, NULL, 'r' },
+		{ "phases", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *phases = "sizes,random,errors";
+	triad_ctx_t *ctx;
+	triad_win_t *win;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "s:r:p:", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': max_size = strtoull(optarg, NULL, 0); break;
+		case 'r': nrandom = atoi(optarg); break;
+		case 'p': phases = optarg; break;
+		default:
+			fprintf(stderr, "usage: %s [--max-size B] [--random N] [--phases LIST]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (max_size < 16384) {
+		fprintf(stderr, "--max-size must be at least 16384\n");
+		return 2;
+	}
+	ctx = ft_init();
+	rank = triad_rank(ctx);
+	size = triad_size(ctx);
+	nplanes = triad_nplanes(ctx);
+	win_len = region_off(size);
+	win_buf = calloc(1, win_len);
+	if (!win_buf)
+		return 1;
+	ret = triad_win_create(ctx, WIN_MAIN, win_buf, win_len, NULL, &win);
+	FT_CHECK(ret == 0, "triad_win_create: %s", strerror(-ret));
+	ft_barrier(ctx);
+	if (strstr(phases, "sizes"))
+		phase_sizes(ctx);
+	ft_barrier(ctx);
+	if (strstr(phases, "random"))
+		phase_random(ctx);
+	if (strstr(phases, "errors"))
+		phase_errors(ctx);
+	ret = ft_finish(ctx, "test_putget");
+	free(win_buf);
+	return ret;
+}
