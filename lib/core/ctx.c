@@ -179,6 +179,21 @@ void tr_core_msg(struct tr_conn *c, const struct tr_msg *m)
 	tr_ctx_signal(ctx);
 }
 
+void tr_core_msg_lost(struct tr_conn *c, const void *data, int len)
+{
+	struct triad_ctx *ctx = c->ctx;
+	int plane = tr_plane_choose(ctx, c->peer, 0);
+	struct tr_conn *alt = &ctx->peers[c->peer].conn[plane];
+
+	if (ctx->closing)
+		return;
+	if (alt == c || tr_conn_send_raw(alt, data, len)) {
+		tr_error("a message to rank %d is lost: no live plane left", c->peer);
+		return;
+	}
+	tr_debug("message to rank %d moved from plane %d to plane %d", c->peer, c->plane, plane);
+}
+
 void tr_core_conn_changed(struct tr_conn *c)
 {
 	struct triad_ctx *ctx = c->ctx;
@@ -431,6 +446,17 @@ err:
 	return ret;
 }
 
+static int all_sent(void *arg)
+{
+	struct triad_ctx *ctx = arg;
+
+	for (int r = 0; r < ctx->size; r++)
+		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++)
+			if (!tr_conn_idle(&ctx->peers[r].conn[p]))
+				return 0;
+	return 1;
+}
+
 void triad_fini(triad_ctx_t *ctx)
 {
 	int r, p;
@@ -438,6 +464,17 @@ void triad_fini(triad_ctx_t *ctx)
 	if (!ctx)
 		return;
 	if (ctx->thread_started) {
+		/* Let what we sent (the last barrier release, say) reach the peers
+		 * before the disconnect overtakes it. */
+		/* Bounded by how long the transport takes to give up on a plane. */
+		int ms = (int)((ctx->cfg.retry_count + 2) * 4.096e-3 *
+			       (double)(1ull << ctx->cfg.ack_timeout)) + 1000;
+
+		if (ctx->peers && tr_wait_until(ctx, all_sent, ctx, ms))
+			tr_warn("closing with messages still unacknowledged");
+		pthread_mutex_lock(&ctx->lock);
+		ctx->closing = 1;
+		pthread_mutex_unlock(&ctx->lock);
 		ev_async_send(ctx->loop, &ctx->wake_w);
 		pthread_join(ctx->thread, NULL);
 	}

@@ -92,6 +92,7 @@ struct triad_ctx {
 	ev_async wake_w;
 	pthread_t thread;
 	int thread_started;
+	int closing; /* triad_fini has begun: nothing is sent any more */
 
 	struct rdma_event_channel *cm_chan;
 	ev_io cm_w;

@@ -204,6 +204,7 @@ static void established(struct tr_conn *c)
 
 /* ---- active side --------------------------------------------------------------*/
 static void attempt_failed(struct tr_conn *c, const char *why);
+static void on_disconnected(struct tr_conn *c);
 
 int tr_conn_connect(struct tr_conn *c)
 {
@@ -422,6 +423,8 @@ void tr_cm_cb(struct ev_loop *loop, ev_io *w, int revents)
 			}
 			break;
 		case RDMA_CM_EVENT_DISCONNECTED:
+			on_disconnected(c);
+			break;
 		case RDMA_CM_EVENT_DEVICE_REMOVAL:
 			tr_conn_fail(c, TRIAD_S_UNREACHABLE);
 			break;
@@ -442,14 +445,10 @@ static void check_drained(struct tr_conn *c)
 	}
 }
 
-void tr_conn_fail(struct tr_conn *c, enum triad_status why)
+static void conn_break(struct tr_conn *c, enum triad_status why)
 {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
 
-	if (c->state != TR_CONN_UP)
-		return;
-	tr_warn("peer %d plane %d: connection broken (%s)", c->peer, c->plane,
-		triad_status_str(why));
 	c->down_status = why;
 	c->state = TR_CONN_DRAINING;
 	c->stats.up = 0;
@@ -457,8 +456,38 @@ void tr_conn_fail(struct tr_conn *c, enum triad_status why)
 	if (ibv_modify_qp(c->qp, &attr, IBV_QP_STATE))
 		tr_warn("peer %d plane %d: ibv_modify_qp(ERR): %m", c->peer, c->plane);
 	rdma_disconnect(c->id);
+	while (!tr_list_empty(&c->msgq)) {
+		struct queued_msg *q = tr_list_first(&c->msgq, struct queued_msg, link);
+
+		tr_list_del(&q->link);
+		tr_core_msg_lost(c, q->data, q->len);
+		free(q);
+	}
 	tr_core_conn_changed(c);
 	check_drained(c);
+}
+
+void tr_conn_fail(struct tr_conn *c, enum triad_status why)
+{
+	if (c->state != TR_CONN_UP)
+		return;
+	tr_warn("peer %d plane %d: connection broken (%s)", c->peer, c->plane,
+		triad_status_str(why));
+	conn_break(c, why);
+}
+
+/* The peer disconnected: it is closing, or it died and its kernel said so. */
+static void on_disconnected(struct tr_conn *c)
+{
+	if (c->state != TR_CONN_UP)
+		return;
+	tr_info("peer %d plane %d: disconnected by the peer", c->peer, c->plane);
+	conn_break(c, TRIAD_S_UNREACHABLE);
+}
+
+int tr_conn_idle(const struct tr_conn *c)
+{
+	return c->state != TR_CONN_UP || (c->sq_posted == 0 && tr_list_empty(&c->msgq));
 }
 
 void tr_conn_destroy(struct tr_conn *c)
@@ -487,6 +516,7 @@ static int post_send(struct tr_conn *c, struct tr_buf *b, int len)
 		tr_error("peer %d plane %d: ibv_post_send: %s", c->peer, c->plane, strerror(ret));
 		return -ret;
 	}
+	b->len = len;
 	c->sq_avail--;
 	c->sq_posted++;
 	c->stats.tx_msgs++;
@@ -512,38 +542,46 @@ static void flush_msgq(struct tr_conn *c)
 	}
 }
 
-int tr_conn_send(struct tr_conn *c, struct tr_msg *m)
+int tr_conn_send_raw(struct tr_conn *c, const void *data, int len)
 {
-	struct tr_peer *p = &c->ctx->peers[c->peer];
 	struct queued_msg *q;
-	int len;
 
 	if (c->state != TR_CONN_UP)
 		return -ENOTCONN;
-	m->seq = p->tx_seq;
+	if (len <= 0 || len > TR_WIRE_MAX_LEN)
+		return -EINVAL;
 	if (tr_list_empty(&c->msgq) && c->tx_free && c->sq_avail) {
 		struct tr_buf *b = c->tx_free;
 
-		len = tr_msg_encode(m, b->data, TR_WIRE_MAX_LEN);
-		if (len < 0)
-			return len;
+		memcpy(b->data, data, (size_t)len);
 		if (post_send(c, b, len))
 			return -EIO;
 		c->tx_free = b->next_free;
-	} else {
-		q = malloc(sizeof(*q));
-		if (!q)
-			return -ENOMEM;
-		len = tr_msg_encode(m, q->data, sizeof(q->data));
-		if (len < 0) {
-			free(q);
-			return len;
-		}
-		q->len = len;
-		tr_list_add_tail(&c->msgq, &q->link);
+		return 0;
 	}
-	p->tx_seq++;
+	q = malloc(sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	memcpy(q->data, data, (size_t)len);
+	q->len = len;
+	tr_list_add_tail(&c->msgq, &q->link);
 	return 0;
+}
+
+int tr_conn_send(struct tr_conn *c, struct tr_msg *m)
+{
+	struct tr_peer *p = &c->ctx->peers[c->peer];
+	char buf[TR_WIRE_MAX_LEN];
+	int len, ret;
+
+	m->seq = p->tx_seq;
+	len = tr_msg_encode(m, buf, sizeof(buf));
+	if (len < 0)
+		return len;
+	ret = tr_conn_send_raw(c, buf, len);
+	if (!ret)
+		p->tx_seq++;
+	return ret;
 }
 
 int tr_conn_post_rma(struct tr_conn *c, enum ibv_wr_opcode op, void *laddr, uint32_t len,
@@ -625,6 +663,9 @@ void tr_conn_on_send(struct tr_buf *b, const struct ibv_wc *wc, enum triad_statu
 				ibv_wc_status_str(wc->status));
 			tr_conn_fail(c, st);
 		}
+		/* It may or may not have arrived; the core sends it again on another
+		 * plane and the receiver drops a duplicate by its sequence number. */
+		tr_core_msg_lost(c, b->data, b->len);
 		check_drained(c);
 		return;
 	}

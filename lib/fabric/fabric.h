@@ -54,6 +54,7 @@ struct tr_plane {
 struct tr_buf {
 	struct tr_conn *conn;
 	char *data;
+	int len; /* of the message in it (sends) */
 	struct tr_buf *next_free;
 };
 
@@ -94,9 +95,13 @@ void tr_async_cb(struct ev_loop *loop, ev_io *w, int revents);
 void tr_conn_init(struct triad_ctx *ctx, struct tr_conn *c, int peer, int plane);
 int tr_conn_connect(struct tr_conn *c); /* active side: start */
 void tr_conn_fail(struct tr_conn *c, enum triad_status why);
+/* 1 when nothing this side sent is still unacknowledged. */
+int tr_conn_idle(const struct tr_conn *c);
 void tr_conn_destroy(struct tr_conn *c); /* at context close */
 /* Encode and send (or queue) a control message; fills in m->seq. */
 int tr_conn_send(struct tr_conn *c, struct tr_msg *m);
+/* Send an already encoded message (a resend keeps its sequence number). */
+int tr_conn_send_raw(struct tr_conn *c, const void *data, int len);
 /* Post one RDMA WRITE (IBV_WR_RDMA_WRITE) or READ; -EAGAIN when the send
  * queue is full.  lkey is ignored when the data goes inline. */
 int tr_conn_post_rma(struct tr_conn *c, enum ibv_wr_opcode op, void *laddr,
@@ -112,5 +117,7 @@ void tr_core_msg(struct tr_conn *c, const struct tr_msg *m);
 void tr_core_rma_done(struct tr_conn *c, struct triad_req *req, enum triad_status st);
 void tr_core_sq_room(struct tr_conn *c);
 void tr_core_conn_changed(struct tr_conn *c); /* went UP, or broke */
+/* A message sent or queued on c may not have arrived: c broke. */
+void tr_core_msg_lost(struct tr_conn *c, const void *data, int len);
 
 #endif

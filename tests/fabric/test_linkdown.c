@@ -19,10 +19,8 @@ static int ctl(const char *verb, int node, int plane)
 	const char *tool = getenv("TRIAD_FABRIC_CTL");
 	char cmd[512];
 
-	if (!tool) {
-		fprintf(stderr, "TRIAD_FABRIC_CTL is not set (run under tests/fabric/run)\n");
-		return -1;
-	}
+	if (!tool)
+		tool = "fabric-ctl"; /* the VM harness puts it on PATH */
 	snprintf(cmd, sizeof(cmd), "%s %s %d %d", tool, verb, node, plane);
 	return system(cmd);
 }
