@@ -161,7 +161,12 @@ make_initramfs() {
 # triadsrv), the kernel console (ttyS0) into SHARE/.harness/console-NAME.log
 # and ttyS1 (the guest command's stdout+stderr) on QEMU's stdout.
 qemu_common_args() {
-    local name=$1 smp=$2 mem=$3 append=$4 share=$5
+    local name=$1 smp=$2 mem=$3 append=$4 share=$5 top
+    # A project tree below a directory the guest mounts its own (a clone in
+    # /tmp, say) is shared on its own and mounted over the guest's tmpfs at
+    # the same path (triad.top=; guest/init).
+    top=$(hidden_top)
+    [[ -z $top ]] || append+=" triad.top=$top"
     # The guest script's path travels on the kernel command line.
     [[ $VM_DIR != *[[:space:]]* ]] || die "the path $VM_DIR contains white space; the VM cannot use it"
     share=${share//,/,,} # QEMU option values escape commas by doubling them
@@ -177,6 +182,9 @@ qemu_common_args() {
         -virtfs "local,path=/,mount_tag=triadroot,security_model=none,readonly=on,multidevs=remap"
         -virtfs "local,path=$share,mount_tag=triadsrv,security_model=none,multidevs=remap"
     )
+    if [[ -n $top ]]; then
+        QEMU_ARGS+=(-virtfs "local,path=$top,mount_tag=triadtop,security_model=none,readonly=on,multidevs=remap")
+    fi
     # tsc=reliable: without it the guest distrusts the emulated TSC and falls
     # back to the HPET, where every clock read is an emulated MMIO access
     # (clock_gettime 2-4 us instead of 1 us; guest time still tracks the host's).
@@ -188,17 +196,39 @@ qemu_common_args() {
     fi
 }
 
-# guest_cwd: the directory the guest command starts in: the caller's cwd, which
-# the guest sees at the same path (the host / is its root). /tmp, /run, /dev,
-# /proc and /sys are the guest's own there, so a cwd below them cannot work.
-guest_cwd() {
-    local cwd
-    cwd=$(pwd -P)
-    case $cwd/ in
-    /tmp/* | /run/* | /dev/* | /proc/* | /sys/*)
-        die "the current directory $cwd is hidden inside the VM (the guest mounts its own /tmp /run /dev /proc /sys); run from elsewhere"
-        ;;
+# is_hidden PATH: true when the guest mounts its own file system over PATH
+# (/tmp and /run are tmpfs there; /dev, /proc, /sys are the guest's).
+is_hidden() {
+    case $1/ in
+    /tmp/* | /run/* | /dev/* | /proc/* | /sys/*) return 0 ;;
     esac
+    return 1
+}
+
+# hidden_top: the project's top directory (the parent of tests/) when it lies
+# below /tmp or /run; empty otherwise.  It then gets a 9p share of its own.
+hidden_top() {
+    local top
+    top=$(cd "$VM_DIR/../.." && pwd -P)
+    case $top/ in
+    /tmp/* | /run/*) [[ $top != *[[:space:],]* ]] && printf '%s\n' "$top" ;;
+    esac
+}
+
+# guest_cwd: the directory the guest command starts in: the caller's cwd, which
+# the guest sees at the same path (the host / is its root, plus the project
+# tree when it is below /tmp or /run: hidden_top).  Any other cwd below the
+# guest's own /tmp, /run, /dev, /proc or /sys cannot work.
+guest_cwd() {
+    local cwd top
+    cwd=$(pwd -P)
+    top=$(hidden_top)
+    if is_hidden "$cwd" && [[ -z $top || $cwd/ != "$top"/* ]]; then
+        die "the current directory $cwd is hidden inside the VM (the guest mounts its own /tmp /run /dev /proc /sys); run from elsewhere"
+    fi
+    if [[ -z $top ]] && is_hidden "$VM_DIR"; then
+        die "the harness $VM_DIR is below a directory the VM mounts its own; move the tree (no white space or commas in its path)"
+    fi
     printf '%s\n' "$cwd"
 }
 
