@@ -1,0 +1,233 @@
+#include "proto/fc.h"
+
+#include <errno.h>
+#include <stddef.h>
+
+static const char *const state_names[TR_FC_NSTATES] = {
+	[TR_FC_STATE_I] = "I",
+	[TR_FC_STATE_II] = "II",
+	[TR_FC_STATE_III] = "III",
+};
+
+static const char *const prio_names[TR_FC_NPRIO] = {
+	[TR_FC_HIGH] = "high",
+	[TR_FC_MEDIUM] = "medium",
+	[TR_FC_LOW] = "low",
+};
+
+const char *tr_fc_state_str(unsigned state)
+{
+	return state < TR_FC_NSTATES ? state_names[state] : "?";
+}
+
+const char *tr_fc_prio_str(unsigned prio)
+{
+	return prio < TR_FC_NPRIO ? prio_names[prio] : "?";
+}
+
+static uint64_t slot_mask(unsigned nslots)
+{
+	return nslots >= 64 ? UINT64_MAX : (1ull << nslots) - 1;
+}
+
+static unsigned popcount(uint64_t x)
+{
+	return (unsigned)__builtin_popcountll(x);
+}
+
+int tr_fc_need_check(unsigned nslots, const unsigned need[TR_FC_NPRIO])
+{
+	if (nslots < 1 || nslots > TR_FC_MAX_SLOTS || !need)
+		return -EINVAL;
+	for (unsigned p = 0; p < TR_FC_NPRIO; p++) {
+		if (need[p] < 1 || need[p] > nslots)
+			return -EINVAL;
+		if (p > 0 && need[p] < need[p - 1])
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* need, or the defaults clamped to nslots when need is NULL. */
+static void need_or_default(unsigned nslots, const unsigned *need, unsigned out[TR_FC_NPRIO])
+{
+	static const unsigned def[TR_FC_NPRIO] = { TR_FC_NEED_HIGH, TR_FC_NEED_MEDIUM,
+						   TR_FC_NEED_LOW };
+
+	for (unsigned p = 0; p < TR_FC_NPRIO; p++) {
+		out[p] = need ? need[p] : def[p];
+		if (!need && out[p] > nslots)
+			out[p] = nslots;
+	}
+}
+
+/* ---- sender ------------------------------------------------------------ */
+
+/* The one place the sender's registers change.  A slot whose state changes
+ * loses its timer flag; BBR follows. */
+static void tx_set(struct tr_fc_tx *tx, uint64_t sanrr, uint64_t rcfr)
+{
+	uint64_t changed = (tx->sanrr ^ sanrr) | (tx->rcfr ^ rcfr);
+
+	tx->sanrr = sanrr;
+	tx->rcfr = rcfr;
+	tx->bbr = sanrr | rcfr;
+	tx->flag &= ~changed;
+}
+
+int tr_fc_tx_init(struct tr_fc_tx *tx, unsigned nslots, const unsigned need[TR_FC_NPRIO])
+{
+	unsigned n[TR_FC_NPRIO];
+
+	if (nslots < 1 || nslots > TR_FC_MAX_SLOTS)
+		return -EINVAL;
+	need_or_default(nslots, need, n);
+	if (tr_fc_need_check(nslots, n))
+		return -EINVAL;
+	*tx = (struct tr_fc_tx){ .mask = slot_mask(nslots), .nslots = nslots };
+	for (unsigned p = 0; p < TR_FC_NPRIO; p++)
+		tx->need[p] = n[p];
+	tr_fc_tx_reset(tx);
+	return 0;
+}
+
+void tr_fc_tx_reset(struct tr_fc_tx *tx)
+{
+	tx_set(tx, 0, tx->mask);
+	tx->flag = 0;
+}
+
+int tr_fc_tx_pick(const struct tr_fc_tx *tx, unsigned prio)
+{
+	uint64_t free = ~tx->bbr & tx->mask;
+
+	if (prio >= TR_FC_NPRIO)
+		return -EINVAL;
+	if (popcount(free) < tx->need[prio])
+		return -EAGAIN;
+	return __builtin_ctzll(free); /* need >= 1, so free != 0 */
+}
+
+int tr_fc_tx_sent(struct tr_fc_tx *tx, unsigned slot)
+{
+	if (slot >= tx->nslots)
+		return -EINVAL;
+	if (tx->bbr & 1ull << slot)
+		return -EBUSY;
+	tx_set(tx, tx->sanrr | 1ull << slot, tx->rcfr);
+	return 0;
+}
+
+int tr_fc_tx_bsm2(struct tr_fc_tx *tx, uint64_t n, uint64_t c)
+{
+	n &= tx->mask;
+	c &= tx->mask;
+	if (c & ~n) {
+		tx->bad_bsms++;
+		return -EPROTO;
+	}
+	tx_set(tx, tx->sanrr & ~n, c);
+	return 0;
+}
+
+void tr_fc_tx_bsm1(struct tr_fc_tx *tx, uint64_t n)
+{
+	n &= tx->mask;
+	tx_set(tx, tx->sanrr & ~n, n);
+}
+
+unsigned tr_fc_tx_tick(struct tr_fc_tx *tx)
+{
+	uint64_t expired = tx->flag; /* flags only ever cover state II */
+	unsigned count = popcount(expired);
+
+	tx_set(tx, tx->sanrr & ~expired, tx->rcfr);
+	tx->errors += count;
+	tx->flag = tx->sanrr & ~tx->rcfr;
+	return count;
+}
+
+uint64_t tr_fc_tx_slots(const struct tr_fc_tx *tx, unsigned state)
+{
+	switch (state) {
+	case TR_FC_STATE_I: return ~tx->bbr & tx->mask;
+	case TR_FC_STATE_II: return tx->sanrr & ~tx->rcfr;
+	case TR_FC_STATE_III: return tx->rcfr;
+	default: return 0;
+	}
+}
+
+/* ---- receiver ---------------------------------------------------------- */
+
+int tr_fc_rx_init(struct tr_fc_rx *rx, unsigned nslots)
+{
+	if (nslots < 1 || nslots > TR_FC_MAX_SLOTS)
+		return -EINVAL;
+	*rx = (struct tr_fc_rx){ .mask = slot_mask(nslots), .nslots = nslots, .resync = true };
+	return 0;
+}
+
+void tr_fc_rx_resync(struct tr_fc_rx *rx)
+{
+	rx->resync = true;
+}
+
+int tr_fc_rx_arrive(struct tr_fc_rx *rx, unsigned slot)
+{
+	uint64_t bit;
+
+	if (slot >= rx->nslots)
+		return -EINVAL;
+	bit = 1ull << slot;
+	if (rx->cfr & bit) {
+		rx->overruns++;
+		return -EBUSY;
+	}
+	rx->nmtsr |= bit;
+	rx->cfr |= bit;
+	rx->touched |= bit;
+	return 0;
+}
+
+int tr_fc_rx_drain(struct tr_fc_rx *rx, unsigned slot)
+{
+	uint64_t bit;
+
+	if (slot >= rx->nslots)
+		return -EINVAL;
+	bit = 1ull << slot;
+	if (!(rx->cfr & bit))
+		return -EINVAL;
+	rx->cfr &= ~bit;
+	rx->touched |= bit;
+	return 0;
+}
+
+void tr_fc_rx_bsm(struct tr_fc_rx *rx, uint64_t *n_p, uint64_t *c_p)
+{
+	*n_p = rx->nmtsr;
+	*c_p = rx->cfr;
+	rx->nmtsr = rx->cfr;
+	rx->touched = 0;
+	rx->resync = false;
+}
+
+bool tr_fc_rx_bsm_due(const struct tr_fc_rx *rx)
+{
+	return rx->resync || rx->touched;
+}
+
+bool tr_fc_rx_bsm_urgent(const struct tr_fc_rx *rx, const unsigned need[TR_FC_NPRIO])
+{
+	unsigned seen = rx->nslots - popcount(rx->nmtsr);
+	unsigned next = rx->nslots - popcount(rx->cfr);
+	unsigned n[TR_FC_NPRIO];
+
+	if (rx->resync)
+		return true;
+	need_or_default(rx->nslots, need, n);
+	for (unsigned p = 0; p < TR_FC_NPRIO; p++)
+		if (seen < n[p] && n[p] <= next)
+			return true;
+	return false;
+}
