@@ -1,0 +1,533 @@
+/* The measurements: put_lat (ib_write_lat), get_lat (ib_read_lat) and
+ * put_bw (ib_write_bw), one size per call.
+ *
+ * Every rank allocates one window (PERF_WIN_ID): a receive area followed by
+ * a send area of the same size.  Each size runs in the same three steps on
+ * every rank, so that the barriers match even on ranks that only watch:
+ *   prepare (zero the receive area, fill the send area with a pattern)
+ *   -> barrier -> measure (client and server) -> barrier
+ *   -> verify what arrived (outside the timing) -> report (client).
+ * Every wait is bounded: a single operation or message by --timeout, the
+ * barrier that waits for the other side's whole measurement by --timeout
+ * plus a generous estimate of the measurement's own length. */
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "perf.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void perr(const struct perf_run *r, const char *what, int ret)
+{
+	fprintf(stderr, "triad_perf: rank %d: %s: %s\n", r->rank, what, strerror(-ret));
+}
+
+/* ---- defaults --------------------------------------------------------------------*/
+long perf_default_iters(enum perf_kind kind, size_t size)
+{
+	/* Latency: 1000, scaled by 8 KiB / size above 8 KiB, at least 10.
+	 * Bandwidth: 1000, scaled by 64 KiB / size above 64 KiB, at least 20. */
+	size_t knee = kind == PERF_LAT ? 8192 : 65536;
+	long floor = kind == PERF_LAT ? 10 : 20;
+	long n = 1000;
+
+	if (size > knee)
+		n = (long)((1000.0 * (double)knee) / (double)size);
+	return n < floor ? floor : n;
+}
+
+long perf_default_warmup(long iters)
+{
+	long w = iters / 10;
+
+	return w < 2 ? 2 : w;
+}
+
+/* ---- helpers -----------------------------------------------------------------------*/
+/* Data pattern of byte i of a size-byte message (the same on every rank). */
+static uint8_t pattern(size_t i, size_t size)
+{
+	uint32_t x = (uint32_t)i * 2654435761u ^ (uint32_t)size;
+
+	return (uint8_t)(x ^ (x >> 13) ^ (x >> 24));
+}
+
+/* The value iteration i writes into the last byte: never 0, and never the
+ * same twice in a row. */
+static uint8_t iter_value(long i)
+{
+	return (uint8_t)(1 + i % 255);
+}
+
+static uint8_t *recv_area(struct perf_run *r) { return r->buf; }
+static uint8_t *send_area(struct perf_run *r) { return r->buf + r->area; }
+
+static void prepare(struct perf_run *r, size_t size)
+{
+	uint8_t *s = send_area(r);
+
+	memset(recv_area(r), 0, size);
+	for (size_t i = 0; i < size; i++)
+		s[i] = pattern(i, size);
+}
+
+/* Checks that bytes [0, n) of the receive area hold the pattern of a
+ * size-byte message; counts and reports a mismatch (not fatal). */
+static void verify(struct perf_run *r, size_t n, size_t size, const char *test)
+{
+	const uint8_t *p = recv_area(r);
+
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != pattern(i, size)) {
+			fprintf(stderr,
+				"triad_perf: rank %d: %s %zu B: data mismatch at byte %zu: "
+				"0x%02x, expected 0x%02x\n",
+				r->rank, test, size, i, p[i], pattern(i, size));
+			r->verify_errors++;
+			return;
+		}
+	}
+}
+
+/* How long a rank may wait in the barrier while the others measure
+ * warmup + iters operations of size bytes (transfers: per operation). */
+static int phase_timeout_ms(const struct perf_run *r, size_t size, long ops, int transfers)
+{
+	/* Assume at least 2 ms per transfer and 1 MB/s, which is far slower
+	 * than any fabric, even a software-emulated one. */
+	double ms = r->timeout_ms +
+		    (double)ops * transfers * (2.0 + (double)size / 1000.0);
+
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+static int barrier(struct perf_run *r, int timeout_ms, const char *where)
+{
+	int ret = triad_barrier(r->ctx, timeout_ms);
+
+	if (ret) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "triad_barrier (%s, %d ms)", where, timeout_ms);
+		perr(r, what, ret);
+	}
+	return ret;
+}
+
+/* Checks a completed request's status and frees it. */
+static int finish_req(struct perf_run *r, triad_req_t *req, const char *what)
+{
+	enum triad_status st = triad_req_status(req);
+	int ret = triad_req_free(req);
+
+	if (ret) {
+		perr(r, "triad_req_free", ret);
+		return ret;
+	}
+	if (st != TRIAD_S_OK) {
+		fprintf(stderr, "triad_perf: rank %d: %s failed: %s\n", r->rank, what,
+			triad_status_str(st));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Waits (bounded) for a request, then finishes it.  On timeout the request
+ * is leaked on purpose: the library may still write into it. */
+static int wait_req(struct perf_run *r, triad_req_t *req, const char *what)
+{
+	int ret = triad_wait(req, r->timeout_ms);
+
+	if (ret) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "triad_wait (%s, %d ms)", what, r->timeout_ms);
+		perr(r, msg, ret);
+		return ret;
+	}
+	return finish_req(r, req, what);
+}
+
+/* Reaps *req_p without blocking when it is complete (then *req_p = NULL).
+ * 0, or a negative errno when the request failed. */
+static int reap(struct perf_run *r, triad_req_t **req_p, const char *what)
+{
+	int ret;
+
+	if (!*req_p)
+		return 0;
+	ret = triad_test(*req_p);
+	if (ret < 0) {
+		perr(r, "triad_test", ret);
+		return ret;
+	}
+	if (ret == 0)
+		return 0;
+	ret = finish_req(r, *req_p, what);
+	*req_p = NULL;
+	return ret;
+}
+
+/* Polls the byte at p until it holds v, reaping *req_p meanwhile. */
+static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_t **req_p,
+		     const char *what, long iter)
+{
+	const volatile uint8_t *vp = p;
+	uint64_t deadline = 0;
+	unsigned spins = 0;
+	int ret;
+
+	while (*vp != v) {
+		ret = reap(r, req_p, what);
+		if (ret)
+			return ret;
+		if (++spins % 1024)
+			continue;
+		if (!deadline) {
+			deadline = now_ns() + (uint64_t)r->timeout_ms * 1000000;
+		} else if (now_ns() > deadline) {
+			fprintf(stderr,
+				"triad_perf: rank %d: iteration %ld: no data from the peer "
+				"after %d ms (last byte 0x%02x, expected 0x%02x)\n",
+				r->rank, iter, r->timeout_ms, *vp, v);
+			return -ETIMEDOUT;
+		}
+	}
+	/* The payload before the last byte is read only after it. */
+	atomic_thread_fence(memory_order_acquire);
+	return 0;
+}
+
+/* ---- reports ---------------------------------------------------------------------------*/
+static void print_rule(void)
+{
+	puts("------------------------------------------------------------------------------"
+	     "---------------------------------------------");
+}
+
+static void print_plane(const struct perf_run *r, char *buf, size_t len)
+{
+	if (r->o->plane < 0)
+		snprintf(buf, len, "library's choice of plane");
+	else
+		snprintf(buf, len, "plane %d", r->o->plane);
+}
+
+/* JSON: the pinned plane, or null when the library chooses. */
+static void json_plane(const struct perf_run *r, char *buf, size_t len)
+{
+	if (r->o->plane < 0)
+		snprintf(buf, len, "null");
+	else
+		snprintf(buf, len, "%d", r->o->plane);
+}
+
+static void report_lat(struct perf_run *r, const char *test, const char *meaning, size_t size,
+		       long iters, long warmup, const struct perf_lat *l)
+{
+	char plane[64];
+
+	if (r->o->json) {
+		json_plane(r, plane, sizeof(plane));
+		printf("{\"test\":\"%s\",\"bytes\":%zu,\"iterations\":%ld,\"warmup\":%ld,"
+		       "\"plane\":%s,\"ranks\":%d,\"measure\":\"%s\","
+		       "\"t_min_us\":%.3f,\"t_max_us\":%.3f,\"t_typical_us\":%.3f,"
+		       "\"t_avg_us\":%.3f,\"t_stdev_us\":%.3f,\"t_p99_us\":%.3f,"
+		       "\"t_p999_us\":%.3f}\n",
+		       test, size, iters, warmup, plane, triad_size(r->ctx), meaning, l->min,
+		       l->max, l->typical, l->avg, l->stdev, l->p99, l->p999);
+		fflush(stdout);
+		return;
+	}
+	if (!r->header_done) {
+		print_plane(r, plane, sizeof(plane));
+		print_rule();
+		printf(" triad %s: rank %d -> rank %d, %s, %d ranks; times are the %s\n", test,
+		       PERF_CLIENT, PERF_SERVER, plane, triad_size(r->ctx), meaning);
+		print_rule();
+		printf(" %-8s %-11s %12s %12s %16s %12s %14s %14s %16s\n", "#bytes", "#iterations",
+		       "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]",
+		       "t_stdev[usec]", "99% [usec]", "99.9% [usec]");
+		r->header_done = 1;
+	}
+	printf(" %-8zu %-11ld %12.2f %12.2f %16.2f %12.2f %14.2f %14.2f %16.2f\n", size, iters,
+	       l->min, l->max, l->typical, l->avg, l->stdev, l->p99, l->p999);
+	fflush(stdout);
+}
+
+static void report_bw(struct perf_run *r, const char *test, size_t size, long iters,
+		      long warmup, const struct perf_bw *b)
+{
+	char plane[64];
+
+	if (r->o->json) {
+		json_plane(r, plane, sizeof(plane));
+		printf("{\"test\":\"%s\",\"bytes\":%zu,\"iterations\":%ld,\"warmup\":%ld,"
+		       "\"plane\":%s,\"ranks\":%d,\"window\":%d,\"bw_peak_mib_s\":%.3f,"
+		       "\"bw_avg_mib_s\":%.3f,\"msg_rate_mpps\":%.6f}\n",
+		       test, size, iters, warmup, plane, triad_size(r->ctx), r->o->window,
+		       b->peak_mib_s, b->avg_mib_s, b->mpps);
+		fflush(stdout);
+		return;
+	}
+	if (!r->header_done) {
+		print_plane(r, plane, sizeof(plane));
+		print_rule();
+		printf(" triad %s: rank %d -> rank %d, %s, %d ranks, %d puts outstanding\n", test,
+		       PERF_CLIENT, PERF_SERVER, plane, triad_size(r->ctx), r->o->window);
+		print_rule();
+		printf(" %-8s %-11s %18s %20s %15s\n", "#bytes", "#iterations", "BW peak[MiB/s]",
+		       "BW average[MiB/s]", "MsgRate[Mpps]");
+		r->header_done = 1;
+	}
+	printf(" %-8zu %-11ld %18.2f %20.2f %15.6f\n", size, iters, b->peak_mib_s, b->avg_mib_s,
+	       b->mpps);
+	fflush(stdout);
+}
+
+/* ---- put_lat: ping-pong of puts, like ib_write_lat ------------------------------------*/
+/* Client: put ping i, poll for pong i; one sample = the whole round trip. */
+static int put_lat_client(struct perf_run *r, size_t size, long iters, long warmup,
+			  uint64_t *t)
+{
+	uint8_t *out = send_area(r) + size - 1, *in = recv_area(r) + size - 1;
+	triad_req_t *req = NULL;
+	int ret;
+
+	for (long i = 0; i < warmup + iters; i++) {
+		uint8_t v = iter_value(i);
+		uint64_t t0 = now_ns();
+
+		*out = v;
+		ret = triad_put(r->ctx, send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0, r->flags,
+				&req);
+		if (ret) {
+			perr(r, "triad_put", ret);
+			return ret;
+		}
+		ret = wait_byte(r, in, v, &req, "put (ping)", i);
+		if (!ret && req)
+			ret = wait_req(r, req, "put (ping)");
+		if (ret)
+			return ret;
+		req = NULL;
+		if (i >= warmup)
+			t[i - warmup] = now_ns() - t0;
+	}
+	return 0;
+}
+
+/* Server: poll for ping i, put pong i back. */
+static int put_lat_server(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	uint8_t *out = send_area(r) + size - 1, *in = recv_area(r) + size - 1;
+	triad_req_t *req = NULL;
+	int ret;
+
+	for (long i = 0; i < warmup + iters; i++) {
+		uint8_t v = iter_value(i);
+
+		ret = wait_byte(r, in, v, &req, "put (pong)", i);
+		if (!ret && req)
+			ret = wait_req(r, req, "put (pong)"); /* its buffer is rewritten below */
+		if (ret)
+			return ret;
+		req = NULL;
+		*out = v;
+		ret = triad_put(r->ctx, send_area(r), size, PERF_CLIENT, PERF_WIN_ID, 0, r->flags,
+				&req);
+		if (ret) {
+			perr(r, "triad_put", ret);
+			return ret;
+		}
+	}
+	return req ? wait_req(r, req, "put (pong)") : 0;
+}
+
+static int put_lat(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	uint64_t *t = NULL;
+	struct perf_lat lat;
+	int ret;
+
+	if (r->rank == PERF_CLIENT && !(t = calloc((size_t)iters, sizeof(*t)))) {
+		perr(r, "put_lat", -ENOMEM);
+		return -ENOMEM;
+	}
+	prepare(r, size);
+	ret = barrier(r, r->timeout_ms, "before put_lat");
+	if (!ret && r->rank == PERF_CLIENT)
+		ret = put_lat_client(r, size, iters, warmup, t);
+	else if (!ret && r->rank == PERF_SERVER)
+		ret = put_lat_server(r, size, iters, warmup);
+	if (!ret)
+		ret = barrier(r, phase_timeout_ms(r, size, warmup + iters, 2), "after put_lat");
+	if (!ret && r->rank <= PERF_SERVER) {
+		/* The last byte carries the iteration value, the rest the pattern. */
+		verify(r, size - 1, size, "put_lat");
+		if (recv_area(r)[size - 1] != iter_value(warmup + iters - 1)) {
+			fprintf(stderr, "triad_perf: rank %d: put_lat %zu B: last byte 0x%02x, "
+				"expected 0x%02x\n", r->rank, size, recv_area(r)[size - 1],
+				iter_value(warmup + iters - 1));
+			r->verify_errors++;
+		}
+	}
+	if (!ret && r->rank == PERF_CLIENT) {
+		perf_lat_summarize(t, (size_t)iters, 0.5, &lat);
+		report_lat(r, "put_lat", "half round trip", size, iters, warmup, &lat);
+	}
+	free(t);
+	return ret;
+}
+
+/* ---- get_lat: one get at a time, like ib_read_lat ---------------------------------------*/
+static int get_lat(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	uint64_t *t = NULL;
+	struct perf_lat lat;
+	triad_req_t *req;
+	int ret;
+
+	if (r->rank == PERF_CLIENT && !(t = calloc((size_t)iters, sizeof(*t)))) {
+		perr(r, "get_lat", -ENOMEM);
+		return -ENOMEM;
+	}
+	prepare(r, size);
+	ret = barrier(r, r->timeout_ms, "before get_lat");
+	for (long i = 0; !ret && r->rank == PERF_CLIENT && i < warmup + iters; i++) {
+		uint64_t t0 = now_ns();
+
+		ret = triad_get(r->ctx, recv_area(r), size, PERF_SERVER, PERF_WIN_ID, r->area,
+				r->flags, &req);
+		if (ret) {
+			perr(r, "triad_get", ret);
+			break;
+		}
+		ret = wait_req(r, req, "get");
+		if (!ret && i >= warmup)
+			t[i - warmup] = now_ns() - t0;
+	}
+	if (!ret)
+		ret = barrier(r, phase_timeout_ms(r, size, warmup + iters, 1), "after get_lat");
+	if (!ret && r->rank == PERF_CLIENT) {
+		verify(r, size, size, "get_lat");
+		perf_lat_summarize(t, (size_t)iters, 1.0, &lat);
+		report_lat(r, "get_lat", "full get latency", size, iters, warmup, &lat);
+	}
+	free(t);
+	return ret;
+}
+
+/* ---- put_bw: a window of outstanding puts, like ib_write_bw -------------------------------*/
+/* Posts n puts keeping at most --window outstanding; tpost/tcomp (may be
+ * NULL) get each one's post and completion time. */
+static int put_bw_pass(struct perf_run *r, size_t size, long n, triad_req_t **ring,
+		       uint64_t *tpost, uint64_t *tcomp)
+{
+	const long w = r->o->window;
+	uint64_t deadline = now_ns() + (uint64_t)r->timeout_ms * 1000000;
+	long posted = 0, done = 0;
+	int ret = 0;
+
+	while (done < n) {
+		while (posted < n && posted - done < w) {
+			if (tpost)
+				tpost[posted] = now_ns();
+			ret = triad_put(r->ctx, send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0,
+					r->flags, &ring[posted % w]);
+			if (ret) {
+				perr(r, "triad_put", ret);
+				goto drain;
+			}
+			posted++;
+		}
+		ret = triad_test(ring[done % w]);
+		if (ret < 0) {
+			perr(r, "triad_test", ret);
+			goto drain;
+		}
+		if (ret == 1) {
+			uint64_t t = now_ns();
+
+			if (tcomp)
+				tcomp[done] = t;
+			ret = finish_req(r, ring[done % w], "put");
+			done++;
+			if (ret)
+				goto drain;
+			deadline = t + (uint64_t)r->timeout_ms * 1000000;
+		} else if (now_ns() > deadline) {
+			fprintf(stderr, "triad_perf: rank %d: put %ld of %ld did not complete in "
+				"%d ms\n", r->rank, done, n, r->timeout_ms);
+			ret = -ETIMEDOUT;
+			goto drain;
+		}
+	}
+	return 0;
+drain:
+	/* Let what is still outstanding finish before the buffers go away. */
+	for (; done < posted; done++)
+		if (!triad_wait(ring[done % w], r->timeout_ms))
+			(void)triad_req_free(ring[done % w]); /* complete: cannot fail */
+	return ret;
+}
+
+static int put_bw(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	uint64_t *tpost = NULL, *tcomp = NULL;
+	triad_req_t **ring = NULL;
+	struct perf_bw bw;
+	int ret;
+
+	if (r->rank == PERF_CLIENT) {
+		tpost = calloc((size_t)iters, sizeof(*tpost));
+		tcomp = calloc((size_t)iters, sizeof(*tcomp));
+		ring = calloc((size_t)r->o->window, sizeof(*ring));
+		if (!tpost || !tcomp || !ring) {
+			perr(r, "put_bw", -ENOMEM);
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	prepare(r, size);
+	ret = barrier(r, r->timeout_ms, "before put_bw");
+	if (!ret && r->rank == PERF_CLIENT) {
+		ret = put_bw_pass(r, size, warmup, ring, NULL, NULL);
+		if (!ret)
+			ret = put_bw_pass(r, size, iters, ring, tpost, tcomp);
+	}
+	if (!ret)
+		ret = barrier(r, phase_timeout_ms(r, size, warmup + iters, 1), "after put_bw");
+	if (!ret && r->rank == PERF_SERVER)
+		verify(r, size, size, "put_bw");
+	if (!ret && r->rank == PERF_CLIENT) {
+		perf_bw_summarize(tpost, tcomp, (size_t)iters, size, &bw);
+		report_bw(r, "put_bw", size, iters, warmup, &bw);
+	}
+out:
+	free(tpost);
+	free(tcomp);
+	free(ring);
+	return ret;
+}
+
+const struct perf_cmd perf_cmds[] = {
+	{ "put_lat", put_lat, PERF_LAT, 8,
+	  "put ping-pong; reports half the round trip (like ib_write_lat)" },
+	{ "get_lat", get_lat, PERF_LAT, 8,
+	  "one get at a time; reports the full get latency (like ib_read_lat)" },
+	{ "put_bw", put_bw, PERF_BW, 65536,
+	  "--window puts outstanding to rank 1 (like ib_write_bw)" },
+};
+const size_t perf_ncmds = sizeof(perf_cmds) / sizeof(perf_cmds[0]);

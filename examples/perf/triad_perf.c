@@ -1,0 +1,408 @@
+/* triad_perf: latency and bandwidth of triad's one-sided operations, in the
+ * manner of perftest (ib_write_lat, ib_read_lat, ib_write_bw), using only the
+ * public API.  Every rank runs the same command line; rank 0 measures and
+ * reports, rank 1 is its peer, other ranks only join the barriers.
+ *
+ * The option table below drives both getopt_long and the usage text. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+#define PROG "triad_perf"
+#define SWEEP_MIN 2
+#define SWEEP_MAX (8u << 20)
+#define SIZE_MAX_ALLOWED (1ul << 30)
+
+enum opt_id {
+	OPT_ALL = 'a',
+	OPT_HELP = 'h',
+	OPT_ITERS = 'n',
+	OPT_SIZE = 's',
+	OPT_WARMUP = 'w',
+	OPT_WINDOW = 256, /* long-only options */
+	OPT_PLANE,
+	OPT_JSON,
+	OPT_CONFIG,
+	OPT_TIMEOUT,
+};
+
+struct opt_def {
+	const char *name;
+	int has_arg; /* no_argument or required_argument */
+	int id;	     /* a printable id is also the short option */
+	const char *metavar;
+	const char *help;
+};
+
+static const struct opt_def opt_defs[] = {
+	{ "size", required_argument, OPT_SIZE, "SIZE",
+	  "message size in bytes, k/M/G suffixes (binary);\n"
+	  "default 8 (latency tests), 64k (put_bw)" },
+	{ "all", no_argument, OPT_ALL, NULL, "sweep the sizes 2 B .. 8 MiB (powers of two)" },
+	{ "iters", required_argument, OPT_ITERS, "N",
+	  "measured iterations per size (the test VM is\n"
+	  "emulated, ~25 us per operation); default 1000,\n"
+	  "scaled down for big sizes: latency tests by\n"
+	  "8 KiB/SIZE above 8 KiB (at least 10), put_bw by\n"
+	  "64 KiB/SIZE above 64 KiB (at least 20)" },
+	{ "warmup", required_argument, OPT_WARMUP, "N",
+	  "unmeasured iterations before each size;\n"
+	  "default N/10, at least 2" },
+	{ "window", required_argument, OPT_WINDOW, "W", "put_bw: puts outstanding (default 64)" },
+	{ "plane", required_argument, OPT_PLANE, "P",
+	  "pin every operation to plane P\n"
+	  "(default: the library chooses)" },
+	{ "json", no_argument, OPT_JSON, NULL,
+	  "one JSON object per size instead of the table" },
+	{ "config", no_argument, OPT_CONFIG, NULL,
+	  "print the TRIAD_* configuration first\n"
+	  "(and exit when no COMMAND is given)" },
+	{ "timeout", required_argument, OPT_TIMEOUT, "SEC",
+	  "fail when one operation, message or barrier\n"
+	  "takes longer (default 60); a rank that waits for\n"
+	  "a whole measurement gets SEC plus an estimate" },
+	{ "help", no_argument, OPT_HELP, NULL, "this help" },
+};
+
+#define NOPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
+
+static void usage(FILE *out)
+{
+	size_t i;
+
+	fprintf(out,
+		"usage: %s COMMAND [options]\n"
+		"\n"
+		"Measures triad's one-sided operations between rank %d (client, reports) and\n"
+		"rank %d (server), like perftest.  Launch one process per rank with the same\n"
+		"command line; each reads TRIAD_RANK and TRIAD_WORLD (see --config).  Other\n"
+		"ranks only take part in the barriers.\n"
+		"\n"
+		"commands:\n",
+		PROG, PERF_CLIENT, PERF_SERVER);
+	for (i = 0; i < perf_ncmds; i++)
+		fprintf(out, "  %-10s %s\n", perf_cmds[i].name, perf_cmds[i].summary);
+	fprintf(out, "\noptions:\n");
+	for (i = 0; i < NOPTS; i++) {
+		const struct opt_def *d = &opt_defs[i];
+		char left[64];
+		const char *h = d->help;
+		int n;
+
+		if (d->id < OPT_WINDOW)
+			n = snprintf(left, sizeof(left), "-%c, --%s", d->id, d->name);
+		else
+			n = snprintf(left, sizeof(left), "    --%s", d->name);
+		if (d->metavar)
+			snprintf(left + n, sizeof(left) - (size_t)n, " %s", d->metavar);
+		/* Continuation lines of the help are indented under the first. */
+		fprintf(out, "  %-18s ", left);
+		for (; *h; h++) {
+			fputc(*h, out);
+			if (*h == '\n')
+				fprintf(out, "  %-18s ", "");
+		}
+		fputc('\n', out);
+	}
+	fprintf(out,
+		"\nexit status: 0 ok, 1 a failure (library error, timeout, data mismatch),\n"
+		"2 a usage error.\n"
+		"\nexample (two ranks on one host, pinned to different CPUs):\n"
+		"  TRIAD_RANK=1 taskset -c 1 %s put_lat -s 8 --plane 0 &\n"
+		"  TRIAD_RANK=0 taskset -c 0 %s put_lat -s 8 --plane 0\n",
+		PROG, PROG);
+}
+
+static __attribute__((format(printf, 1, 2))) int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", PROG);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\ntry '%s --help'\n", PROG);
+	return PERF_EXIT_USAGE;
+}
+
+static const struct opt_def *opt_by_id(int id)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opt_defs[i].id == id)
+			return &opt_defs[i];
+	return NULL;
+}
+
+/* "8", "64k", "1M", "2GiB": binary units. */
+static int parse_size(const char *s, size_t *val_p)
+{
+	unsigned long long v;
+	unsigned shift = 0;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (shift && (*end == 'i' || *end == 'I'))
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (v > (SIZE_MAX_ALLOWED >> shift))
+		return -ERANGE;
+	*val_p = (size_t)(v << shift);
+	return 0;
+}
+
+static int parse_long(const char *s, long min, long max, long *val_p)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*val_p = v;
+	return 0;
+}
+
+/* Parses argv into o.  0 to run, -1 when --help was printed, or an exit
+ * status (PERF_EXIT_USAGE) after printing the error. */
+static int parse_args(int argc, char **argv, struct perf_opts *o)
+{
+	static struct option longopts[NOPTS + 1];
+	char shortopts[2 * NOPTS + 2] = ":"; /* ':' first: report missing values */
+	const struct opt_def *d;
+	size_t i, k = 1;
+	long v;
+	int c;
+
+	*o = (struct perf_opts){ .warmup = -1, .window = 64, .plane = -1, .timeout_s = 60 };
+	for (i = 0; i < NOPTS; i++) {
+		d = &opt_defs[i];
+		longopts[i] = (struct option){ d->name, d->has_arg, NULL, d->id };
+		if (d->id < OPT_WINDOW) {
+			shortopts[k++] = (char)d->id;
+			if (d->has_arg == required_argument)
+				shortopts[k++] = ':';
+		}
+	}
+	shortopts[k] = '\0';
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		const char *arg = optarg;
+
+		if (c == '?') {
+			d = optopt ? opt_by_id(optopt) : NULL;
+			if (d) /* a known option given a value it does not take */
+				return usage_error("option '--%s' takes no value", d->name);
+			if (optopt > 0 && optopt < OPT_WINDOW)
+				return usage_error("unknown option '-%c'", optopt);
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+		if (c == ':') {
+			d = opt_by_id(optopt);
+			return usage_error("option '--%s' needs a value (%s)",
+					   d ? d->name : "?", d && d->metavar ? d->metavar : "?");
+		}
+		d = opt_by_id(c);
+		switch (c) {
+		case OPT_SIZE:
+			if (parse_size(arg, &o->size) || o->size == 0)
+				return usage_error("--size '%s': not a size from 1 B to 1 GiB "
+						   "(examples: 8, 64k, 1M)", arg);
+			break;
+		case OPT_ALL:
+			o->all = 1;
+			break;
+		case OPT_ITERS:
+			if (parse_long(arg, 1, 1000000000, &v))
+				return usage_error("--iters '%s': not a number from 1 to 10^9", arg);
+			o->iters = v;
+			break;
+		case OPT_WARMUP:
+			if (parse_long(arg, 0, 1000000000, &v))
+				return usage_error("--warmup '%s': not a number from 0 to 10^9", arg);
+			o->warmup = v;
+			break;
+		case OPT_WINDOW:
+			if (parse_long(arg, 1, 65536, &v))
+				return usage_error("--window '%s': not a number from 1 to 65536", arg);
+			o->window = (int)v;
+			break;
+		case OPT_PLANE:
+			if (parse_long(arg, 0, TRIAD_MAX_PLANES - 1, &v))
+				return usage_error("--plane '%s': not a plane number from 0 to %d", arg,
+						   TRIAD_MAX_PLANES - 1);
+			o->plane = (int)v;
+			break;
+		case OPT_JSON:
+			o->json = 1;
+			break;
+		case OPT_CONFIG:
+			o->config = 1;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_long(arg, 1, 86400, &v))
+				return usage_error("--timeout '%s': not a number of seconds from 1 "
+						   "to 86400", arg);
+			o->timeout_s = (int)v;
+			break;
+		case OPT_HELP:
+			usage(stdout);
+			return -1;
+		default:
+			return usage_error("option '%s' is not handled (%s)", argv[optind - 1],
+					   d ? d->name : "bug");
+		}
+	}
+	if (optind < argc) {
+		for (i = 0; i < perf_ncmds; i++)
+			if (!strcmp(argv[optind], perf_cmds[i].name))
+				o->cmd = &perf_cmds[i];
+		if (!o->cmd)
+			return usage_error("unknown command '%s' (put_lat, get_lat, put_bw)",
+					   argv[optind]);
+		if (optind + 1 < argc)
+			return usage_error("unexpected argument '%s' after the command",
+					   argv[optind + 1]);
+	} else if (!o->config) {
+		return usage_error("no command given (put_lat, get_lat, put_bw)");
+	}
+	if (o->all && o->size)
+		return usage_error("--all and --size exclude each other");
+	return 0;
+}
+
+/* ---- running ---------------------------------------------------------------------------*/
+static size_t max_size(const struct perf_opts *o)
+{
+	if (o->all)
+		return SWEEP_MAX;
+	return o->size ? o->size : o->cmd->def_size;
+}
+
+static int run_sizes(struct perf_run *r)
+{
+	const struct perf_opts *o = r->o;
+	size_t size = o->all ? SWEEP_MIN : max_size(o);
+	int ret = 0;
+
+	for (; !ret && size <= max_size(o); size *= 2) {
+		long iters = o->iters ? o->iters : perf_default_iters(o->cmd->kind, size);
+		long warmup = o->warmup >= 0 ? o->warmup : perf_default_warmup(iters);
+
+		ret = o->cmd->run(r, size, iters, warmup);
+		if (!o->all)
+			break;
+	}
+	return ret;
+}
+
+static int run(const struct perf_opts *o)
+{
+	struct perf_run r = { .o = o, .rank = -1, .timeout_ms = o->timeout_s * 1000 };
+	int ret, status = PERF_EXIT_FAIL;
+
+	ret = triad_init(NULL, &r.ctx);
+	if (ret) {
+		fprintf(stderr, "%s: triad_init: %s (is TRIAD_RANK and TRIAD_WORLD set? see "
+			"--config)\n", PROG, strerror(-ret));
+		return PERF_EXIT_FAIL;
+	}
+	r.rank = triad_rank(r.ctx);
+	if (triad_size(r.ctx) < 2) {
+		fprintf(stderr, "%s: the world has %d rank; the tests need ranks %d and %d\n", PROG,
+			triad_size(r.ctx), PERF_CLIENT, PERF_SERVER);
+		goto fini;
+	}
+	if (o->plane >= triad_nplanes(r.ctx)) {
+		fprintf(stderr, "%s: --plane %d: the world has %d plane(s)\n", PROG, o->plane,
+			triad_nplanes(r.ctx));
+		status = PERF_EXIT_USAGE;
+		goto fini;
+	}
+	r.flags = o->plane >= 0 ? TRIAD_F_PLANE(o->plane) : 0;
+	/* Page-aligned areas: [receive | send]. */
+	r.area = (max_size(o) + 4095) & ~(size_t)4095;
+	r.buf = aligned_alloc(4096, 2 * r.area);
+	if (!r.buf) {
+		fprintf(stderr, "%s: rank %d: no memory for 2 x %zu bytes\n", PROG, r.rank, r.area);
+		goto fini;
+	}
+	memset(r.buf, 0, 2 * r.area);
+	ret = triad_win_create(r.ctx, PERF_WIN_ID, r.buf, 2 * r.area, NULL, &r.win);
+	if (ret) {
+		fprintf(stderr, "%s: rank %d: triad_win_create(%zu bytes): %s\n", PROG, r.rank,
+			2 * r.area, strerror(-ret));
+		goto free_buf;
+	}
+	/* Every window exists before anyone uses one. */
+	ret = triad_barrier(r.ctx, r.timeout_ms);
+	if (ret) {
+		fprintf(stderr, "%s: rank %d: triad_barrier (windows created): %s\n", PROG, r.rank,
+			strerror(-ret));
+		goto destroy;
+	}
+	ret = run_sizes(&r);
+	if (!ret) {
+		/* Nobody destroys a window the peer may still use. */
+		ret = triad_barrier(r.ctx, r.timeout_ms);
+		if (ret)
+			fprintf(stderr, "%s: rank %d: triad_barrier (end): %s\n", PROG, r.rank,
+				strerror(-ret));
+	}
+	if (!ret && !r.verify_errors)
+		status = PERF_EXIT_OK;
+	else if (!ret)
+		fprintf(stderr, "%s: rank %d: %ld size(s) with data mismatches\n", PROG, r.rank,
+			r.verify_errors);
+destroy:
+	ret = triad_win_destroy(r.win);
+	if (ret) {
+		fprintf(stderr, "%s: rank %d: triad_win_destroy: %s\n", PROG, r.rank,
+			strerror(-ret));
+		status = PERF_EXIT_FAIL;
+	}
+free_buf:
+	free(r.buf);
+fini:
+	triad_fini(r.ctx);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct perf_opts o;
+	int ret = parse_args(argc, argv, &o);
+
+	if (ret < 0)
+		return PERF_EXIT_OK; /* --help */
+	if (ret)
+		return ret;
+	if (o.config) {
+		triad_config_print(stdout);
+		fflush(stdout);
+	}
+	if (!o.cmd)
+		return PERF_EXIT_OK;
+	return run(&o);
+}
