@@ -134,14 +134,72 @@ enum triad_status triad_req_status(const triad_req_t *req);
 /* Free a completed request; -EBUSY while it is still pending. */
 int triad_req_free(triad_req_t *req);
 
+/* ---- active messages ---------------------------------------------------------*/
+/*
+ * A message of up to triad_am_max_size() bytes, delivered to the handler
+ * registered under its id at the target, in the target's progress engine.
+ * Messages travel in the receiver's flow-controlled slots: from one sender
+ * to one receiver on one priority they arrive in order, a receiver is
+ * never overrun, and a slow handler holds the sender back.  Priorities
+ * keep the last free slots for more urgent traffic: low needs 3 free
+ * slots, medium 2, high 1 (TRIAD_FC_NEED_*), so high-priority messages
+ * (acknowledgements) still move when low ones saturate a receiver.
+ */
+enum triad_prio {
+	TRIAD_PRIO_HIGH = 0,
+	TRIAD_PRIO_MEDIUM = 1,
+	TRIAD_PRIO_LOW = 2,
+};
+
+#define TRIAD_AM_MAX_ID 255
+
+typedef struct triad_am_msg triad_am_msg_t;
+
+enum triad_am_verdict {
+	TRIAD_AM_DONE = 0, /* the slot is free again when the handler returns */
+	TRIAD_AM_KEEP = 1, /* data stays valid until triad_am_release(msg) */
+};
+
+/*
+ * Runs with the context's progress engine; it may call triad_am_send and
+ * triad_am_release, but must not wait (triad_wait, triad_barrier).
+ * Returns a triad_am_verdict.
+ */
+typedef int (*triad_am_handler_t)(void *arg, int src_rank, const void *data, size_t len,
+				  triad_am_msg_t *msg);
+
+/* -EEXIST when id is taken, -EINVAL when id > TRIAD_AM_MAX_ID or no handler. */
+int triad_am_register(triad_ctx_t *ctx, unsigned id, triad_am_handler_t handler, void *arg);
+
+/*
+ * Copies buf and queues it for rank; returns at once (buf may be reused).
+ * The request, if req_p is not NULL, completes when the message reached the
+ * target (or with an error status).  -EMSGSIZE when len > triad_am_max_size.
+ */
+int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size_t len,
+		  enum triad_prio prio, triad_req_t **req_p);
+/* Frees the slot of a message its handler kept. */
+int triad_am_release(triad_am_msg_t *msg);
+size_t triad_am_max_size(const triad_ctx_t *ctx);
+
 /* ---- counters ---------------------------------------------------------------*/
 struct triad_conn_stats {
 	uint64_t field_mask; /* reserved: the library fills every field */
 	int up;		     /* connection established */
-	uint64_t tx_msgs, rx_msgs;   /* control messages */
+	uint64_t tx_msgs, rx_msgs;   /* messages (control, AM, BSM) */
 	uint64_t tx_bytes, rx_bytes; /* payload bytes: put sent, get received, messages */
 	uint64_t puts, gets;	     /* operations posted from this side */
 	uint64_t errors;	     /* completions with an error */
+	/* flow control */
+	uint64_t bsm_standalone;     /* BSMs sent on their own */
+	uint64_t bsm_piggyback;	     /* BSMs sent in the header of another message */
+	unsigned tx_slots_busy;	     /* the peer's slots this side may not use now */
+	unsigned rx_slots_busy;	     /* this side's slots holding a message now */
+	unsigned tx_queued;	     /* messages waiting for a slot */
+	uint64_t fc_timeouts;	     /* slots freed by timeout (lost messages) */
+	uint64_t rx_overruns;	     /* messages into an occupied slot (never, unless a bug) */
+	uint64_t rx_dropped;	     /* malformed messages dropped */
+	uint64_t am_unknown;	     /* active messages for an unregistered id */
 };
 int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane,
 		     struct triad_conn_stats *stats_p);

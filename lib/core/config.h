@@ -16,10 +16,14 @@ struct tr_config {
 	int connect_timeout_ms;	  /* TRIAD_CONNECT_TIMEOUT_MS */
 	int spin_us;		  /* TRIAD_SPIN_US */
 	int sq_depth;		  /* TRIAD_SQ_DEPTH */
-	int rx_depth;		  /* TRIAD_RX_DEPTH */
 	int ack_timeout;	  /* TRIAD_ACK_TIMEOUT */
 	int retry_count;	  /* TRIAD_RETRY_COUNT */
 	int query_timeout_ms;	  /* TRIAD_QUERY_TIMEOUT_MS */
+	int slots;		  /* TRIAD_SLOTS */
+	uint64_t slot_size;	  /* TRIAD_SLOT_SIZE */
+	int fc_timer_ms;	  /* TRIAD_FC_TIMER_MS */
+	int need_medium;	  /* TRIAD_FC_NEED_MEDIUM */
+	int need_low;		  /* TRIAD_FC_NEED_LOW */
 };
 
 /* Returns the value of a variable, or NULL when it is unset. */

@@ -107,6 +107,20 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
+static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct triad_ctx *ctx = w->data;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	for (int r = 0; r < ctx->size; r++)
+		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++)
+			tr_conn_fc_tick(&ctx->peers[r].conn[p]);
+	tr_ctx_signal(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 static void *progress_thread(void *arg)
 {
 	struct triad_ctx *ctx = arg;
@@ -132,10 +146,11 @@ int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags)
 	return home; /* nothing live: the caller reports the home plane's state */
 }
 
-int tr_send_msg(struct triad_ctx *ctx, int peer, struct tr_msg *m)
+int tr_send_msg(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio,
+		struct triad_req *req)
 {
 	int plane = tr_plane_choose(ctx, peer, 0);
-	int ret = tr_conn_send(&ctx->peers[peer].conn[plane], m);
+	int ret = tr_conn_send(&ctx->peers[peer].conn[plane], m, prio, req);
 
 	if (ret)
 		tr_warn("%s to rank %d on plane %d: %s", tr_msg_type_str(m->type), peer, plane,
@@ -144,10 +159,11 @@ int tr_send_msg(struct triad_ctx *ctx, int peer, struct tr_msg *m)
 }
 
 /* ---- fabric -> core ----------------------------------------------------------------*/
-void tr_core_msg(struct tr_conn *c, const struct tr_msg *m)
+int tr_core_msg(struct tr_conn *c, const struct tr_msg *m, struct tr_buf *b)
 {
 	struct triad_ctx *ctx = c->ctx;
 	struct tr_peer *p = &ctx->peers[c->peer];
+	int kept = 0;
 
 	switch (tr_seq_rx_accept(&p->rx_seq, m->seq)) {
 	case TR_SEQ_NEW:
@@ -155,12 +171,12 @@ void tr_core_msg(struct tr_conn *c, const struct tr_msg *m)
 	case TR_SEQ_DUPLICATE:
 		tr_debug("peer %d: duplicate %s seq %u dropped", c->peer,
 			 tr_msg_type_str(m->type), m->seq);
-		return;
+		return 0;
 	case TR_SEQ_TOO_FAR:
 		c->stats.errors++;
 		tr_warn("peer %d: %s seq %u beyond the window (expected %u): dropped", c->peer,
 			tr_msg_type_str(m->type), m->seq, p->rx_seq.next);
-		return;
+		return 0;
 	}
 	switch (m->type) {
 	case TR_MSG_WIN_QUERY:
@@ -173,22 +189,37 @@ void tr_core_msg(struct tr_conn *c, const struct tr_msg *m)
 	case TR_MSG_BARRIER_REL:
 		tr_barrier_on_msg(ctx, c->peer, m);
 		break;
+	case TR_MSG_AM:
+		kept = tr_am_deliver(ctx, c, m, b);
+		break;
 	default:
 		break;
 	}
 	tr_ctx_signal(ctx);
+	return kept;
 }
 
-void tr_core_msg_lost(struct tr_conn *c, const void *data, int len)
+void tr_core_msg_done(struct triad_req *req, enum triad_status st)
+{
+	tr_req_complete(req, st);
+}
+
+void tr_core_msg_lost(struct tr_conn *c, const void *data, int len, unsigned prio,
+		      struct triad_req *req)
 {
 	struct triad_ctx *ctx = c->ctx;
 	int plane = tr_plane_choose(ctx, c->peer, 0);
 	struct tr_conn *alt = &ctx->peers[c->peer].conn[plane];
 
-	if (ctx->closing)
+	if (ctx->closing) {
+		if (req)
+			tr_req_complete(req, TRIAD_S_CANCELLED);
 		return;
-	if (alt == c || tr_conn_send_raw(alt, data, len)) {
+	}
+	if (alt == c || tr_conn_send_raw(alt, data, len, prio, req)) {
 		tr_error("a message to rank %d is lost: no live plane left", c->peer);
+		if (req)
+			tr_req_complete(req, c->down_status);
 		return;
 	}
 	tr_debug("message to rank %d moved from plane %d to plane %d", c->peer, c->plane, plane);
@@ -252,7 +283,7 @@ static int barrier_done(void *arg)
 		for (peer = 1; peer < ctx->size; peer++) {
 			struct tr_msg m = { .type = TR_MSG_BARRIER_REL, .u.barrier.epoch = b->epoch };
 
-			if (tr_send_msg(ctx, peer, &m))
+			if (tr_send_msg(ctx, peer, &m, TR_FC_HIGH, NULL))
 				b->error = -EIO;
 		}
 		return 1;
@@ -289,7 +320,7 @@ int triad_barrier(triad_ctx_t *ctx, int timeout_ms)
 	if (ctx->rank != 0) {
 		struct tr_msg m = { .type = TR_MSG_BARRIER, .u.barrier.epoch = b.epoch };
 
-		if (tr_send_msg(ctx, 0, &m)) {
+		if (tr_send_msg(ctx, 0, &m, TR_FC_HIGH, NULL)) {
 			pthread_mutex_unlock(&ctx->lock);
 			return -EIO;
 		}
@@ -357,7 +388,14 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
-	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutexattr_t mattr;
+
+	/* Recursive: an active-message handler runs with the lock held and may
+	 * send or release. */
+	pthread_mutexattr_init(&mattr);
+	pthread_mutexattr_settype(&mattr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&ctx->lock, &mattr);
+	pthread_mutexattr_destroy(&mattr);
 	pthread_cond_init(&ctx->cond, NULL);
 	ret = tr_config_load(&ctx->cfg, tr_config_getenv, NULL, err, sizeof(err));
 	if (ret) {
@@ -383,6 +421,11 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 	ev_io_start(ctx->loop, &ctx->cm_w);
 	ev_async_init(&ctx->wake_w, wake_cb);
 	ev_async_start(ctx->loop, &ctx->wake_w);
+	/* The flow-control timer: one wake-up per period, idle or not. */
+	ev_timer_init(&ctx->fc_timer_w, fc_timer_cb, ctx->cfg.fc_timer_ms / 1000.0,
+		      ctx->cfg.fc_timer_ms / 1000.0);
+	ctx->fc_timer_w.data = ctx;
+	ev_timer_start(ctx->loop, &ctx->fc_timer_w);
 
 	for (p = 0; p < ctx->nplanes; p++) {
 		ret = tr_plane_open(ctx, &ctx->plane[p], p, ctx->world.addr[ctx->rank][p],
@@ -511,11 +554,21 @@ int triad_nplanes(const triad_ctx_t *ctx) { return ctx->nplanes; }
 
 int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane, struct triad_conn_stats *stats_p)
 {
+	struct tr_conn *c;
+
 	if (!ctx || !stats_p || rank < 0 || rank >= ctx->size || plane < 0 ||
 	    plane >= ctx->nplanes || rank == ctx->rank)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
-	*stats_p = ctx->peers[rank].conn[plane].stats;
+	c = &ctx->peers[rank].conn[plane];
+	*stats_p = c->stats;
+	if (c->state == TR_CONN_UP) {
+		stats_p->tx_slots_busy = (unsigned)__builtin_popcountll(c->fc_tx.bbr & c->fc_tx.mask);
+		stats_p->rx_slots_busy = (unsigned)__builtin_popcountll(c->fc_rx.cfr);
+		stats_p->fc_timeouts = tr_fc_tx_errors(&c->fc_tx);
+		stats_p->rx_overruns = tr_fc_rx_overruns(&c->fc_rx);
+	}
+	stats_p->tx_queued = c->nqueued;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }

@@ -58,7 +58,12 @@ struct triad_win {
 	struct ibv_mr *mr[TRIAD_MAX_PLANES];
 };
 
-enum tr_req_kind { TR_REQ_PUT, TR_REQ_GET };
+enum tr_req_kind { TR_REQ_PUT, TR_REQ_GET, TR_REQ_AM };
+
+struct tr_am_entry {
+	triad_am_handler_t fn;
+	void *arg;
+};
 
 struct triad_req {
 	struct triad_ctx *ctx;
@@ -104,6 +109,9 @@ struct triad_ctx {
 	uint32_t next_qid;
 	int nqueries;
 
+	struct tr_am_entry am[TRIAD_AM_MAX_ID + 1];
+	ev_timer fc_timer_w;
+
 	uint32_t bar_epoch;	 /* barriers this rank entered */
 	uint32_t bar_arrived[2]; /* rank 0: arrivals per epoch parity */
 	uint32_t bar_released;	 /* epochs released by rank 0 */
@@ -126,8 +134,11 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
  * usable. */
 int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags);
 
-/* Send a control message to a peer on the chosen plane. */
-int tr_send_msg(struct triad_ctx *ctx, int peer, struct tr_msg *m);
+/* Send a message to a peer on the chosen plane, with a flow-control
+ * priority (TR_FC_HIGH for answers, so they always find a slot); req (may be
+ * NULL) completes when it arrived. */
+int tr_send_msg(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio,
+		struct triad_req *req);
 
 /* Windows (win.c) */
 struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id);
@@ -145,6 +156,11 @@ void tr_wins_destroy_all(struct triad_ctx *ctx);
 void tr_req_complete(struct triad_req *req, enum triad_status st);
 /* The window is known: validate and queue on the connection. */
 void tr_rma_start(struct triad_req *req);
+
+/* Active messages (am.c): deliver m, which sits in receive buffer b;
+ * 1 when the handler kept it. */
+int tr_am_deliver(struct triad_ctx *ctx, struct tr_conn *c, const struct tr_msg *m,
+		  struct tr_buf *b);
 
 /* Barrier messages (ctx.c) */
 void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);

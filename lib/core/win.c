@@ -170,7 +170,7 @@ void tr_win_on_query(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 		for (int p = 0; p < ctx->nplanes; p++)
 			r.u.win_info.rkey[p] = w->mr[p]->rkey;
 	}
-	tr_send_msg(ctx, peer, &r);
+	tr_send_msg(ctx, peer, &r, TR_FC_HIGH, NULL);
 }
 
 /* ---- the initiator's side ------------------------------------------------------------*/
@@ -232,7 +232,7 @@ void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 	ctx->nqueries++;
 	m.u.win_query.qid = rw->qid;
 	m.u.win_query.win = rw->id;
-	if (tr_send_msg(ctx, req->peer, &m))
+	if (tr_send_msg(ctx, req->peer, &m, TR_FC_MEDIUM, NULL))
 		rwin_fail(ctx, slot, TRIAD_S_UNREACHABLE);
 }
 

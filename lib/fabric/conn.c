@@ -7,7 +7,16 @@
  * RNR-retries until the receive buffers are posted.  A connection that
  * breaks after it was up goes DRAINING: its QP is moved to the error state,
  * every posted work request comes back flushed (and fails its request),
- * and only then are the QP and buffers released (FAILED). */
+ * and only then are the QP and buffers released (FAILED).
+ *
+ * Messages (control, active messages, BSMs) use the peer's receive slots
+ * under buffer-status flow control (proto/fc): a message waits in its
+ * priority's queue until the peer's last BSM leaves a slot for it; every
+ * message carries this side's BSM for the reverse direction in its header,
+ * and a standalone BSM goes out when a status changed and no message could
+ * carry it (at most one in flight, two when a priority threshold was just
+ * crossed).  Each side tells the other its slot count and size in the
+ * rdma_cm private data; buffers are sized from them at ESTABLISHED. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +28,7 @@
 #include "fabric/internal.h"
 
 #define PRIV_MAGIC 0x74726961u /* "tria" */
-#define PRIV_LEN 16
+#define PRIV_LEN 24
 
 static const char *const state_names[] = {
 	[TR_CONN_DOWN] = "DOWN",	 [TR_CONN_CONNECTING] = "CONNECTING",
@@ -35,8 +44,11 @@ const char *tr_conn_state_str(enum tr_conn_state s)
 struct queued_msg {
 	struct tr_list link;
 	int len;
-	char data[TR_WIRE_MAX_LEN];
+	struct triad_req *req;
+	char data[];
 };
+
+#define NO_SLOT TR_WIRE_NO_SLOT
 
 static void set_state(struct tr_conn *c, enum tr_conn_state s)
 {
@@ -47,28 +59,35 @@ static void set_state(struct tr_conn *c, enum tr_conn_state s)
 	tr_core_conn_changed(c);
 }
 
-/* ---- private data: who is connecting, on which plane -------------------------*/
+/* ---- private data: who is connecting, on which plane, with what slots -------*/
 static void priv_encode(uint8_t *p, const struct triad_ctx *ctx, int plane)
 {
-	uint32_t v[4] = { htonl(PRIV_MAGIC), htonl((uint32_t)plane), htonl((uint32_t)ctx->rank),
-			  htonl((uint32_t)ctx->size) };
+	uint32_t v[PRIV_LEN / 4] = {
+		htonl(PRIV_MAGIC),	   htonl((uint32_t)plane),
+		htonl((uint32_t)ctx->rank), htonl((uint32_t)ctx->size),
+		htonl((uint32_t)ctx->cfg.slots), htonl((uint32_t)ctx->cfg.slot_size),
+	};
 
 	memcpy(p, v, PRIV_LEN);
 }
 
-static int priv_decode(const uint8_t *p, size_t len, uint32_t *plane, uint32_t *rank,
-		       uint32_t *size)
+static int priv_decode(const uint8_t *p, size_t len, struct tr_conn_priv *d)
 {
-	uint32_t v[4];
+	uint32_t v[PRIV_LEN / 4];
 
 	if (len < PRIV_LEN)
 		return -EBADMSG;
 	memcpy(v, p, PRIV_LEN);
 	if (ntohl(v[0]) != PRIV_MAGIC)
 		return -EBADMSG;
-	*plane = ntohl(v[1]);
-	*rank = ntohl(v[2]);
-	*size = ntohl(v[3]);
+	d->plane = ntohl(v[1]);
+	d->rank = ntohl(v[2]);
+	d->size = ntohl(v[3]);
+	d->slots = ntohl(v[4]);
+	d->slot_size = ntohl(v[5]);
+	if (d->slots < 1 || d->slots > TR_FC_MAX_SLOTS || d->slot_size < 512 ||
+	    d->slot_size > TR_WIRE_MAX_LEN)
+		return -EPROTO;
 	return 0;
 }
 
@@ -79,7 +98,8 @@ void tr_conn_init(struct triad_ctx *ctx, struct tr_conn *c, int peer, int plane)
 	c->peer = peer;
 	c->plane = plane;
 	c->down_status = TRIAD_S_UNREACHABLE;
-	tr_list_init(&c->msgq);
+	for (int p = 0; p < TR_FC_NPRIO; p++)
+		tr_list_init(&c->msgq[p]);
 	tr_list_init(&c->rmaq);
 }
 
@@ -88,11 +108,11 @@ static int setup_qp(struct tr_conn *c, struct rdma_cm_id *id)
 {
 	struct triad_ctx *ctx = c->ctx;
 	struct tr_plane *pl = &ctx->plane[c->plane];
-	int nrx = ctx->cfg.rx_depth, ntx = ctx->cfg.sq_depth, i;
 	struct ibv_qp_init_attr attr = {
 		.send_cq = pl->cq,
 		.recv_cq = pl->cq,
-		.cap = { .max_send_wr = (uint32_t)ntx, .max_recv_wr = (uint32_t)nrx,
+		.cap = { .max_send_wr = (uint32_t)ctx->cfg.sq_depth,
+			 .max_recv_wr = (uint32_t)ctx->cfg.slots + 3,
 			 .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 64 },
 		.qp_type = IBV_QPT_RC,
 	};
@@ -118,26 +138,50 @@ static int setup_qp(struct tr_conn *c, struct rdma_cm_id *id)
 	c->id = id;
 	c->qp = id->qp;
 	c->max_inline = attr.cap.max_inline_data;
-	c->sq_avail = ntx;
+	c->sq_avail = ctx->cfg.sq_depth;
+	return 0;
+}
 
-	if (posix_memalign((void **)&c->bufmem, 4096, (size_t)(nrx + ntx) * TR_WIRE_MAX_LEN))
+/* At ESTABLISHED, once the peer's slots are known: message buffers (ours
+ * for the peer's messages, the peer's size for ours) and flow control. */
+static int setup_msgs(struct tr_conn *c, const struct tr_conn_priv *peer)
+{
+	struct triad_ctx *ctx = c->ctx;
+	const unsigned need[TR_FC_NPRIO] = { 1, (unsigned)ctx->cfg.need_medium,
+					     (unsigned)ctx->cfg.need_low };
+	size_t rsz = ctx->cfg.slot_size, tsz = peer->slot_size, total;
+	int i;
+
+	c->peer_slots = peer->slots;
+	c->peer_slot_size = peer->slot_size;
+	c->nrx = ctx->cfg.slots + 3; /* + standalone BSMs in flight, and a spare */
+	c->ntx = (int)peer->slots + 3;
+	if (c->ntx > ctx->cfg.sq_depth / 2) /* the rest of the send queue is for put/get */
+		c->ntx = ctx->cfg.sq_depth / 2;
+	if (tr_fc_tx_init(&c->fc_tx, peer->slots, need) ||
+	    tr_fc_rx_init(&c->fc_rx, (unsigned)ctx->cfg.slots)) {
+		tr_error("peer %d plane %d: flow-control thresholds %u/%u/%u do not fit %u slots",
+			 c->peer, c->plane, need[0], need[1], need[2], peer->slots);
+		return -EINVAL;
+	}
+	total = (size_t)c->nrx * rsz + (size_t)c->ntx * tsz;
+	if (posix_memalign((void **)&c->bufmem, 4096, total))
 		c->bufmem = NULL;
-	c->rx = calloc((size_t)nrx, sizeof(*c->rx));
-	c->tx = calloc((size_t)ntx, sizeof(*c->tx));
+	c->rx = calloc((size_t)c->nrx, sizeof(*c->rx));
+	c->tx = calloc((size_t)c->ntx, sizeof(*c->tx));
 	if (!c->bufmem || !c->rx || !c->tx)
 		goto nomem;
-	c->buf_mr = tr_mr_reg(pl, c->bufmem, (size_t)(nrx + ntx) * TR_WIRE_MAX_LEN,
-			      IBV_ACCESS_LOCAL_WRITE);
+	c->buf_mr = tr_mr_reg(&ctx->plane[c->plane], c->bufmem, total, IBV_ACCESS_LOCAL_WRITE);
 	if (!c->buf_mr)
 		goto nomem;
-	for (i = 0; i < nrx; i++) {
+	for (i = 0; i < c->nrx; i++) {
 		c->rx[i].conn = c;
-		c->rx[i].data = c->bufmem + (size_t)i * TR_WIRE_MAX_LEN;
+		c->rx[i].data = c->bufmem + (size_t)i * rsz;
 	}
 	c->tx_free = NULL;
-	for (i = ntx - 1; i >= 0; i--) {
+	for (i = c->ntx - 1; i >= 0; i--) {
 		c->tx[i].conn = c;
-		c->tx[i].data = c->bufmem + (size_t)(nrx + i) * TR_WIRE_MAX_LEN;
+		c->tx[i].data = c->bufmem + (size_t)c->nrx * rsz + (size_t)i * tsz;
 		c->tx[i].next_free = c->tx_free;
 		c->tx_free = &c->tx[i];
 	}
@@ -163,18 +207,22 @@ static void release(struct tr_conn *c)
 	c->buf_mr = NULL;
 	c->bufmem = NULL;
 	c->rx = c->tx = c->tx_free = NULL;
-	while (!tr_list_empty(&c->msgq)) {
-		struct queued_msg *q = tr_list_first(&c->msgq, struct queued_msg, link);
+	for (int p = 0; p < TR_FC_NPRIO; p++) {
+		while (!tr_list_empty(&c->msgq[p])) {
+			struct queued_msg *q = tr_list_first(&c->msgq[p], struct queued_msg, link);
 
-		tr_list_del(&q->link);
-		free(q);
+			tr_list_del(&q->link);
+			free(q);
+		}
 	}
+	c->nqueued = 0;
 }
 
 static int post_recv(struct tr_buf *b)
 {
 	struct tr_conn *c = b->conn;
-	struct ibv_sge sge = { (uintptr_t)b->data, TR_WIRE_MAX_LEN, c->buf_mr->lkey };
+	struct ibv_sge sge = { (uintptr_t)b->data, (uint32_t)c->ctx->cfg.slot_size,
+			       c->buf_mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)b | TR_WR_RECV, .sg_list = &sge,
 				  .num_sge = 1 };
 	struct ibv_recv_wr *bad;
@@ -188,18 +236,28 @@ static int post_recv(struct tr_buf *b)
 	return 0;
 }
 
-static void established(struct tr_conn *c)
+static void pump(struct tr_conn *c);
+
+static void established(struct tr_conn *c, const struct tr_conn_priv *peer)
 {
 	int i;
 
-	for (i = 0; i < c->ctx->cfg.rx_depth; i++) {
+	if (setup_msgs(c, peer)) {
+		release(c);
+		set_state(c, TR_CONN_FAILED);
+		return;
+	}
+	for (i = 0; i < c->nrx; i++) {
 		if (post_recv(&c->rx[i])) {
+			set_state(c, TR_CONN_UP);
 			tr_conn_fail(c, TRIAD_S_TRANSPORT);
 			return;
 		}
 	}
-	tr_info("peer %d plane %d: connected, qp 0x%x", c->peer, c->plane, c->qp->qp_num);
+	tr_info("peer %d plane %d: connected, qp 0x%x, %u slots of %u B each way", c->peer,
+		c->plane, c->qp->qp_num, c->peer_slots, c->peer_slot_size);
 	set_state(c, TR_CONN_UP);
+	pump(c); /* the first BSM: the peer can send nothing before it */
 }
 
 /* ---- active side --------------------------------------------------------------*/
@@ -301,20 +359,28 @@ static void on_route_resolved(struct tr_conn *c)
 static void on_connect_request(struct triad_ctx *ctx, struct tr_plane *pl,
 			       struct rdma_cm_id *id, const uint8_t *priv, size_t len)
 {
+	struct tr_conn_priv d;
 	uint32_t plane, rank, size;
 	struct tr_conn *c;
+	uint8_t mine[PRIV_LEN];
 	struct rdma_conn_param param = {
 		.responder_resources = (uint8_t)pl->max_rd_atom,
 		.initiator_depth = (uint8_t)pl->max_init_rd_atom,
 		.retry_count = (uint8_t)ctx->cfg.retry_count,
 		.rnr_retry_count = 7,
+		.private_data = mine,
+		.private_data_len = PRIV_LEN,
 	};
 
-	if (priv_decode(priv, len, &plane, &rank, &size)) {
+	priv_encode(mine, ctx, pl->index);
+	if (priv_decode(priv, len, &d)) {
 		tr_warn("plane %d: connection request without triad private data: rejected",
 			pl->index);
 		goto reject;
 	}
+	plane = d.plane;
+	rank = d.rank;
+	size = d.size;
 	if (size != (uint32_t)ctx->size || rank >= size || (int)rank >= ctx->rank ||
 	    plane != (uint32_t)pl->index) {
 		tr_warn("plane %d: connection request from rank %u plane %u world %u does not "
@@ -338,6 +404,7 @@ static void on_connect_request(struct triad_ctx *ctx, struct tr_plane *pl,
 			rdma_destroy_id(id);
 		return;
 	}
+	c->accept_priv = d;
 	set_state(c, TR_CONN_ACCEPTING);
 	if (rdma_accept(id, &param)) {
 		tr_warn("peer %u plane %u: rdma_accept: %m", rank, plane);
@@ -376,7 +443,7 @@ void tr_cm_cb(struct ev_loop *loop, ev_io *w, int revents)
 		size_t plen = 0;
 		int status = ev->status;
 
-		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		if (type == RDMA_CM_EVENT_CONNECT_REQUEST || type == RDMA_CM_EVENT_ESTABLISHED) {
 			plen = ev->param.conn.private_data_len;
 			if (plen > sizeof(priv))
 				plen = sizeof(priv);
@@ -407,9 +474,20 @@ void tr_cm_cb(struct ev_loop *loop, ev_io *w, int revents)
 		case RDMA_CM_EVENT_ROUTE_RESOLVED:
 			on_route_resolved(c);
 			break;
-		case RDMA_CM_EVENT_ESTABLISHED:
-			established(c);
+		case RDMA_CM_EVENT_ESTABLISHED: {
+			struct tr_conn_priv d = c->accept_priv;
+
+			/* The active side learns the peer's slots from the accept. */
+			if (c->state == TR_CONN_CONNECTING && priv_decode(priv, plen, &d)) {
+				tr_error("peer %d plane %d: the accept carries no valid slot "
+					 "description", c->peer, c->plane);
+				rdma_disconnect(id);
+				attempt_failed(c, "bad accept data");
+				break;
+			}
+			established(c, &d);
 			break;
+		}
 		case RDMA_CM_EVENT_ADDR_ERROR:
 		case RDMA_CM_EVENT_ROUTE_ERROR:
 		case RDMA_CM_EVENT_UNREACHABLE:
@@ -439,7 +517,8 @@ void tr_cm_cb(struct ev_loop *loop, ev_io *w, int revents)
 /* ---- failure and drain ---------------------------------------------------------------*/
 static void check_drained(struct tr_conn *c)
 {
-	if (c->state == TR_CONN_DRAINING && c->sq_posted == 0 && c->rq_posted == 0) {
+	if (c->state == TR_CONN_DRAINING && c->sq_posted == 0 && c->rq_posted == 0 &&
+	    c->rx_held == 0) {
 		release(c);
 		set_state(c, TR_CONN_FAILED);
 	}
@@ -456,12 +535,16 @@ static void conn_break(struct tr_conn *c, enum triad_status why)
 	if (ibv_modify_qp(c->qp, &attr, IBV_QP_STATE))
 		tr_warn("peer %d plane %d: ibv_modify_qp(ERR): %m", c->peer, c->plane);
 	rdma_disconnect(c->id);
-	while (!tr_list_empty(&c->msgq)) {
-		struct queued_msg *q = tr_list_first(&c->msgq, struct queued_msg, link);
+	/* Messages still waiting for a slot go to another plane. */
+	for (int p = 0; p < TR_FC_NPRIO; p++) {
+		while (!tr_list_empty(&c->msgq[p])) {
+			struct queued_msg *q = tr_list_first(&c->msgq[p], struct queued_msg, link);
 
-		tr_list_del(&q->link);
-		tr_core_msg_lost(c, q->data, q->len);
-		free(q);
+			tr_list_del(&q->link);
+			c->nqueued--;
+			tr_core_msg_lost(c, q->data, q->len, (unsigned)p, q->req);
+			free(q);
+		}
 	}
 	tr_core_conn_changed(c);
 	check_drained(c);
@@ -487,7 +570,8 @@ static void on_disconnected(struct tr_conn *c)
 
 int tr_conn_idle(const struct tr_conn *c)
 {
-	return c->state != TR_CONN_UP || (c->sq_posted == 0 && tr_list_empty(&c->msgq));
+	return c->state != TR_CONN_UP ||
+	       (c->sq_posted == c->bsm_inflight && c->nqueued == 0);
 }
 
 void tr_conn_destroy(struct tr_conn *c)
@@ -496,6 +580,11 @@ void tr_conn_destroy(struct tr_conn *c)
 		rdma_disconnect(c->id);
 	release(c);
 	c->state = TR_CONN_FAILED;
+}
+
+unsigned tr_conn_max_msg(const struct tr_conn *c)
+{
+	return c->state == TR_CONN_UP ? c->peer_slot_size : (unsigned)c->ctx->cfg.slot_size;
 }
 
 /* ---- sending ------------------------------------------------------------------------*/
@@ -517,6 +606,7 @@ static int post_send(struct tr_conn *c, struct tr_buf *b, int len)
 		return -ret;
 	}
 	b->len = len;
+	c->tx_free = b->next_free;
 	c->sq_avail--;
 	c->sq_posted++;
 	c->stats.tx_msgs++;
@@ -524,63 +614,142 @@ static int post_send(struct tr_conn *c, struct tr_buf *b, int len)
 	return 0;
 }
 
-/* Sends queued messages while there are buffers and send queue room. */
-static void flush_msgq(struct tr_conn *c)
+/* Posts one encoded message into the peer's slot, with our buffer status
+ * for the reverse direction in its header (always: a repeat is harmless
+ * and repairs nothing less than a standalone BSM would). */
+static int post_msg(struct tr_conn *c, const void *data, int len, int slot, unsigned prio,
+		    struct triad_req *req)
 {
-	while (c->state == TR_CONN_UP && !tr_list_empty(&c->msgq) && c->tx_free && c->sq_avail) {
-		struct queued_msg *q = tr_list_first(&c->msgq, struct queued_msg, link);
-		struct tr_buf *b = c->tx_free;
+	struct tr_buf *b = c->tx_free;
+	uint64_t n, cf;
+	int ret;
 
-		memcpy(b->data, q->data, (size_t)q->len);
-		if (post_send(c, b, q->len)) {
-			tr_conn_fail(c, TRIAD_S_TRANSPORT);
-			return;
-		}
-		c->tx_free = b->next_free;
-		tr_list_del(&q->link);
-		free(q);
-	}
+	memcpy(b->data, data, (size_t)len);
+	tr_fc_rx_bsm(&c->fc_rx, &n, &cf);
+	tr_wire_set_link(b->data, (uint8_t)slot, (uint8_t)prio, 1, n, cf);
+	b->slot = (uint8_t)slot;
+	b->prio = (uint8_t)prio;
+	b->req = req;
+	ret = post_send(c, b, len);
+	if (ret)
+		return ret;
+	tr_fc_tx_sent(&c->fc_tx, (unsigned)slot);
+	c->stats.bsm_piggyback++;
+	return 0;
 }
 
-int tr_conn_send_raw(struct tr_conn *c, const void *data, int len)
+static int post_bsm(struct tr_conn *c)
+{
+	struct tr_msg m = { .type = TR_MSG_BSM, .slot = NO_SLOT, .has_bsm = 1 };
+	struct tr_buf *b = c->tx_free;
+	int len, ret;
+
+	tr_fc_rx_bsm(&c->fc_rx, &m.bsm_n, &m.bsm_c);
+	len = tr_msg_encode(&m, b->data, c->peer_slot_size);
+	if (len < 0)
+		return len;
+	b->slot = NO_SLOT;
+	b->req = NULL;
+	ret = post_send(c, b, len);
+	if (ret)
+		return ret;
+	c->bsm_inflight++;
+	c->stats.bsm_standalone++;
+	return 0;
+}
+
+/* Sends what flow control allows: queued messages by priority (a
+ * priority that must wait blocks the lower ones, which need more free
+ * slots), then a standalone BSM if our status changed and nothing carried
+ * it. */
+static void pump(struct tr_conn *c)
+{
+	const unsigned need[TR_FC_NPRIO] = { 1, (unsigned)c->ctx->cfg.need_medium,
+					     (unsigned)c->ctx->cfg.need_low };
+	unsigned p;
+
+	if (c->state != TR_CONN_UP)
+		return;
+	for (p = 0; p < TR_FC_NPRIO; p++) {
+		while (!tr_list_empty(&c->msgq[p])) {
+			struct queued_msg *q = tr_list_first(&c->msgq[p], struct queued_msg, link);
+			int slot;
+
+			if (!c->tx_free || !c->sq_avail)
+				return;
+			slot = tr_fc_tx_pick(&c->fc_tx, p);
+			if (slot < 0)
+				goto bsm;
+			if (post_msg(c, q->data, q->len, slot, p, q->req)) {
+				tr_conn_fail(c, TRIAD_S_TRANSPORT);
+				return;
+			}
+			tr_list_del(&q->link);
+			c->nqueued--;
+			free(q);
+		}
+	}
+bsm:
+	if (tr_fc_rx_bsm_due(&c->fc_rx) && c->tx_free && c->sq_avail &&
+	    (c->bsm_inflight == 0 ||
+	     (c->bsm_inflight == 1 && tr_fc_rx_bsm_urgent(&c->fc_rx, need))) &&
+	    post_bsm(c))
+		tr_conn_fail(c, TRIAD_S_TRANSPORT);
+}
+
+int tr_conn_send_raw(struct tr_conn *c, const void *data, int len, unsigned prio,
+		     struct triad_req *req)
 {
 	struct queued_msg *q;
+	int slot;
 
 	if (c->state != TR_CONN_UP)
 		return -ENOTCONN;
-	if (len <= 0 || len > TR_WIRE_MAX_LEN)
-		return -EINVAL;
-	if (tr_list_empty(&c->msgq) && c->tx_free && c->sq_avail) {
-		struct tr_buf *b = c->tx_free;
-
-		memcpy(b->data, data, (size_t)len);
-		if (post_send(c, b, len))
+	if (len < TR_WIRE_HDR_LEN || (unsigned)len > c->peer_slot_size || prio >= TR_FC_NPRIO)
+		return len > 0 && (unsigned)len > c->peer_slot_size ? -EMSGSIZE : -EINVAL;
+	/* Straight out when nothing of this priority waits and a slot is free. */
+	if (tr_list_empty(&c->msgq[prio]) && c->tx_free && c->sq_avail &&
+	    (slot = tr_fc_tx_pick(&c->fc_tx, prio)) >= 0) {
+		if (post_msg(c, data, len, slot, prio, req)) {
+			tr_conn_fail(c, TRIAD_S_TRANSPORT);
 			return -EIO;
-		c->tx_free = b->next_free;
+		}
 		return 0;
 	}
-	q = malloc(sizeof(*q));
+	q = malloc(sizeof(*q) + (size_t)len);
 	if (!q)
 		return -ENOMEM;
 	memcpy(q->data, data, (size_t)len);
 	q->len = len;
-	tr_list_add_tail(&c->msgq, &q->link);
+	q->req = req;
+	tr_list_add_tail(&c->msgq[prio], &q->link);
+	c->nqueued++;
+	pump(c);
 	return 0;
 }
 
-int tr_conn_send(struct tr_conn *c, struct tr_msg *m)
+int tr_conn_send(struct tr_conn *c, struct tr_msg *m, unsigned prio, struct triad_req *req)
 {
 	struct tr_peer *p = &c->ctx->peers[c->peer];
-	char buf[TR_WIRE_MAX_LEN];
+	size_t need = tr_msg_len(m);
+	char stack[TR_WIRE_CTRL_LEN], *buf = stack;
 	int len, ret;
 
+	if (c->state != TR_CONN_UP)
+		return -ENOTCONN;
+	if (need > c->peer_slot_size)
+		return -EMSGSIZE;
+	if (need > sizeof(stack) && !(buf = malloc(need)))
+		return -ENOMEM;
 	m->seq = p->tx_seq;
-	len = tr_msg_encode(m, buf, sizeof(buf));
-	if (len < 0)
-		return len;
-	ret = tr_conn_send_raw(c, buf, len);
+	m->slot = 0; /* the link fields are set when it is posted */
+	m->prio = (uint8_t)prio;
+	len = tr_msg_encode(m, buf, need);
+	ret = len < 0 ? len : tr_conn_send_raw(c, buf, len, prio, req);
 	if (!ret)
 		p->tx_seq++;
+	if (buf != stack)
+		free(buf);
 	return ret;
 }
 
@@ -601,7 +770,9 @@ int tr_conn_post_rma(struct tr_conn *c, enum ibv_wr_opcode op, void *laddr, uint
 
 	if (c->state != TR_CONN_UP)
 		return -ENOTCONN;
-	if (!c->sq_avail)
+	/* Keep room in the send queue for every message the slots allow, so
+	 * that bulk transfers never hold acknowledgements back. */
+	if (c->sq_avail <= c->ntx)
 		return -EAGAIN;
 	if (op == IBV_WR_RDMA_WRITE && len <= c->max_inline)
 		wr.send_flags |= IBV_SEND_INLINE;
@@ -616,7 +787,26 @@ int tr_conn_post_rma(struct tr_conn *c, enum ibv_wr_opcode op, void *laddr, uint
 	return 0;
 }
 
-/* ---- completions ---------------------------------------------------------------------*/
+/* ---- completions and arrivals -----------------------------------------------------------*/
+static void repost(struct tr_buf *b)
+{
+	struct tr_conn *c = b->conn;
+
+	if (c->state == TR_CONN_UP && post_recv(b))
+		tr_conn_fail(c, TRIAD_S_TRANSPORT);
+}
+
+void tr_conn_release(struct tr_buf *b)
+{
+	struct tr_conn *c = b->conn;
+
+	c->rx_held--;
+	tr_fc_rx_drain(&c->fc_rx, b->slot);
+	repost(b);
+	pump(c);
+	check_drained(c);
+}
+
 void tr_conn_on_recv(struct tr_buf *b, const struct ibv_wc *wc, enum triad_status st)
 {
 	struct tr_conn *c = b->conn;
@@ -637,25 +827,45 @@ void tr_conn_on_recv(struct tr_buf *b, const struct ibv_wc *wc, enum triad_statu
 	c->stats.rx_bytes += wc->byte_len;
 	ret = tr_msg_decode(b->data, wc->byte_len, &m);
 	if (ret) {
-		c->stats.errors++;
+		c->stats.rx_dropped++;
 		tr_warn("peer %d plane %d: dropped a malformed message (%u bytes): %s", c->peer,
 			c->plane, wc->byte_len, strerror(-ret));
+		goto done;
 	}
-	/* Repost before handling: the handler may break the connection. */
-	if (c->state == TR_CONN_UP && post_recv(b))
-		tr_conn_fail(c, TRIAD_S_TRANSPORT);
-	if (!ret)
-		tr_core_msg(c, &m);
+	if (m.has_bsm && tr_fc_tx_bsm2(&c->fc_tx, m.bsm_n, m.bsm_c))
+		tr_warn("peer %d plane %d: inconsistent buffer status ignored", c->peer, c->plane);
+	if (m.type == TR_MSG_BSM)
+		goto done;
+	if (tr_fc_rx_arrive(&c->fc_rx, m.slot)) {
+		/* The peer broke flow control (or its slot count): never trust it. */
+		tr_error("peer %d plane %d: %s into slot %u, which is %s: dropped", c->peer,
+			 c->plane, tr_msg_type_str(m.type), m.slot,
+			 m.slot < c->fc_rx.nslots ? "occupied" : "not one of ours");
+		goto done;
+	}
+	b->slot = m.slot;
+	if (tr_core_msg(c, &m, b)) {
+		c->rx_held++; /* a handler kept it: tr_conn_release() frees it */
+		pump(c);
+		return;
+	}
+	tr_fc_rx_drain(&c->fc_rx, m.slot);
+done:
+	repost(b);
+	pump(c);
 }
 
 void tr_conn_on_send(struct tr_buf *b, const struct ibv_wc *wc, enum triad_status st)
 {
 	struct tr_conn *c = b->conn;
+	int bsm = b->slot == NO_SLOT;
 
 	c->sq_posted--;
 	c->sq_avail++;
 	b->next_free = c->tx_free;
 	c->tx_free = b;
+	if (bsm)
+		c->bsm_inflight--;
 	if (wc->status != IBV_WC_SUCCESS) {
 		if (wc->status != IBV_WC_WR_FLUSH_ERR) {
 			c->stats.errors++;
@@ -664,12 +874,16 @@ void tr_conn_on_send(struct tr_buf *b, const struct ibv_wc *wc, enum triad_statu
 			tr_conn_fail(c, st);
 		}
 		/* It may or may not have arrived; the core sends it again on another
-		 * plane and the receiver drops a duplicate by its sequence number. */
-		tr_core_msg_lost(c, b->data, b->len);
+		 * plane and the receiver drops a duplicate by its sequence number.
+		 * A BSM belongs to this connection: it dies with it. */
+		if (!bsm)
+			tr_core_msg_lost(c, b->data, b->len, b->prio, b->req);
 		check_drained(c);
 		return;
 	}
-	flush_msgq(c);
+	if (b->req)
+		tr_core_msg_done(b->req, TRIAD_S_OK);
+	pump(c);
 	tr_core_sq_room(c);
 }
 
@@ -692,8 +906,22 @@ void tr_conn_on_rma(struct triad_req *req, const struct ibv_wc *wc, enum triad_s
 	}
 	tr_core_rma_done(c, req, st);
 	if (c->state == TR_CONN_UP) {
-		flush_msgq(c);
+		pump(c);
 		tr_core_sq_room(c);
 	}
 	check_drained(c);
+}
+
+void tr_conn_fc_tick(struct tr_conn *c)
+{
+	unsigned n;
+
+	if (c->state != TR_CONN_UP)
+		return;
+	n = tr_fc_tx_tick(&c->fc_tx);
+	if (n) {
+		tr_warn("peer %d plane %d: %u slot(s) unconfirmed for a whole timer period: "
+			"freed", c->peer, c->plane, n);
+		pump(c);
+	}
 }

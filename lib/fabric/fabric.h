@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/list.h"
+#include "proto/fc.h"
 #include "proto/wire.h"
 #include "triad.h"
 
@@ -50,12 +51,21 @@ struct tr_plane {
 	ev_io cq_w, async_w;
 };
 
-/* Registered buffer for one control message; wr_id = address | tag. */
+/* Registered buffer for one message; wr_id = address | tag.  A receive
+ * buffer whose message a handler kept is the triad_am_msg_t handle. */
 struct tr_buf {
 	struct tr_conn *conn;
 	char *data;
-	int len; /* of the message in it (sends) */
+	int len;		/* of the message in it */
+	uint8_t slot;		/* the flow-control slot it occupies */
+	uint8_t prio;
+	struct triad_req *req;	/* send: completes when the message arrived */
 	struct tr_buf *next_free;
+};
+
+/* What each side tells the other when connecting (rdma_cm private data). */
+struct tr_conn_priv {
+	uint32_t plane, rank, size, slots, slot_size;
 };
 
 struct tr_conn {
@@ -70,10 +80,19 @@ struct tr_conn {
 	int sq_avail;  /* send work requests that may still be posted */
 	int sq_posted; /* posted and not yet completed (incl. flushed) */
 	int rq_posted;
+	int rx_held;   /* receive buffers a handler kept */
 	char *bufmem;
 	struct ibv_mr *buf_mr;
+	int nrx, ntx;
 	struct tr_buf *rx, *tx, *tx_free;
-	struct tr_list msgq; /* encoded messages waiting for a buffer */
+	/* Flow control: our sends into the peer's slots, and the peer's into ours. */
+	struct tr_fc_tx fc_tx;
+	struct tr_fc_rx fc_rx;
+	unsigned peer_slots, peer_slot_size; /* from the peer's connect data */
+	struct tr_conn_priv accept_priv;     /* passive side: the request's */
+	int bsm_inflight; /* standalone BSMs posted, not completed */
+	struct tr_list msgq[TR_FC_NPRIO]; /* encoded messages waiting for a slot */
+	unsigned nqueued;
 	struct tr_list rmaq; /* requests with chunks left to post (core's) */
 	struct triad_conn_stats stats;
 	ev_timer retry_w;
@@ -98,10 +117,19 @@ void tr_conn_fail(struct tr_conn *c, enum triad_status why);
 /* 1 when nothing this side sent is still unacknowledged. */
 int tr_conn_idle(const struct tr_conn *c);
 void tr_conn_destroy(struct tr_conn *c); /* at context close */
-/* Encode and send (or queue) a control message; fills in m->seq. */
-int tr_conn_send(struct tr_conn *c, struct tr_msg *m);
-/* Send an already encoded message (a resend keeps its sequence number). */
-int tr_conn_send_raw(struct tr_conn *c, const void *data, int len);
+/* Encode and queue a message on priority prio; fills in m->seq and sends
+ * it as soon as the peer has a slot for it.  req (may be NULL) completes
+ * when it arrived.  -EMSGSIZE if it does not fit the peer's slots. */
+int tr_conn_send(struct tr_conn *c, struct tr_msg *m, unsigned prio, struct triad_req *req);
+/* Queue an already encoded message (a resend keeps its sequence number). */
+int tr_conn_send_raw(struct tr_conn *c, const void *data, int len, unsigned prio,
+		     struct triad_req *req);
+/* A handler is done with a kept receive buffer: free its slot. */
+void tr_conn_release(struct tr_buf *b);
+/* One flow-control timer period passed. */
+void tr_conn_fc_tick(struct tr_conn *c);
+/* Largest message the peer's slots take on this connection (header incl.). */
+unsigned tr_conn_max_msg(const struct tr_conn *c);
 /* Post one RDMA WRITE (IBV_WR_RDMA_WRITE) or READ; -EAGAIN when the send
  * queue is full.  lkey is ignored when the data goes inline. */
 int tr_conn_post_rma(struct tr_conn *c, enum ibv_wr_opcode op, void *laddr,
@@ -113,11 +141,16 @@ struct ibv_mr *tr_mr_reg(struct tr_plane *pl, void *addr, size_t len, int access
 void tr_mr_dereg(struct ibv_mr *mr);
 
 /* ---- implemented by the core, called by the fabric ---------------------------*/
-void tr_core_msg(struct tr_conn *c, const struct tr_msg *m);
+/* A message arrived in receive buffer b; returns 1 when the core keeps the
+ * buffer (an active message whose handler kept it), 0 when it is done. */
+int tr_core_msg(struct tr_conn *c, const struct tr_msg *m, struct tr_buf *b);
 void tr_core_rma_done(struct tr_conn *c, struct triad_req *req, enum triad_status st);
 void tr_core_sq_room(struct tr_conn *c);
 void tr_core_conn_changed(struct tr_conn *c); /* went UP, or broke */
 /* A message sent or queued on c may not have arrived: c broke. */
-void tr_core_msg_lost(struct tr_conn *c, const void *data, int len);
+void tr_core_msg_lost(struct tr_conn *c, const void *data, int len, unsigned prio,
+		      struct triad_req *req);
+/* A message's request: the message arrived (OK) or cannot be delivered. */
+void tr_core_msg_done(struct triad_req *req, enum triad_status st);
 
 #endif

@@ -73,7 +73,7 @@ int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
 		tr_error("plane %d: cannot allocate PD or channel on %s: %m", index, pl->devname);
 		goto err;
 	}
-	cqe = (ctx->cfg.sq_depth + ctx->cfg.rx_depth) * (ctx->size > 1 ? ctx->size - 1 : 1) + 64;
+	cqe = (ctx->cfg.sq_depth + ctx->cfg.slots + 3) * (ctx->size > 1 ? ctx->size - 1 : 1) + 64;
 	if (cqe > dattr.max_cqe)
 		cqe = dattr.max_cqe;
 	pl->cq = ibv_create_cq(pl->verbs, cqe, pl, pl->chan, 0);

@@ -8,6 +8,8 @@ static const char *const type_names[TR_MSG_TYPE_MAX] = {
 	[TR_MSG_WIN_INFO] = "WIN_INFO",
 	[TR_MSG_BARRIER] = "BARRIER",
 	[TR_MSG_BARRIER_REL] = "BARRIER_REL",
+	[TR_MSG_BSM] = "BSM",
+	[TR_MSG_AM] = "AM",
 };
 
 const char *tr_msg_type_str(unsigned type)
@@ -58,8 +60,43 @@ static size_t body_len(const struct tr_msg *m)
 	case TR_MSG_WIN_INFO: return 32 + 4 * (size_t)m->u.win_info.nplanes;
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL: return 4;
+	case TR_MSG_AM: return TR_WIRE_AM_HDR_LEN + (size_t)m->u.am.len;
 	default: return 0;
 	}
+}
+
+size_t tr_msg_len(const struct tr_msg *m)
+{
+	return TR_WIRE_HDR_LEN + body_len(m);
+}
+
+#define FLAG_PRIO_MASK 0x3u
+#define FLAG_BSM 0x4u
+
+/* The link fields must be consistent: a slot for every message but a BSM,
+ * which must have none and must carry the status; a valid priority; no
+ * status bits without the flag. */
+static int link_ok(const struct tr_msg *m)
+{
+	if (m->prio >= TR_WIRE_PRIOS)
+		return 0;
+	if (m->type == TR_MSG_BSM)
+		return m->slot == TR_WIRE_NO_SLOT && m->has_bsm;
+	if (m->slot >= TR_WIRE_MAX_SLOTS)
+		return 0;
+	return m->has_bsm || (m->bsm_n == 0 && m->bsm_c == 0);
+}
+
+void tr_wire_set_link(void *buf, uint8_t slot, uint8_t prio, int has_bsm, uint64_t n,
+		      uint64_t c)
+{
+	struct wcur w = { (uint8_t *)buf + 6, (uint8_t *)buf + TR_WIRE_HDR_LEN };
+
+	put_le(&w, slot, 1);
+	put_le(&w, (prio & FLAG_PRIO_MASK) | (has_bsm ? FLAG_BSM : 0), 1);
+	w.p = (uint8_t *)buf + 16;
+	PUT64(&w, has_bsm ? n : 0);
+	PUT64(&w, has_bsm ? c : 0);
 }
 
 int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
@@ -70,21 +107,34 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 	if (m->type <= 0 || m->type >= TR_MSG_TYPE_MAX)
 		return -EINVAL;
 	/* Never produce what tr_msg_decode() rejects. */
+	if (!link_ok(m))
+		return -EINVAL;
+	/* The payload limit is what leaves the whole message within the length
+	 * field, not the field's limit itself. */
+	if (m->type == TR_MSG_AM &&
+	    (m->u.am.len > TR_WIRE_MAX_LEN - TR_WIRE_HDR_LEN - TR_WIRE_AM_HDR_LEN ||
+	     (m->u.am.len && !m->u.am.data)))
+		return -EINVAL;
 	if (m->type == TR_MSG_WIN_INFO &&
 	    (m->u.win_info.nplanes > TRIAD_MAX_PLANES || m->u.win_info.status >= TRIAD_S_MAX ||
 	     m->u.win_info.access & ~(uint32_t)(TRIAD_WIN_READ | TRIAD_WIN_WRITE) ||
 	     m->u.win_info.base + m->u.win_info.len < m->u.win_info.base))
 		return -EINVAL;
 	len = TR_WIRE_HDR_LEN + body_len(m);
+	if (len > TR_WIRE_MAX_LEN) /* cannot happen after the checks above */
+		return -EINVAL;
 	if (len > size)
 		return -ENOSPC;
 	PUT16(&c, TR_WIRE_MAGIC);
 	put_le(&c, TR_WIRE_VERSION, 1);
 	put_le(&c, (uint64_t)m->type, 1);
 	PUT16(&c, len);
-	PUT16(&c, 0);
+	put_le(&c, m->slot, 1);
+	put_le(&c, (m->prio & FLAG_PRIO_MASK) | (m->has_bsm ? FLAG_BSM : 0), 1);
 	PUT32(&c, m->seq);
 	PUT32(&c, 0);
+	PUT64(&c, m->has_bsm ? m->bsm_n : 0);
+	PUT64(&c, m->has_bsm ? m->bsm_c : 0);
 	switch (m->type) {
 	case TR_MSG_WIN_QUERY:
 		PUT32(&c, m->u.win_query.qid);
@@ -105,6 +155,15 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 	case TR_MSG_BARRIER_REL:
 		PUT32(&c, m->u.barrier.epoch);
 		break;
+	case TR_MSG_BSM:
+		break;
+	case TR_MSG_AM:
+		PUT16(&c, m->u.am.id);
+		PUT16(&c, 0);
+		if (m->u.am.len)
+			memcpy(c.p, m->u.am.data, m->u.am.len);
+		c.p += m->u.am.len;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -115,7 +174,7 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 {
 	struct rcur c = { buf, (const uint8_t *)buf + len, 0 };
 	struct tr_msg m;
-	unsigned type;
+	unsigned type, flags;
 
 	memset(&m, 0, sizeof(m));
 	if (len < TR_WIRE_HDR_LEN || len > TR_WIRE_MAX_LEN)
@@ -123,14 +182,22 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 	if (GET16(&c) != TR_WIRE_MAGIC || GET8(&c) != TR_WIRE_VERSION)
 		return -EBADMSG;
 	type = GET8(&c);
-	if (GET16(&c) != len || GET16(&c) != 0)
+	if (GET16(&c) != len)
 		return -EBADMSG;
+	m.slot = GET8(&c);
+	flags = GET8(&c);
 	m.seq = GET32(&c);
-	if (GET32(&c) != 0)
+	if (GET32(&c) != 0 || (flags & ~(FLAG_PRIO_MASK | FLAG_BSM)))
 		return -EBADMSG;
+	m.prio = flags & FLAG_PRIO_MASK;
+	m.has_bsm = !!(flags & FLAG_BSM);
+	m.bsm_n = GET64(&c);
+	m.bsm_c = GET64(&c);
 	if (type == 0 || type >= TR_MSG_TYPE_MAX)
 		return -EPROTO;
 	m.type = (enum tr_msg_type)type;
+	if (!link_ok(&m))
+		return -EPROTO;
 	switch (m.type) {
 	case TR_MSG_WIN_QUERY:
 		m.u.win_query.qid = GET32(&c);
@@ -155,6 +222,18 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
 		m.u.barrier.epoch = GET32(&c);
+		break;
+	case TR_MSG_BSM:
+		break;
+	case TR_MSG_AM:
+		m.u.am.id = GET16(&c);
+		if (GET16(&c) != 0)
+			return -EBADMSG;
+		if (c.bad)
+			return -EBADMSG;
+		m.u.am.len = (uint32_t)(c.end - c.p);
+		m.u.am.data = c.p;
+		c.p = c.end;
 		break;
 	default:
 		return -EPROTO;

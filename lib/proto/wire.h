@@ -1,12 +1,19 @@
-/* Control messages on the wire: fixed little-endian layout, encoded and
- * decoded field by field, never cast from the receive buffer.  The decoder
- * trusts nothing: every length, type, count and status is checked, and a
- * message that fails any check is rejected as a whole.
+/* Messages on the wire: fixed little-endian layout, encoded and decoded
+ * field by field, never cast from the receive buffer.  The decoder trusts
+ * nothing: every length, type, count, slot, flag and status is checked, and
+ * a message that fails any check is rejected as a whole.
  *
- * Header (16 bytes):
- *   u16 magic 0x5472 ("Tr")   u8 version   u8 type
- *   u16 length (header + body, exactly)    u16 reserved (0)
+ * Header (32 bytes):
+ *   u16 magic 0x5472 ("Tr")   u8 version (2)   u8 type
+ *   u16 length (header + body, exactly)
+ *   u8  slot: the receive slot the sender chose (flow control), 0xff for a
+ *       message that takes no slot (a standalone BSM)
+ *   u8  flags: bits 0-1 priority (0 high .. 2 low), bit 2 a BSM rides along
  *   u32 seq (per sender and peer)          u32 reserved (0)
+ *   u64 bsm_n, u64 bsm_c: the sender's buffer status of the reverse direction
+ *       (NMTSR, CFR bitmaps); zero unless bit 2 is set
+ * The slot, priority and BSM are the link fields: the fabric fills them in
+ * when it posts the message (tr_wire_set_link), not when it is encoded.
  */
 #ifndef TRIAD_PROTO_WIRE_H
 #define TRIAD_PROTO_WIRE_H
@@ -17,21 +24,31 @@
 #include "triad.h"
 
 #define TR_WIRE_MAGIC 0x5472
-#define TR_WIRE_VERSION 1
-#define TR_WIRE_HDR_LEN 16
-#define TR_WIRE_MAX_LEN 256 /* every control message fits */
+#define TR_WIRE_VERSION 2
+#define TR_WIRE_HDR_LEN 32
+#define TR_WIRE_CTRL_LEN 256	/* every message but AM fits */
+#define TR_WIRE_MAX_LEN 65535	/* the length field's limit */
+#define TR_WIRE_AM_HDR_LEN 4	/* AM body: u16 id, u16 reserved, payload */
+#define TR_WIRE_NO_SLOT 0xff
+#define TR_WIRE_MAX_SLOTS 64
+#define TR_WIRE_PRIOS 3
 
 enum tr_msg_type {
 	TR_MSG_WIN_QUERY = 1, /* who owns window id? -> WIN_INFO */
 	TR_MSG_WIN_INFO,      /* the owner's answer: extent, access, rkeys */
 	TR_MSG_BARRIER,	      /* rank -> rank 0: I entered barrier epoch */
 	TR_MSG_BARRIER_REL,   /* rank 0 -> all: epoch complete */
+	TR_MSG_BSM,	      /* a buffer status message alone: no body, no slot */
+	TR_MSG_AM,	      /* an active message for a user handler */
 	TR_MSG_TYPE_MAX
 };
 
 struct tr_msg {
 	enum tr_msg_type type;
 	uint32_t seq;
+	/* link fields */
+	uint8_t slot, prio, has_bsm;
+	uint64_t bsm_n, bsm_c;
 	union {
 		struct {
 			uint32_t qid, win;
@@ -47,10 +64,18 @@ struct tr_msg {
 		struct {
 			uint32_t epoch;
 		} barrier;
+		struct {
+			uint16_t id;
+			uint32_t len;
+			const void *data; /* decode: points into the decoded buffer */
+		} am;
 	} u;
 };
 
 const char *tr_msg_type_str(unsigned type);
+
+/* The encoded length of m (header + body), without checking m. */
+size_t tr_msg_len(const struct tr_msg *m);
 
 /* Encodes m into buf; returns the length, or -EINVAL if m is inconsistent
  * or -ENOSPC if buf is too small. */
@@ -59,5 +84,10 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size);
 /* Decodes exactly len bytes; returns 0, or -EBADMSG (bad magic, version,
  * length or reserved bits), -EPROTO (unknown type, bad field value). */
 int tr_msg_decode(const void *buf, size_t len, struct tr_msg *m);
+
+/* Writes the link fields into an encoded message (buf holds at least the
+ * header).  slot TR_WIRE_NO_SLOT only for TR_MSG_BSM. */
+void tr_wire_set_link(void *buf, uint8_t slot, uint8_t prio, int has_bsm, uint64_t n,
+		      uint64_t c);
 
 #endif

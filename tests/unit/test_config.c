@@ -15,12 +15,13 @@
 #include "core/config.h"
 #include "core/log.h"
 
-#define NVARS 11
+#define NVARS 15
 
 static const char *const all_vars[NVARS] = {
 	"TRIAD_RANK",	     "TRIAD_WORLD",	       "TRIAD_LOG",	   "TRIAD_CHUNK_SIZE",
-	"TRIAD_CONNECT_TIMEOUT_MS", "TRIAD_SPIN_US",   "TRIAD_SQ_DEPTH",   "TRIAD_RX_DEPTH",
+	"TRIAD_CONNECT_TIMEOUT_MS", "TRIAD_SPIN_US",   "TRIAD_SQ_DEPTH",   "TRIAD_SLOTS",
 	"TRIAD_ACK_TIMEOUT", "TRIAD_RETRY_COUNT",      "TRIAD_QUERY_TIMEOUT_MS",
+	"TRIAD_SLOT_SIZE",   "TRIAD_FC_TIMER_MS",      "TRIAD_FC_NEED_MEDIUM", "TRIAD_FC_NEED_LOW",
 };
 
 struct fake_env {
@@ -57,7 +58,7 @@ static void assert_defaults(const struct tr_config *c)
 	assert_int_equal(c->connect_timeout_ms, 60000);
 	assert_int_equal(c->spin_us, 200);
 	assert_int_equal(c->sq_depth, 128);
-	assert_int_equal(c->rx_depth, 64);
+	assert_int_equal(c->slots, 16);
 	assert_int_equal(c->ack_timeout, 17);
 	assert_int_equal(c->retry_count, 6);
 	assert_int_equal(c->query_timeout_ms, 30000);
@@ -129,7 +130,7 @@ static void test_set_every_variable(void **state)
 		"TRIAD_CONNECT_TIMEOUT_MS", "1500",
 		"TRIAD_SPIN_US", "0",
 		"TRIAD_SQ_DEPTH", "256",
-		"TRIAD_RX_DEPTH", "32",
+		"TRIAD_SLOTS", "32",
 		"TRIAD_ACK_TIMEOUT", "14",
 		"TRIAD_RETRY_COUNT", "7",
 		"TRIAD_QUERY_TIMEOUT_MS", "250",
@@ -149,7 +150,7 @@ static void test_set_every_variable(void **state)
 	assert_int_equal(c.connect_timeout_ms, 1500);
 	assert_int_equal(c.spin_us, 0);
 	assert_int_equal(c.sq_depth, 256);
-	assert_int_equal(c.rx_depth, 32);
+	assert_int_equal(c.slots, 32);
 	assert_int_equal(c.ack_timeout, 14);
 	assert_int_equal(c.retry_count, 7);
 	assert_int_equal(c.query_timeout_ms, 250);
@@ -195,7 +196,7 @@ static const struct int_var int_vars[] = {
 	IV("TRIAD_CONNECT_TIMEOUT_MS", connect_timeout_ms, 100, 2147483647),
 	IV("TRIAD_SPIN_US", spin_us, 0, 10000000),
 	IV("TRIAD_SQ_DEPTH", sq_depth, 4, 16384),
-	IV("TRIAD_RX_DEPTH", rx_depth, 4, 16384),
+	IV("TRIAD_SLOTS", slots, 1, 64),
 	IV("TRIAD_ACK_TIMEOUT", ack_timeout, 8, 31),
 	IV("TRIAD_RETRY_COUNT", retry_count, 1, 7),
 	IV("TRIAD_QUERY_TIMEOUT_MS", query_timeout_ms, 10, 2147483647),

@@ -1,0 +1,143 @@
+/* Active messages: user handlers, run by the progress engine, fed by the
+ * flow-controlled message channel (fabric/conn.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "core/log.h"
+
+int triad_am_register(triad_ctx_t *ctx, unsigned id, triad_am_handler_t handler, void *arg)
+{
+	int ret = 0;
+
+	if (!ctx || !handler || id > TRIAD_AM_MAX_ID) {
+		tr_error("am_register: needs a handler and an id <= %d (got %u)", TRIAD_AM_MAX_ID, id);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->am[id].fn) {
+		tr_error("am_register: id %u already has a handler", id);
+		ret = -EEXIST;
+	} else {
+		ctx->am[id].fn = handler;
+		ctx->am[id].arg = arg;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+size_t triad_am_max_size(const triad_ctx_t *ctx)
+{
+	return ctx->cfg.slot_size - TR_WIRE_HDR_LEN - TR_WIRE_AM_HDR_LEN;
+}
+
+int tr_am_deliver(struct triad_ctx *ctx, struct tr_conn *c, const struct tr_msg *m,
+		  struct tr_buf *b)
+{
+	struct tr_am_entry *e = m->u.am.id <= TRIAD_AM_MAX_ID ? &ctx->am[m->u.am.id] : NULL;
+
+	if (!e || !e->fn) {
+		c->stats.am_unknown++;
+		tr_warn("rank %d sent an active message for id %u, which has no handler: dropped",
+			c->peer, m->u.am.id);
+		return 0;
+	}
+	return e->fn(e->arg, c->peer, m->u.am.data, m->u.am.len, (triad_am_msg_t *)b) ==
+	       TRIAD_AM_KEEP;
+}
+
+/* A message to this rank itself: no slot, the handler gets a private copy. */
+static int am_self(struct triad_ctx *ctx, unsigned id, const void *buf, size_t len)
+{
+	struct tr_am_entry *e = &ctx->am[id];
+	struct tr_buf *b;
+
+	if (!e->fn) {
+		tr_warn("active message to this rank for id %u, which has no handler: dropped", id);
+		return 0;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b || !(b->data = malloc(len ? len : 1))) {
+		free(b);
+		return -ENOMEM;
+	}
+	memcpy(b->data, buf, len);
+	if (e->fn(e->arg, ctx->rank, b->data, len, (triad_am_msg_t *)b) != TRIAD_AM_KEEP)
+		triad_am_release((triad_am_msg_t *)b);
+	return 0;
+}
+
+int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size_t len,
+		  enum triad_prio prio, triad_req_t **req_p)
+{
+	struct tr_msg m = { .type = TR_MSG_AM };
+	struct triad_req *req = NULL;
+	struct tr_conn *c;
+	int ret = 0;
+
+	if (!ctx || (!buf && len) || id > TRIAD_AM_MAX_ID || (unsigned)prio > TRIAD_PRIO_LOW ||
+	    rank < 0 || rank >= (ctx ? ctx->size : 0)) {
+		if (ctx)
+			tr_error("am_send: bad arguments (rank %d of %d, id %u, prio %d)", rank,
+				 ctx->size, id, (int)prio);
+		return -EINVAL;
+	}
+	if (len > triad_am_max_size(ctx))
+		return -EMSGSIZE;
+	if (req_p) {
+		req = calloc(1, sizeof(*req));
+		if (!req)
+			return -ENOMEM;
+		req->ctx = ctx;
+		req->kind = TR_REQ_AM;
+		req->peer = rank;
+		req->len = len;
+		tr_list_init(&req->link);
+	}
+	pthread_mutex_lock(&ctx->lock);
+	if (rank == ctx->rank) {
+		ret = am_self(ctx, id, buf, len);
+		if (!ret && req)
+			tr_req_complete(req, TRIAD_S_OK);
+		goto out;
+	}
+	c = &ctx->peers[rank].conn[tr_plane_choose(ctx, rank, 0)];
+	m.u.am.id = (uint16_t)id;
+	m.u.am.len = (uint32_t)len;
+	m.u.am.data = buf;
+	ret = tr_conn_send(c, &m, (unsigned)prio, req);
+	if (ret == -ENOTCONN && req) {
+		tr_req_complete(req, c->down_status);
+		ret = 0;
+	}
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret) {
+		free(req);
+		return ret;
+	}
+	if (req_p)
+		*req_p = req;
+	return 0;
+}
+
+int triad_am_release(triad_am_msg_t *msg)
+{
+	struct tr_buf *b = (struct tr_buf *)msg;
+	struct triad_ctx *ctx;
+
+	if (!b)
+		return -EINVAL;
+	if (!b->conn) { /* a message to self */
+		free(b->data);
+		free(b);
+		return 0;
+	}
+	ctx = b->conn->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	tr_conn_release(b);
+	tr_ctx_signal(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
