@@ -47,6 +47,47 @@ void tr_progress(struct triad_ctx *ctx)
 		tr_win_check_timeouts(ctx);
 }
 
+void tr_progress_app(struct triad_ctx *ctx)
+{
+	ctx->app_poll_ns = tr_now_ns();
+	tr_progress(ctx);
+}
+
+int tr_ctx_app_polling(struct triad_ctx *ctx)
+{
+	return tr_now_ns() - ctx->app_poll_ns < (uint64_t)ctx->cfg.spin_us * 1000;
+}
+
+void tr_ctx_arm_all(struct triad_ctx *ctx)
+{
+	for (int i = 0; i < ctx->nplanes; i++)
+		tr_plane_arm(&ctx->plane[i]);
+	tr_progress(ctx); /* what landed before the arming raised no event */
+}
+
+void tr_ctx_rearm_later(struct triad_ctx *ctx)
+{
+	if (!ev_is_active(&ctx->rearm_w)) {
+		ev_timer_set(&ctx->rearm_w, ctx->cfg.spin_us * 1e-6 + 1e-4, 0.);
+		ev_timer_start(ctx->loop, &ctx->rearm_w);
+	}
+}
+
+static void rearm_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct triad_ctx *ctx = w->data;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	if (tr_ctx_app_polling(ctx))
+		tr_ctx_rearm_later(ctx);
+	else
+		tr_ctx_arm_all(ctx);
+	tr_ctx_signal(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 void tr_ctx_signal(struct triad_ctx *ctx)
 {
 	ctx->events++;
@@ -66,7 +107,7 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
 		uint64_t now, seen;
 		struct timespec ts;
 
-		tr_progress(ctx);
+		tr_progress_app(ctx);
 		if (pred(arg))
 			break;
 		now = tr_now_ns();
@@ -82,6 +123,10 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
 		}
 		/* Sleep until the progress thread signals; wake up at least every
 		 * 50 ms to check query deadlines. */
+		ctx->app_poll_ns = 0; /* not polling any more: events on */
+		tr_ctx_arm_all(ctx);
+		if (pred(arg))
+			break;
 		seen = ctx->events;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 50 * 1000000;
@@ -426,6 +471,8 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 		      ctx->cfg.fc_timer_ms / 1000.0);
 	ctx->fc_timer_w.data = ctx;
 	ev_timer_start(ctx->loop, &ctx->fc_timer_w);
+	ev_timer_init(&ctx->rearm_w, rearm_cb, 0., 0.);
+	ctx->rearm_w.data = ctx;
 
 	for (p = 0; p < ctx->nplanes; p++) {
 		ret = tr_plane_open(ctx, &ctx->plane[p], p, ctx->world.addr[ctx->rank][p],

@@ -111,6 +111,8 @@ struct triad_ctx {
 
 	struct tr_am_entry am[TRIAD_AM_MAX_ID + 1];
 	ev_timer fc_timer_w;
+	ev_timer rearm_w;	  /* re-arms the CQs once applications stop polling */
+	uint64_t app_poll_ns;	  /* when an application thread last polled */
 
 	uint32_t bar_epoch;	 /* barriers this rank entered */
 	uint32_t bar_arrived[2]; /* rank 0: arrivals per epoch parity */
@@ -121,6 +123,12 @@ uint64_t tr_now_ns(void);
 
 /* Engine: poll everything once (lock held). */
 void tr_progress(struct triad_ctx *ctx);
+/* The same, from an application thread: the progress thread then leaves
+ * completion events off for TRIAD_SPIN_US, since this thread reaps them. */
+void tr_progress_app(struct triad_ctx *ctx);
+int tr_ctx_app_polling(struct triad_ctx *ctx);
+void tr_ctx_rearm_later(struct triad_ctx *ctx); /* progress thread only */
+void tr_ctx_arm_all(struct triad_ctx *ctx);
 /* Something completed: wake sleeping waiters (lock held). */
 void tr_ctx_signal(struct triad_ctx *ctx);
 /* Drive the engine until pred(arg) holds or timeout_ms passes (< 0:

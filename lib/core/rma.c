@@ -232,7 +232,7 @@ int triad_test(triad_req_t *req)
 	if (req_done(req))
 		return 1;
 	pthread_mutex_lock(&req->ctx->lock);
-	tr_progress(req->ctx);
+	tr_progress_app(req->ctx);
 	pthread_mutex_unlock(&req->ctx->lock);
 	return req_done(req);
 }

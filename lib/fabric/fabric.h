@@ -42,6 +42,7 @@ struct tr_plane {
 	struct ibv_context *verbs;
 	uint8_t port_num;
 	int port_up;
+	int armed;	/* the CQ will raise an event on its next completion */
 	int owns_async; /* first plane on its device: watches its async events */
 	char devname[64];
 	struct ibv_pd *pd;
@@ -105,6 +106,7 @@ int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
 		  struct in_addr addr, uint16_t port);
 void tr_plane_close(struct tr_plane *pl);
 void tr_plane_poll(struct tr_plane *pl); /* drain the CQ */
+void tr_plane_arm(struct tr_plane *pl);	 /* events on, if they were off */
 /* Event callbacks for the progress loop. */
 void tr_cm_cb(struct ev_loop *loop, ev_io *w, int revents);
 void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents);

@@ -82,6 +82,7 @@ int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
 		tr_error("plane %d: ibv_create_cq(%d) on %s: %m", index, cqe, pl->devname);
 		goto err;
 	}
+	pl->armed = 1;
 	if (set_nonblock(pl->chan->fd) || ibv_req_notify_cq(pl->cq, 0)) {
 		ret = -EIO;
 		tr_error("plane %d: cannot arm the CQ: %m", index);
@@ -219,12 +220,29 @@ void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 		nev++;
 	if (nev) {
 		ibv_ack_cq_events(pl->cq, nev);
-		/* Re-arm before polling, so nothing that lands after the poll is missed. */
-		if (ibv_req_notify_cq(pl->cq, 0))
-			tr_error("plane %d: ibv_req_notify_cq: %m", pl->index);
+		pl->armed = 0;
+		/* While an application thread polls, it reaps the completions
+		 * itself: leave events off rather than wake this thread for each
+		 * one (tr_ctx_maybe_arm re-arms once it stops). */
+		if (!tr_ctx_app_polling(ctx))
+			tr_plane_arm(pl);
+		else
+			tr_ctx_rearm_later(ctx);
 	}
 	tr_progress(ctx);
 	pthread_mutex_unlock(&ctx->lock);
+}
+
+void tr_plane_arm(struct tr_plane *pl)
+{
+	/* Armed before the caller polls, so nothing that lands after the poll
+	 * is missed. */
+	if (pl->cq && !pl->armed) {
+		if (ibv_req_notify_cq(pl->cq, 0))
+			tr_error("plane %d: ibv_req_notify_cq: %m", pl->index);
+		else
+			pl->armed = 1;
+	}
 }
 
 void tr_async_cb(struct ev_loop *loop, ev_io *w, int revents)

@@ -1,13 +1,15 @@
-/* Writes the seed corpus of fuzz_wire: one valid encoded message per file.
+/* Writes the seed corpus of fuzz_wire: one valid encoded message per file,
+ * every type, with and without a piggybacked buffer status.
  * Usage: gen_wire_corpus DIR */
 #include <stdio.h>
 #include <string.h>
 
 #include "proto/wire.h"
 
+static unsigned char buf[TR_WIRE_MAX_LEN]; /* static: messages go up to 64 KiB */
+
 static int emit(const char *dir, const char *name, const struct tr_msg *m)
 {
-	unsigned char buf[TR_WIRE_MAX_LEN];
 	char path[4096];
 	int n = tr_msg_encode(m, buf, sizeof(buf));
 	FILE *f;
@@ -27,6 +29,7 @@ static int emit(const char *dir, const char *name, const struct tr_msg *m)
 
 int main(int argc, char **argv)
 {
+	static unsigned char payload[1024];
 	struct tr_msg m;
 	int bad = 0;
 
@@ -41,9 +44,18 @@ int main(int argc, char **argv)
 	m.u.win_query.win = 3;
 	bad |= emit(argv[1], "win_query", &m);
 
+	/* The same with a buffer status riding along, high priority, slot 5. */
+	m.slot = 5;
+	m.has_bsm = 1;
+	m.bsm_n = 0x00000000000000f0ull;
+	m.bsm_c = 0x0000000000000030ull;
+	bad |= emit(argv[1], "win_query_bsm", &m);
+
 	memset(&m, 0, sizeof(m));
 	m.type = TR_MSG_WIN_INFO;
 	m.seq = 2;
+	m.slot = 1;
+	m.prio = 1;
 	m.u.win_info.qid = 7;
 	m.u.win_info.win = 3;
 	m.u.win_info.status = TRIAD_S_OK;
@@ -59,6 +71,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < TRIAD_MAX_PLANES; i++)
 		m.u.win_info.rkey[i] = 0x100u + (unsigned)i;
 	m.u.win_info.access = TRIAD_WIN_READ;
+	m.has_bsm = 1;
+	m.bsm_n = 0xffffffffffffffffull;
+	m.bsm_c = 0x8000000000000001ull;
 	bad |= emit(argv[1], "win_info_8planes", &m);
 
 	m.u.win_info.status = TRIAD_S_NO_WINDOW;
@@ -66,16 +81,65 @@ int main(int argc, char **argv)
 	m.u.win_info.access = 0;
 	m.u.win_info.base = 0;
 	m.u.win_info.len = 0;
+	m.has_bsm = 0;
+	m.bsm_n = m.bsm_c = 0;
 	bad |= emit(argv[1], "win_info_no_window", &m);
 
 	memset(&m, 0, sizeof(m));
 	m.type = TR_MSG_BARRIER;
 	m.seq = 0xfffffffeu;
+	m.slot = TR_WIRE_MAX_SLOTS - 1;
+	m.prio = 2;
 	m.u.barrier.epoch = 5;
 	bad |= emit(argv[1], "barrier", &m);
 
 	m.type = TR_MSG_BARRIER_REL;
 	m.seq = 0xffffffffu;
+	m.slot = 0;
 	bad |= emit(argv[1], "barrier_rel", &m);
+
+	/* Standalone buffer status messages: no slot, no body. */
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_BSM;
+	m.seq = 3;
+	m.slot = TR_WIRE_NO_SLOT;
+	m.has_bsm = 1;
+	m.bsm_n = 0x0000ffff0000ffffull;
+	m.bsm_c = 0x00000000000000ffull;
+	bad |= emit(argv[1], "bsm", &m);
+
+	m.seq = 4;
+	m.prio = 2;
+	m.bsm_n = m.bsm_c = 0;
+	bad |= emit(argv[1], "bsm_empty", &m);
+
+	/* Active messages: empty, small, and a payload beyond the control size. */
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_AM;
+	m.seq = 10;
+	m.slot = 2;
+	m.u.am.id = 0;
+	bad |= emit(argv[1], "am_empty", &m);
+
+	m.seq = 11;
+	m.slot = 3;
+	m.prio = 1;
+	m.u.am.id = 0x1234;
+	m.u.am.data = "hello, triad";
+	m.u.am.len = 12;
+	bad |= emit(argv[1], "am_small", &m);
+
+	for (unsigned i = 0; i < sizeof(payload); i++)
+		payload[i] = (unsigned char)(i * 37u + 11u);
+	m.seq = 12;
+	m.slot = 40;
+	m.prio = 2;
+	m.has_bsm = 1;
+	m.bsm_n = 0x5a5a;
+	m.bsm_c = 0x0101;
+	m.u.am.id = 0xffff;
+	m.u.am.data = payload;
+	m.u.am.len = sizeof(payload);
+	bad |= emit(argv[1], "am_1k", &m);
 	return bad;
 }

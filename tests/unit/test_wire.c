@@ -1,4 +1,4 @@
-/* Unit tests for the control message codec (lib/proto/wire.[ch]). */
+/* Unit tests for the message codec (lib/proto/wire.[ch]), wire format v2. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +11,26 @@
 #include <cmocka.h>
 
 #include "proto/wire.h"
+
+/* Header offsets (wire.h). */
+#define OFF_TYPE 3
+#define OFF_LEN 4
+#define OFF_SLOT 6
+#define OFF_FLAGS 7
+#define OFF_SEQ 8
+#define OFF_RSVD 12
+#define OFF_BSM_N 16
+#define OFF_BSM_C 24
+#define BODY TR_WIRE_HDR_LEN
+#define FLAG_BSM 0x04
+/* The largest AM payload: the whole message within the length field's limit. */
+#define AM_MAX (TR_WIRE_MAX_LEN - TR_WIRE_HDR_LEN - TR_WIRE_AM_HDR_LEN)
+/* Scratch buffers hold the largest message and then some (decode of
+ * over-long input); they are static, never on the stack. */
+#define SCRATCH (TR_WIRE_MAX_LEN + 64)
+
+static uint8_t buf_a[SCRATCH], buf_b[SCRATCH], buf_c[SCRATCH];
+static uint8_t pool[AM_MAX + 64]; /* random AM payloads point into it */
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -44,10 +64,24 @@ static void put64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
 static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 {
 	assert_int_equal(a->type, b->type);
 	assert_int_equal(a->seq, b->seq);
+	assert_int_equal(a->slot, b->slot);
+	assert_int_equal(a->prio, b->prio);
+	assert_int_equal(!!a->has_bsm, !!b->has_bsm);
+	assert_true(a->bsm_n == b->bsm_n);
+	assert_true(a->bsm_c == b->bsm_c);
 	switch (a->type) {
 	case TR_MSG_WIN_QUERY:
 		assert_int_equal(a->u.win_query.qid, b->u.win_query.qid);
@@ -68,6 +102,14 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 	case TR_MSG_BARRIER_REL:
 		assert_int_equal(a->u.barrier.epoch, b->u.barrier.epoch);
 		break;
+	case TR_MSG_BSM:
+		break;
+	case TR_MSG_AM:
+		assert_int_equal(a->u.am.id, b->u.am.id);
+		assert_int_equal(a->u.am.len, b->u.am.len);
+		if (a->u.am.len)
+			assert_memory_equal(a->u.am.data, b->u.am.data, a->u.am.len);
+		break;
 	default:
 		fail_msg("bad type %d", a->type);
 	}
@@ -77,9 +119,13 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 static size_t wire_len(const struct tr_msg *m)
 {
 	switch (m->type) {
-	case TR_MSG_WIN_QUERY: return 16 + 8;
-	case TR_MSG_WIN_INFO: return 16 + 32 + 4 * (size_t)m->u.win_info.nplanes;
-	default: return 16 + 4;
+	case TR_MSG_WIN_QUERY: return 32 + 8;
+	case TR_MSG_WIN_INFO: return 32 + 32 + 4 * (size_t)m->u.win_info.nplanes;
+	case TR_MSG_BARRIER:
+	case TR_MSG_BARRIER_REL: return 32 + 4;
+	case TR_MSG_BSM: return 32;
+	case TR_MSG_AM: return 32 + 4 + (size_t)m->u.am.len;
+	default: fail_msg("bad type %d", m->type); return 0;
 	}
 }
 
@@ -102,15 +148,22 @@ static void decode_bad(const uint8_t *buf, size_t len, int want)
 	assert_memory_equal(&out, &before, sizeof(out));
 }
 
+static void decode_ok(const uint8_t *buf, size_t len, struct tr_msg *out)
+{
+	memset(out, 0xa5, sizeof(*out));
+	assert_int_equal(tr_msg_decode(buf, len, out), 0);
+}
+
 static void round_trip(const struct tr_msg *m)
 {
-	uint8_t buf[TR_WIRE_MAX_LEN], again[TR_WIRE_MAX_LEN];
+	static uint8_t buf[TR_WIRE_MAX_LEN], again[TR_WIRE_MAX_LEN];
 	struct tr_msg out;
 	int n = encode(m, buf), n2;
 
-	memset(&out, 0xa5, sizeof(out));
-	assert_int_equal(tr_msg_decode(buf, (size_t)n, &out), 0);
+	decode_ok(buf, (size_t)n, &out);
 	assert_msg_equal(m, &out);
+	if (m->type == TR_MSG_AM) /* the payload is not copied out */
+		assert_ptr_equal(out.u.am.data, buf + BODY + TR_WIRE_AM_HDR_LEN);
 	n2 = encode(&out, again);
 	assert_int_equal(n2, n);
 	assert_memory_equal(buf, again, (size_t)n);
@@ -135,6 +188,62 @@ static struct tr_msg win_info(uint16_t nplanes)
 	return m;
 }
 
+static struct tr_msg bsm(uint64_t n, uint64_t c)
+{
+	struct tr_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_BSM;
+	m.seq = 12;
+	m.slot = TR_WIRE_NO_SLOT;
+	m.has_bsm = 1;
+	m.bsm_n = n;
+	m.bsm_c = c;
+	return m;
+}
+
+static struct tr_msg am(uint16_t id, const void *data, uint32_t len)
+{
+	struct tr_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_AM;
+	m.seq = 99;
+	m.slot = 7;
+	m.u.am.id = id;
+	m.u.am.data = data;
+	m.u.am.len = len;
+	return m;
+}
+
+/* An AM payload length: mostly small, sometimes anything up to the limit. */
+static uint32_t rnd_am_len(void)
+{
+	switch (rnd() % 4) {
+	case 0: return (uint32_t)(rnd() % 4);
+	case 1: return (uint32_t)(rnd() % 256);
+	case 2: return (uint32_t)(rnd() % 4096);
+	default: return (uint32_t)(AM_MAX - rnd() % (AM_MAX + 1));
+	}
+}
+
+/* Valid link fields for a message of m->type. */
+static void rnd_link(struct tr_msg *m)
+{
+	m->prio = (uint8_t)(rnd() % TR_WIRE_PRIOS);
+	if (m->type == TR_MSG_BSM) {
+		m->slot = TR_WIRE_NO_SLOT;
+		m->has_bsm = 1;
+	} else {
+		m->slot = (uint8_t)(rnd() % TR_WIRE_MAX_SLOTS);
+		m->has_bsm = (uint8_t)(rnd() % 2);
+	}
+	if (m->has_bsm) {
+		m->bsm_n = rnd() % 4 ? rnd() : 0;
+		m->bsm_c = rnd() % 4 ? rnd() : 0;
+	}
+}
+
 static struct tr_msg random_msg(void)
 {
 	struct tr_msg m;
@@ -142,6 +251,7 @@ static struct tr_msg random_msg(void)
 	memset(&m, 0, sizeof(m));
 	m.type = (enum tr_msg_type)(1 + rnd() % (TR_MSG_TYPE_MAX - 1));
 	m.seq = (uint32_t)rnd();
+	rnd_link(&m);
 	switch (m.type) {
 	case TR_MSG_WIN_QUERY:
 		m.u.win_query.qid = (uint32_t)rnd();
@@ -159,11 +269,29 @@ static struct tr_msg random_msg(void)
 		for (unsigned i = 0; i < m.u.win_info.nplanes; i++)
 			m.u.win_info.rkey[i] = (uint32_t)rnd();
 		break;
-	default:
+	case TR_MSG_BARRIER:
+	case TR_MSG_BARRIER_REL:
 		m.u.barrier.epoch = (uint32_t)rnd();
 		break;
+	case TR_MSG_BSM:
+		break;
+	case TR_MSG_AM:
+		m.u.am.id = (uint16_t)rnd();
+		m.u.am.len = rnd_am_len();
+		m.u.am.data = m.u.am.len || rnd() % 2 ? pool + rnd() % 64 : NULL;
+		break;
+	default:
+		fail();
 	}
 	return m;
+}
+
+static int pool_setup(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(pool); i++)
+		pool[i] = (uint8_t)rnd();
+	return 0;
 }
 
 /* ---- encoding: exact bytes ------------------------------------------------------ */
@@ -171,24 +299,55 @@ static struct tr_msg random_msg(void)
 static void test_layout_win_query(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x01, 0x01, 24, 0, 0, 0, /* magic, version, type, length, rsvd */
-		0x44, 0x33, 0x22, 0x11, 0, 0, 0, 0,  /* seq, rsvd */
+		0x72, 0x54, 0x02, 0x01, 40, 0, 0, 0, /* magic, version, type, length, slot, flags */
+		0x44, 0x33, 0x22, 0x11, 0, 0, 0, 0, /* seq, rsvd */
+		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_n */
+		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_c */
 		0xef, 0xbe, 0xad, 0xde, 0x04, 0x03, 0x02, 0x01,
 	};
 	struct tr_msg m = { .type = TR_MSG_WIN_QUERY, .seq = 0x11223344 };
-	uint8_t buf[TR_WIRE_MAX_LEN];
 
 	(void)state;
 	m.u.win_query.qid = 0xdeadbeef;
 	m.u.win_query.win = 0x01020304;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), sizeof(want));
-	assert_memory_equal(buf, want, sizeof(want));
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), sizeof(want));
+	assert_memory_equal(buf_a, want, sizeof(want));
+}
+
+static void test_layout_link_fields(void **state)
+{
+	static const uint8_t want[] = {
+		0x72, 0x54, 0x02, 0x03, 36, 0, 63, 0x06, /* slot 63, prio 2 | BSM */
+		0x01, 0, 0, 0, 0, 0, 0, 0,
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* bsm_n */
+		0xf0, 0xde, 0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12, /* bsm_c */
+		0x2a, 0, 0, 0,
+	};
+	struct tr_msg m = { .type = TR_MSG_BARRIER, .seq = 1, .slot = 63, .prio = 2, .has_bsm = 1 };
+
+	(void)state;
+	m.bsm_n = 0x0102030405060708ull;
+	m.bsm_c = 0x123456789abcdef0ull;
+	m.u.barrier.epoch = 42;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), sizeof(want));
+	assert_memory_equal(buf_a, want, sizeof(want));
+	/* Priority alone, no BSM. */
+	m.has_bsm = 0;
+	m.bsm_n = m.bsm_c = 0;
+	m.prio = 1;
+	m.slot = 0;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), sizeof(want));
+	assert_int_equal(buf_a[OFF_SLOT], 0);
+	assert_int_equal(buf_a[OFF_FLAGS], 0x01);
+	for (int i = OFF_BSM_N; i < BODY; i++)
+		assert_int_equal(buf_a[i], 0);
 }
 
 static void test_layout_win_info(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x01, 0x02, 56, 0, 0, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x02, 0x02, 72, 0, 3, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x0a, 0, 0, 0,				/* qid */
 		0x0b, 0, 0, 0,				/* win */
 		0x03, 0x00,				/* status */
@@ -198,8 +357,7 @@ static void test_layout_win_info(void **state)
 		0x00, 0x10, 0, 0, 0, 0, 0, 0,		/* len */
 		0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, /* rkeys */
 	};
-	struct tr_msg m = { .type = TR_MSG_WIN_INFO, .seq = 1 };
-	uint8_t buf[TR_WIRE_MAX_LEN];
+	struct tr_msg m = { .type = TR_MSG_WIN_INFO, .seq = 1, .slot = 3 };
 
 	(void)state;
 	m.u.win_info.qid = 10;
@@ -213,26 +371,78 @@ static void test_layout_win_info(void **state)
 	m.u.win_info.rkey[1] = 0x88776655;
 	m.u.win_info.rkey[2] = 0xffffffff; /* beyond nplanes: not sent */
 	assert_int_equal(TRIAD_S_OUT_OF_BOUNDS, 3);
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), sizeof(want));
-	assert_memory_equal(buf, want, sizeof(want));
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), sizeof(want));
+	assert_memory_equal(buf_a, want, sizeof(want));
 }
 
 static void test_layout_barrier(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x01, 0x04, 20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+		0x72, 0x54, 0x02, 0x04, 36, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x78, 0x56, 0x34, 0x12,
 	};
 	struct tr_msg m = { .type = TR_MSG_BARRIER_REL, .seq = UINT32_MAX };
-	uint8_t buf[TR_WIRE_MAX_LEN];
 
 	(void)state;
 	m.u.barrier.epoch = 0x12345678;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), sizeof(want));
-	assert_memory_equal(buf, want, sizeof(want));
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), sizeof(want));
+	assert_memory_equal(buf_a, want, sizeof(want));
 	m.type = TR_MSG_BARRIER;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), sizeof(want));
-	assert_int_equal(buf[3], 0x03);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), sizeof(want));
+	assert_int_equal(buf_a[OFF_TYPE], 0x03);
+}
+
+static void test_layout_bsm(void **state)
+{
+	static const uint8_t want[] = {
+		0x72, 0x54, 0x02, 0x05, 32, 0, 0xff, 0x04, 0x07, 0, 0, 0, 0, 0, 0, 0,
+		0xff, 0, 0, 0, 0, 0, 0, 0x80, /* bsm_n */
+		0x01, 0, 0, 0, 0, 0, 0, 0,    /* bsm_c */
+	};
+	struct tr_msg m = bsm(0x80000000000000ffull, 1);
+
+	(void)state;
+	m.seq = 7;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), sizeof(want));
+	assert_memory_equal(buf_a, want, sizeof(want));
+	m.prio = 2;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), sizeof(want));
+	assert_int_equal(buf_a[OFF_FLAGS], 0x06);
+}
+
+static void test_layout_am(void **state)
+{
+	static const uint8_t want[] = {
+		0x72, 0x54, 0x02, 0x06, 39, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0xef, 0xbe, 0, 0, 'a', 'b', 'c', /* id, reserved, payload */
+	};
+	struct tr_msg m = am(0xbeef, "abc", 3);
+
+	(void)state;
+	m.seq = 2;
+	m.slot = 5;
+	m.prio = 1;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), sizeof(want));
+	assert_memory_equal(buf_a, want, sizeof(want));
+	/* The largest AM: the length field is 0xffff. */
+	m = am(1, pool, AM_MAX);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), TR_WIRE_MAX_LEN);
+	assert_int_equal(buf_a[OFF_LEN], 0xff);
+	assert_int_equal(buf_a[OFF_LEN + 1], 0xff);
+	assert_memory_equal(buf_a + BODY + TR_WIRE_AM_HDR_LEN, pool, AM_MAX);
+}
+
+static void test_ctrl_len(void **state)
+{
+	struct tr_msg m = win_info(TRIAD_MAX_PLANES), b = bsm(1, 2);
+
+	(void)state;
+	/* Every message but AM fits a control buffer. */
+	assert_true(wire_len(&m) <= TR_WIRE_CTRL_LEN);
+	assert_true(wire_len(&b) <= TR_WIRE_CTRL_LEN);
+	assert_int_equal(AM_MAX, 65499);
 }
 
 /* ---- round trips ------------------------------------------------------------------- */
@@ -282,6 +492,96 @@ static void test_round_trip_each_type(void **state)
 		m.u.win_info.status = (uint16_t)s;
 		round_trip(&m);
 	}
+
+	/* BSM: zero, all ones, any priority. */
+	m = bsm(0, 0);
+	round_trip(&m);
+	m = bsm(UINT64_MAX, UINT64_MAX);
+	for (uint8_t p = 0; p < TR_WIRE_PRIOS; p++) {
+		m.prio = p;
+		round_trip(&m);
+	}
+	m = bsm(1, 1ull << 63);
+	m.seq = UINT32_MAX;
+	round_trip(&m);
+}
+
+static void test_round_trip_link_fields(void **state)
+{
+	(void)state;
+	for (int t = 1; t < TR_MSG_TYPE_MAX; t++) {
+		struct tr_msg m;
+
+		if (t == TR_MSG_BSM)
+			continue;
+		for (int slot = 0; slot < TR_WIRE_MAX_SLOTS; slot++) {
+			for (uint8_t p = 0; p < TR_WIRE_PRIOS; p++) {
+				for (int b = 0; b < 2; b++) {
+					memset(&m, 0, sizeof(m));
+					m.type = (enum tr_msg_type)t;
+					if (t == TR_MSG_WIN_INFO)
+						m = win_info((uint16_t)(slot % (TRIAD_MAX_PLANES + 1)));
+					if (t == TR_MSG_AM)
+						m = am((uint16_t)slot, pool, (uint32_t)slot);
+					m.seq = (uint32_t)slot * 0x01010101u;
+					m.slot = (uint8_t)slot;
+					m.prio = p;
+					m.has_bsm = (uint8_t)b;
+					m.bsm_n = b ? UINT64_MAX >> slot : 0;
+					m.bsm_c = b ? 1ull << slot : 0;
+					round_trip(&m);
+				}
+			}
+		}
+	}
+}
+
+static void test_round_trip_am(void **state)
+{
+	static const uint32_t lens[] = { 0, 1, 2, 3, 4, 255, 256, 4096, 65000,
+					 AM_MAX - 2, AM_MAX - 1, AM_MAX };
+	struct tr_msg m, out;
+	int n;
+
+	(void)state;
+	/* Empty, without and with a data pointer. */
+	m = am(0, NULL, 0);
+	round_trip(&m);
+	m = am(UINT16_MAX, pool, 0);
+	round_trip(&m);
+	n = encode(&m, buf_a);
+	assert_int_equal(n, BODY + TR_WIRE_AM_HDR_LEN);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_int_equal(out.u.am.len, 0);
+	assert_int_equal(out.u.am.id, UINT16_MAX);
+	assert_ptr_equal(out.u.am.data, buf_a + n); /* one past the end: nothing to read */
+
+	/* One byte, each value. */
+	for (int v = 0; v < 256; v++) {
+		uint8_t byte = (uint8_t)v;
+
+		m = am((uint16_t)v, &byte, 1);
+		round_trip(&m);
+	}
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		m = am((uint16_t)i, pool + i, lens[i]);
+		m.prio = (uint8_t)(i % TR_WIRE_PRIOS);
+		m.has_bsm = (uint8_t)(i % 2);
+		m.bsm_n = m.has_bsm ? rnd() : 0;
+		round_trip(&m);
+	}
+	/* Near the limit: the payload is read in place, not copied. */
+	m = am(0x1234, pool, AM_MAX);
+	n = encode(&m, buf_a);
+	assert_int_equal(n, TR_WIRE_MAX_LEN);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_int_equal(out.u.am.id, 0x1234);
+	assert_int_equal(out.u.am.len, AM_MAX);
+	assert_ptr_equal(out.u.am.data, buf_a + BODY + TR_WIRE_AM_HDR_LEN);
+	assert_memory_equal(out.u.am.data, pool, AM_MAX);
+	/* Changing the buffer changes what the decoded message sees. */
+	buf_a[n - 1] ^= 0xff;
+	assert_int_equal(((const uint8_t *)out.u.am.data)[AM_MAX - 1], buf_a[n - 1]);
 }
 
 static void test_round_trip_random(void **state)
@@ -297,197 +597,421 @@ static void test_round_trip_random(void **state)
 static void test_decode_clears_unused_rkeys(void **state)
 {
 	struct tr_msg m = win_info(1), out;
-	uint8_t buf[TR_WIRE_MAX_LEN];
-	int n = encode(&m, buf);
+	int n = encode(&m, buf_a);
 
 	(void)state;
-	memset(&out, 0xa5, sizeof(out));
-	assert_int_equal(tr_msg_decode(buf, (size_t)n, &out), 0);
+	decode_ok(buf_a, (size_t)n, &out);
 	for (int i = 1; i < TRIAD_MAX_PLANES; i++)
 		assert_int_equal(out.u.win_info.rkey[i], 0);
+	/* And the BSM fields when the flag is clear. */
+	assert_int_equal(out.has_bsm, 0);
+	assert_true(out.bsm_n == 0 && out.bsm_c == 0);
 }
 
 /* ---- decoder rejects ------------------------------------------------------------------ */
 
 static void test_decode_short_and_long_buffers(void **state)
 {
-	uint8_t buf[TR_WIRE_MAX_LEN + 16];
-	struct tr_msg m = win_info(TRIAD_MAX_PLANES);
+	struct tr_msg m = win_info(TRIAD_MAX_PLANES), out;
 	int n;
 
 	(void)state;
-	memset(buf, 0, sizeof(buf));
-	n = encode(&m, buf);
+	memset(buf_a, 0, sizeof(buf_a));
+	n = encode(&m, buf_a);
 	/* Every truncation, including below the header. */
 	for (int len = 0; len < n; len++)
-		decode_bad(buf, (size_t)len, -EBADMSG);
+		decode_bad(buf_a, (size_t)len, -EBADMSG);
 	/* Longer than the length field says (trailing bytes, field not updated). */
 	for (int len = n + 1; len <= n + 8; len++)
-		decode_bad(buf, (size_t)len, -EBADMSG);
-	/* Longer than any control message, even with a matching length field. */
-	put16(buf + 4, TR_WIRE_MAX_LEN + 1);
-	decode_bad(buf, TR_WIRE_MAX_LEN + 1, -EBADMSG);
-	decode_bad(buf, sizeof(buf), -EBADMSG);
+		decode_bad(buf_a, (size_t)len, -EBADMSG);
+
+	/* The same for a BSM (header only) and a small AM. */
+	m = bsm(5, 6);
+	n = encode(&m, buf_a);
+	for (int len = 0; len < n; len++)
+		decode_bad(buf_a, (size_t)len, -EBADMSG);
+	for (int len = n + 1; len <= n + 8; len++)
+		decode_bad(buf_a, (size_t)len, -EBADMSG);
+	m = am(3, "hello", 5);
+	n = encode(&m, buf_a);
+	for (int len = 0; len < n; len++)
+		decode_bad(buf_a, (size_t)len, -EBADMSG);
+	for (int len = n + 1; len <= n + 8; len++)
+		decode_bad(buf_a, (size_t)len, -EBADMSG);
+
+	/* The largest message decodes; one byte more does not, whatever the
+	 * length field says. */
+	m = am(3, pool, AM_MAX);
+	n = encode(&m, buf_a);
+	assert_int_equal(n, TR_WIRE_MAX_LEN);
+	decode_ok(buf_a, (size_t)n, &out);
+	decode_bad(buf_a, TR_WIRE_MAX_LEN + 1, -EBADMSG);
+	decode_bad(buf_a, sizeof(buf_a), -EBADMSG);
+	decode_bad(buf_a, (size_t)n - 1, -EBADMSG);
+	put16(buf_a + OFF_LEN, 0);
+	decode_bad(buf_a, TR_WIRE_MAX_LEN + 1, -EBADMSG);
+	decode_bad(buf_a, (size_t)1 << 16, -EBADMSG); /* the length field wraps to 0 */
 }
 
 static void test_decode_bad_magic_version(void **state)
 {
-	struct tr_msg m = { .type = TR_MSG_BARRIER };
-	uint8_t buf[TR_WIRE_MAX_LEN], bad[TR_WIRE_MAX_LEN];
-	int n = encode(&m, buf);
+	struct tr_msg msgs[2] = { { .type = TR_MSG_BARRIER }, bsm(0, 0) };
 
 	(void)state;
-	memcpy(bad, buf, (size_t)n);
-	put16(bad, 0x7254); /* byte-swapped magic */
-	decode_bad(bad, (size_t)n, -EBADMSG);
-	memcpy(bad, buf, (size_t)n);
-	bad[0] ^= 1;
-	decode_bad(bad, (size_t)n, -EBADMSG);
-	memcpy(bad, buf, (size_t)n);
-	bad[1] = 0;
-	decode_bad(bad, (size_t)n, -EBADMSG);
-	for (int v = 0; v < 256; v++) {
-		if (v == TR_WIRE_VERSION)
-			continue;
-		memcpy(bad, buf, (size_t)n);
-		bad[2] = (uint8_t)v;
-		decode_bad(bad, (size_t)n, -EBADMSG);
+	for (size_t k = 0; k < 2; k++) {
+		int n = encode(&msgs[k], buf_a);
+
+		memcpy(buf_b, buf_a, (size_t)n);
+		put16(buf_b, 0x7254); /* byte-swapped magic */
+		decode_bad(buf_b, (size_t)n, -EBADMSG);
+		memcpy(buf_b, buf_a, (size_t)n);
+		buf_b[0] ^= 1;
+		decode_bad(buf_b, (size_t)n, -EBADMSG);
+		memcpy(buf_b, buf_a, (size_t)n);
+		buf_b[1] = 0;
+		decode_bad(buf_b, (size_t)n, -EBADMSG);
+		for (int v = 0; v < 256; v++) {
+			if (v == TR_WIRE_VERSION)
+				continue;
+			memcpy(buf_b, buf_a, (size_t)n);
+			buf_b[2] = (uint8_t)v;
+			decode_bad(buf_b, (size_t)n, -EBADMSG);
+		}
+	}
+	/* A version 1 message (16-byte header) is not understood. */
+	{
+		static const uint8_t v1[] = {
+			0x72, 0x54, 0x01, 0x03, 20, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0,
+		};
+
+		decode_bad(v1, sizeof(v1), -EBADMSG);
 	}
 }
 
 static void test_decode_nonzero_reserved(void **state)
 {
-	static const int reserved[] = { 6, 7, 12, 13, 14, 15 };
-	struct tr_msg m = win_info(3);
-	uint8_t buf[TR_WIRE_MAX_LEN], bad[TR_WIRE_MAX_LEN];
-	int n = encode(&m, buf);
+	struct tr_msg msgs[4];
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
-		for (int bit = 0; bit < 8; bit++) {
-			memcpy(bad, buf, (size_t)n);
-			bad[reserved[i]] = (uint8_t)(1u << bit);
-			decode_bad(bad, (size_t)n, -EBADMSG);
+	msgs[0] = win_info(3);
+	msgs[1] = bsm(1, 2);
+	msgs[2] = am(9, "xyz", 3);
+	memset(&msgs[3], 0, sizeof(msgs[3]));
+	msgs[3].type = TR_MSG_BARRIER;
+	msgs[3].has_bsm = 1;
+	msgs[3].prio = 2;
+	for (int k = 0; k < 4; k++) {
+		int n = encode(&msgs[k], buf_a);
+
+		/* The u32 reserved at offset 12. */
+		for (int i = OFF_RSVD; i < OFF_RSVD + 4; i++) {
+			for (int bit = 0; bit < 8; bit++) {
+				memcpy(buf_b, buf_a, (size_t)n);
+				buf_b[i] ^= (uint8_t)(1u << bit);
+				decode_bad(buf_b, (size_t)n, -EBADMSG);
+			}
 		}
+		/* Unknown flag bits, alone or with valid ones. */
+		for (int bit = 3; bit < 8; bit++) {
+			memcpy(buf_b, buf_a, (size_t)n);
+			buf_b[OFF_FLAGS] |= (uint8_t)(1u << bit);
+			decode_bad(buf_b, (size_t)n, -EBADMSG);
+		}
+		memcpy(buf_b, buf_a, (size_t)n);
+		buf_b[OFF_FLAGS] = 0xff;
+		decode_bad(buf_b, (size_t)n, -EBADMSG);
+	}
+}
+
+static void test_decode_am_reserved(void **state)
+{
+	struct tr_msg m = am(0x4242, "payload", 7);
+	int n = encode(&m, buf_a);
+
+	(void)state;
+	assert_int_equal(buf_a[BODY + 2], 0);
+	assert_int_equal(buf_a[BODY + 3], 0);
+	for (int i = BODY + 2; i < BODY + 4; i++) {
+		for (int bit = 0; bit < 8; bit++) {
+			memcpy(buf_b, buf_a, (size_t)n);
+			buf_b[i] = (uint8_t)(1u << bit);
+			decode_bad(buf_b, (size_t)n, -EBADMSG);
+		}
+	}
+	put16(buf_a + BODY + 2, 0xffff);
+	decode_bad(buf_a, (size_t)n, -EBADMSG);
+	/* Also on an empty and on the largest AM. */
+	m = am(1, NULL, 0);
+	n = encode(&m, buf_a);
+	buf_a[BODY + 3] = 0x80;
+	decode_bad(buf_a, (size_t)n, -EBADMSG);
+	m = am(1, pool, AM_MAX);
+	n = encode(&m, buf_a);
+	buf_a[BODY + 2] = 0x01;
+	decode_bad(buf_a, (size_t)n, -EBADMSG);
+}
+
+static void test_decode_bad_prio(void **state)
+{
+	struct tr_msg m = win_info(2);
+	int n;
+
+	(void)state;
+	n = encode(&m, buf_a);
+	buf_a[OFF_FLAGS] = 3;
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	buf_a[OFF_FLAGS] = 3 | FLAG_BSM;
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	m = bsm(1, 1);
+	n = encode(&m, buf_a);
+	buf_a[OFF_FLAGS] = 3 | FLAG_BSM;
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	/* Every other priority is accepted. */
+	for (uint8_t p = 0; p < TR_WIRE_PRIOS; p++) {
+		struct tr_msg out;
+
+		buf_a[OFF_FLAGS] = (uint8_t)(p | FLAG_BSM);
+		decode_ok(buf_a, (size_t)n, &out);
+		assert_int_equal(out.prio, p);
+	}
+}
+
+static void test_decode_bsm_link(void **state)
+{
+	struct tr_msg m = bsm(0x1111, 0x2222), out;
+	int n = encode(&m, buf_a);
+
+	(void)state;
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_msg_equal(&m, &out);
+	/* Without the flag: with the status bits, and with them cleared too. */
+	memcpy(buf_b, buf_a, (size_t)n);
+	buf_b[OFF_FLAGS] &= (uint8_t)~FLAG_BSM;
+	decode_bad(buf_b, (size_t)n, -EPROTO);
+	memset(buf_b + OFF_BSM_N, 0, 16);
+	decode_bad(buf_b, (size_t)n, -EPROTO);
+	buf_b[OFF_FLAGS] = 2;
+	decode_bad(buf_b, (size_t)n, -EPROTO);
+	/* With any slot. */
+	for (int s = 0; s < TR_WIRE_NO_SLOT; s++) {
+		memcpy(buf_b, buf_a, (size_t)n);
+		buf_b[OFF_SLOT] = (uint8_t)s;
+		decode_bad(buf_b, (size_t)n, -EPROTO);
+	}
+}
+
+static void test_decode_bad_slot(void **state)
+{
+	(void)state;
+	for (int t = 1; t < TR_MSG_TYPE_MAX; t++) {
+		struct tr_msg m, out;
+		int n;
+
+		if (t == TR_MSG_BSM)
+			continue;
+		memset(&m, 0, sizeof(m));
+		m.type = (enum tr_msg_type)t;
+		if (t == TR_MSG_WIN_INFO)
+			m = win_info(1);
+		if (t == TR_MSG_AM)
+			m = am(1, "a", 1);
+		for (int b = 0; b < 2; b++) {
+			m.has_bsm = (uint8_t)b;
+			n = encode(&m, buf_a);
+			for (int s = 0; s < 256; s++) {
+				buf_a[OFF_SLOT] = (uint8_t)s;
+				if (s < TR_WIRE_MAX_SLOTS) {
+					decode_ok(buf_a, (size_t)n, &out);
+					assert_int_equal(out.slot, s);
+				} else {
+					decode_bad(buf_a, (size_t)n, -EPROTO);
+				}
+			}
+		}
+	}
+}
+
+static void test_decode_bsm_fields_without_flag(void **state)
+{
+	(void)state;
+	for (int t = 1; t < TR_MSG_TYPE_MAX; t++) {
+		struct tr_msg m, out;
+		int n;
+
+		if (t == TR_MSG_BSM)
+			continue;
+		memset(&m, 0, sizeof(m));
+		m.type = (enum tr_msg_type)t;
+		m.prio = 1;
+		if (t == TR_MSG_AM)
+			m = am(1, NULL, 0);
+		n = encode(&m, buf_a);
+		for (int i = OFF_BSM_N; i < BODY; i++) {
+			for (int bit = 0; bit < 8; bit += 7) {
+				memcpy(buf_b, buf_a, (size_t)n);
+				buf_b[i] = (uint8_t)(1u << bit);
+				decode_bad(buf_b, (size_t)n, -EPROTO);
+				/* The same bytes with the flag are a valid status. */
+				buf_b[OFF_FLAGS] |= FLAG_BSM;
+				decode_ok(buf_b, (size_t)n, &out);
+				assert_int_equal(out.has_bsm, 1);
+				assert_true(out.bsm_n == get64(buf_b + OFF_BSM_N));
+				assert_true(out.bsm_c == get64(buf_b + OFF_BSM_C));
+			}
+		}
+		/* The flag with a zero status is fine too. */
+		buf_a[OFF_FLAGS] |= FLAG_BSM;
+		decode_ok(buf_a, (size_t)n, &out);
+		assert_int_equal(out.has_bsm, 1);
+		assert_true(out.bsm_n == 0 && out.bsm_c == 0);
 	}
 }
 
 static void test_decode_length_mismatch(void **state)
 {
+	static const uint32_t am_lens[] = { 0, 100, AM_MAX };
 	struct tr_msg m = { .type = TR_MSG_WIN_QUERY };
-	uint8_t buf[TR_WIRE_MAX_LEN];
-	int n = encode(&m, buf);
+	int n = encode(&m, buf_a);
 
 	(void)state;
 	for (unsigned v = 0; v <= 0xffff; v++) {
 		if (v == (unsigned)n)
 			continue;
-		put16(buf + 4, (uint16_t)v);
-		decode_bad(buf, (size_t)n, -EBADMSG);
+		put16(buf_a + OFF_LEN, (uint16_t)v);
+		decode_bad(buf_a, (size_t)n, -EBADMSG);
 	}
-	put16(buf + 4, (uint16_t)n);
-	assert_int_equal(tr_msg_decode(buf, (size_t)n, &m), 0);
+	put16(buf_a + OFF_LEN, (uint16_t)n);
+	assert_int_equal(tr_msg_decode(buf_a, (size_t)n, &m), 0);
+	/* An AM takes its payload length from the buffer: the field must agree. */
+	for (size_t i = 0; i < sizeof(am_lens) / sizeof(am_lens[0]); i++) {
+		m = am(1, pool, am_lens[i]);
+		n = encode(&m, buf_a);
+		for (int d = -3; d <= 3; d++) {
+			if (d == 0)
+				continue;
+			put16(buf_a + OFF_LEN, (uint16_t)(n + d));
+			decode_bad(buf_a, (size_t)n, -EBADMSG);
+		}
+	}
 }
 
 static void test_decode_body_length_wrong_for_type(void **state)
 {
-	uint8_t buf[TR_WIRE_MAX_LEN];
-	struct tr_msg m = { .type = TR_MSG_BARRIER };
+	struct tr_msg m = { .type = TR_MSG_BARRIER }, out;
 	int n;
 
 	(void)state;
 	/* A BARRIER header with a WIN_QUERY-sized body, length field consistent. */
-	memset(buf, 0, sizeof(buf));
-	n = encode(&m, buf);
-	put16(buf + 4, (uint16_t)(n + 4));
-	decode_bad(buf, (size_t)n + 4, -EBADMSG); /* trailing bytes */
+	memset(buf_a, 0, sizeof(buf_a));
+	n = encode(&m, buf_a);
+	put16(buf_a + OFF_LEN, (uint16_t)(n + 4));
+	decode_bad(buf_a, (size_t)n + 4, -EBADMSG); /* trailing bytes */
 	/* A WIN_QUERY header with a BARRIER-sized body. */
-	buf[3] = TR_MSG_WIN_QUERY;
-	put16(buf + 4, (uint16_t)n);
-	decode_bad(buf, (size_t)n, -EBADMSG); /* short body */
-	/* Header only. */
+	buf_a[OFF_TYPE] = TR_MSG_WIN_QUERY;
+	put16(buf_a + OFF_LEN, (uint16_t)n);
+	decode_bad(buf_a, (size_t)n, -EBADMSG); /* short body */
+	/* Header only: a body is missing for every type but BSM. */
 	for (int t = 1; t < TR_MSG_TYPE_MAX; t++) {
-		buf[3] = (uint8_t)t;
-		put16(buf + 4, 16);
-		decode_bad(buf, 16, -EBADMSG);
+		if (t == TR_MSG_BSM)
+			continue;
+		buf_a[OFF_TYPE] = (uint8_t)t;
+		put16(buf_a + OFF_LEN, TR_WIRE_HDR_LEN);
+		decode_bad(buf_a, TR_WIRE_HDR_LEN, -EBADMSG);
 	}
+	/* An AM shorter than its id and reserved field. */
+	m = am(0xabcd, NULL, 0);
+	n = encode(&m, buf_a);
+	for (int len = TR_WIRE_HDR_LEN; len < n; len++) {
+		put16(buf_a + OFF_LEN, (uint16_t)len);
+		decode_bad(buf_a, (size_t)len, -EBADMSG);
+	}
+	/* A BSM has no body: any byte after the header is too many. */
+	m = bsm(1, 2);
+	n = encode(&m, buf_a);
+	for (int extra = 1; extra <= 8; extra++) {
+		put16(buf_a + OFF_LEN, (uint16_t)(n + extra));
+		decode_bad(buf_a, (size_t)n + (size_t)extra, -EBADMSG);
+	}
+	put16(buf_a + OFF_LEN, (uint16_t)n);
+	decode_ok(buf_a, (size_t)n, &out);
 	/* WIN_INFO whose plane count says 3 rkeys but 2 or 4 follow. */
 	m = win_info(3);
-	n = encode(&m, buf);
-	put16(buf + 4, (uint16_t)(n - 4));
-	decode_bad(buf, (size_t)n - 4, -EBADMSG);
-	put16(buf + 4, (uint16_t)(n + 4));
-	decode_bad(buf, (size_t)n + 4, -EBADMSG);
+	n = encode(&m, buf_a);
+	put16(buf_a + OFF_LEN, (uint16_t)(n - 4));
+	decode_bad(buf_a, (size_t)n - 4, -EBADMSG);
+	put16(buf_a + OFF_LEN, (uint16_t)(n + 4));
+	decode_bad(buf_a, (size_t)n + 4, -EBADMSG);
 }
 
 static void test_decode_unknown_type(void **state)
 {
-	uint8_t buf[TR_WIRE_MAX_LEN];
 	struct tr_msg m = { .type = TR_MSG_BARRIER };
-	int n = encode(&m, buf);
+	int n = encode(&m, buf_a);
 
 	(void)state;
-	buf[3] = 0;
-	decode_bad(buf, (size_t)n, -EPROTO);
+	buf_a[OFF_TYPE] = 0;
+	decode_bad(buf_a, (size_t)n, -EPROTO);
 	for (int t = TR_MSG_TYPE_MAX; t < 256; t++) {
-		buf[3] = (uint8_t)t;
-		decode_bad(buf, (size_t)n, -EPROTO);
+		buf_a[OFF_TYPE] = (uint8_t)t;
+		decode_bad(buf_a, (size_t)n, -EPROTO);
 	}
-	/* A header alone with an unknown type. */
-	put16(buf + 4, 16);
-	decode_bad(buf, 16, -EPROTO);
+	/* A header alone with an unknown type, with BSM-like link fields too. */
+	put16(buf_a + OFF_LEN, TR_WIRE_HDR_LEN);
+	decode_bad(buf_a, TR_WIRE_HDR_LEN, -EPROTO);
+	buf_a[OFF_SLOT] = TR_WIRE_NO_SLOT;
+	buf_a[OFF_FLAGS] = FLAG_BSM;
+	decode_bad(buf_a, TR_WIRE_HDR_LEN, -EPROTO);
+	buf_a[OFF_TYPE] = 0;
+	decode_bad(buf_a, TR_WIRE_HDR_LEN, -EPROTO);
 }
 
 static void test_decode_too_many_planes(void **state)
 {
-	uint8_t buf[TR_WIRE_MAX_LEN];
 	struct tr_msg m = win_info(TRIAD_MAX_PLANES);
 	int n;
 
 	(void)state;
-	memset(buf, 0, sizeof(buf));
-	n = encode(&m, buf);
+	memset(buf_a, 0, sizeof(buf_a));
+	n = encode(&m, buf_a);
 	/* nplanes = 9 with nine rkeys actually present and the length consistent. */
-	put16(buf + 4, (uint16_t)(n + 4));
-	put16(buf + 16 + 10, TRIAD_MAX_PLANES + 1);
-	put32(buf + n, 0x1234);
-	decode_bad(buf, (size_t)n + 4, -EPROTO);
+	put16(buf_a + OFF_LEN, (uint16_t)(n + 4));
+	put16(buf_a + BODY + 10, TRIAD_MAX_PLANES + 1);
+	put32(buf_a + n, 0x1234);
+	decode_bad(buf_a, (size_t)n + 4, -EPROTO);
 	/* The largest plane count, with as many rkeys as fit. */
-	put16(buf + 16 + 10, 0xffff);
-	put16(buf + 4, TR_WIRE_MAX_LEN);
-	decode_bad(buf, TR_WIRE_MAX_LEN, -EPROTO);
+	put16(buf_a + BODY + 10, 0xffff);
+	put16(buf_a + OFF_LEN, TR_WIRE_MAX_LEN);
+	decode_bad(buf_a, TR_WIRE_MAX_LEN, -EPROTO);
 }
 
 static void test_decode_bad_status(void **state)
 {
-	uint8_t buf[TR_WIRE_MAX_LEN];
 	struct tr_msg m = win_info(2), out;
-	int n = encode(&m, buf);
+	int n = encode(&m, buf_a);
 
 	(void)state;
-	put16(buf + 16 + 8, TRIAD_S_MAX);
-	decode_bad(buf, (size_t)n, -EPROTO);
-	put16(buf + 16 + 8, 0xffff);
-	decode_bad(buf, (size_t)n, -EPROTO);
-	put16(buf + 16 + 8, TRIAD_S_MAX - 1);
-	assert_int_equal(tr_msg_decode(buf, (size_t)n, &out), 0);
+	put16(buf_a + BODY + 8, TRIAD_S_MAX);
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	put16(buf_a + BODY + 8, 0xffff);
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	put16(buf_a + BODY + 8, TRIAD_S_MAX - 1);
+	decode_ok(buf_a, (size_t)n, &out);
 	assert_int_equal(out.u.win_info.status, TRIAD_S_MAX - 1);
 }
 
 static void test_decode_bad_access(void **state)
 {
-	uint8_t buf[TR_WIRE_MAX_LEN];
 	struct tr_msg m = win_info(2), out;
-	int n = encode(&m, buf);
+	int n = encode(&m, buf_a);
 
 	(void)state;
 	for (int bit = 2; bit < 32; bit++) {
-		put32(buf + 16 + 12, (uint32_t)1 << bit | TRIAD_WIN_READ);
-		decode_bad(buf, (size_t)n, -EPROTO);
+		put32(buf_a + BODY + 12, (uint32_t)1 << bit | TRIAD_WIN_READ);
+		decode_bad(buf_a, (size_t)n, -EPROTO);
 	}
 	for (uint32_t a = 0; a < 4; a++) {
-		put32(buf + 16 + 12, a);
-		assert_int_equal(tr_msg_decode(buf, (size_t)n, &out), 0);
+		put32(buf_a + BODY + 12, a);
+		decode_ok(buf_a, (size_t)n, &out);
 		assert_int_equal(out.u.win_info.access, a);
 	}
 }
@@ -507,20 +1031,19 @@ static void test_decode_base_len_overflow(void **state)
 		{ (1ull << 63) - 1, 1ull << 63 },
 		{ 0x7f0000000000ull, UINT64_MAX - 0x7f0000000000ull },
 	};
-	uint8_t buf[TR_WIRE_MAX_LEN];
 	struct tr_msg m = win_info(1), out;
-	int n = encode(&m, buf);
+	int n = encode(&m, buf_a);
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		put64(buf + 16 + 16, bad[i][0]);
-		put64(buf + 16 + 24, bad[i][1]);
-		decode_bad(buf, (size_t)n, -EPROTO);
+		put64(buf_a + BODY + 16, bad[i][0]);
+		put64(buf_a + BODY + 24, bad[i][1]);
+		decode_bad(buf_a, (size_t)n, -EPROTO);
 	}
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		put64(buf + 16 + 16, good[i][0]);
-		put64(buf + 16 + 24, good[i][1]);
-		assert_int_equal(tr_msg_decode(buf, (size_t)n, &out), 0);
+		put64(buf_a + BODY + 16, good[i][0]);
+		put64(buf_a + BODY + 24, good[i][1]);
+		decode_ok(buf_a, (size_t)n, &out);
 		assert_true(out.u.win_info.base == good[i][0]);
 		assert_true(out.u.win_info.len == good[i][1]);
 	}
@@ -531,21 +1054,31 @@ static void test_decode_base_len_overflow(void **state)
 static void test_decode_bit_flips(void **state)
 {
 	(void)state;
-	for (int i = 0; i < 2000; i++) {
+	for (int i = 0; i < 20000; i++) {
 		struct tr_msg m = random_msg(), out;
-		uint8_t buf[TR_WIRE_MAX_LEN], again[TR_WIRE_MAX_LEN];
-		int n = encode(&m, buf);
-		size_t bit = rnd() % ((size_t)n * 8);
+		int n = encode(&m, buf_a);
+		/* Half the flips in the header and the fixed part of the body. */
+		size_t span = rnd() % 2 && n > 64 ? 64 : (size_t)n;
+		size_t bit = rnd() % (span * 8), byte = bit / 8;
 
-		buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-		if (tr_msg_decode(buf, (size_t)n, &out) == 0) {
-			size_t byte = bit / 8;
-
-			/* Magic, version, length and reserved fields are always checked;
-			 * the type byte may legitimately turn into another type. */
-			assert_true(byte == 3 || (byte >= 8 && byte < 12) || byte >= 16);
-			assert_int_equal(tr_msg_encode(&out, again, sizeof(again)), n);
-			assert_memory_equal(buf, again, (size_t)n);
+		buf_a[byte] ^= (uint8_t)(1u << (bit % 8));
+		if (tr_msg_decode(buf_a, (size_t)n, &out) == 0) {
+			/* Magic, version, length and reserved fields are always
+			 * checked; the type byte may turn into another type, the
+			 * link fields into other valid ones.  Status bits only
+			 * change under the flag. */
+			assert_true(byte >= 3 && byte != 4 && byte != 5);
+			assert_false(byte >= OFF_RSVD && byte < OFF_RSVD + 4);
+			if (byte >= OFF_BSM_N && byte < BODY)
+				assert_true(m.has_bsm && out.has_bsm);
+			if (m.type == TR_MSG_AM && byte != OFF_TYPE)
+				assert_false(byte == BODY + 2 || byte == BODY + 3);
+			if (out.type == TR_MSG_AM) { /* re-encode from a copy */
+				memcpy(buf_c, out.u.am.data, out.u.am.len);
+				out.u.am.data = buf_c;
+			}
+			assert_int_equal(tr_msg_encode(&out, buf_b, TR_WIRE_MAX_LEN), n);
+			assert_memory_equal(buf_a, buf_b, (size_t)n);
 		}
 	}
 }
@@ -555,54 +1088,178 @@ static void test_decode_bit_flips(void **state)
 static void test_encode_bad_type(void **state)
 {
 	struct tr_msg m = { .type = TR_MSG_BARRIER };
-	uint8_t buf[TR_WIRE_MAX_LEN];
 
 	(void)state;
 	m.type = (enum tr_msg_type)0;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 	m.type = TR_MSG_TYPE_MAX;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 	m.type = (enum tr_msg_type)200;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 	m.type = (enum tr_msg_type)-1;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 }
 
 static void test_encode_inconsistent_win_info(void **state)
 {
-	uint8_t buf[TR_WIRE_MAX_LEN];
 	struct tr_msg m;
 
 	(void)state;
 	m = win_info(TRIAD_MAX_PLANES);
 	m.u.win_info.nplanes = TRIAD_MAX_PLANES + 1;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 	m.u.win_info.nplanes = 0xffff;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 
 	m = win_info(1);
 	m.u.win_info.status = TRIAD_S_MAX;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 
 	/* Whatever the decoder rejects, the encoder must not produce. */
 	m = win_info(1);
 	m.u.win_info.access = 4;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 	m = win_info(1);
 	m.u.win_info.access = 0x80000000u | TRIAD_WIN_WRITE;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 	m = win_info(1);
 	m.u.win_info.base = UINT64_MAX;
 	m.u.win_info.len = 1;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 	m.u.win_info.base = 2;
 	m.u.win_info.len = UINT64_MAX - 1;
-	assert_int_equal(tr_msg_encode(&m, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+}
+
+/* Encoding m must fail with -EINVAL and write nothing, whatever the size. */
+static void encode_invalid(const struct tr_msg *m)
+{
+	static const size_t sizes[] = { 0, TR_WIRE_HDR_LEN, TR_WIRE_MAX_LEN, SCRATCH };
+
+	memset(buf_b, 0xcc, SCRATCH);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		memset(buf_a, 0xcc, SCRATCH);
+		assert_int_equal(tr_msg_encode(m, buf_a, sizes[i]), -EINVAL);
+		if (memcmp(buf_a, buf_b, SCRATCH))
+			fail_msg("buffer written for size %zu", sizes[i]);
+	}
+}
+
+static void test_encode_bad_link(void **state)
+{
+	(void)state;
+	for (int t = 1; t < TR_MSG_TYPE_MAX; t++) {
+		struct tr_msg good, m;
+
+		memset(&good, 0, sizeof(good));
+		good.type = (enum tr_msg_type)t;
+		if (t == TR_MSG_WIN_INFO)
+			good = win_info(2);
+		if (t == TR_MSG_AM)
+			good = am(1, "a", 1);
+		if (t == TR_MSG_BSM)
+			good = bsm(1, 2);
+		assert_true(tr_msg_encode(&good, buf_a, TR_WIRE_MAX_LEN) > 0);
+
+		/* Priority 3 and beyond. */
+		for (int p = TR_WIRE_PRIOS; p < 256; p += p < 8 ? 1 : 31) {
+			m = good;
+			m.prio = (uint8_t)p;
+			encode_invalid(&m);
+		}
+		if (t == TR_MSG_BSM) {
+			/* A BSM takes no slot and must carry the status. */
+			for (int s = 0; s < TR_WIRE_NO_SLOT; s += s < 70 ? 1 : 37) {
+				m = good;
+				m.slot = (uint8_t)s;
+				encode_invalid(&m);
+			}
+			m = good;
+			m.has_bsm = 0;
+			encode_invalid(&m);
+			m.bsm_n = m.bsm_c = 0;
+			encode_invalid(&m);
+			continue;
+		}
+		/* Slots beyond the window, the no-slot value included. */
+		for (int s = TR_WIRE_MAX_SLOTS; s < 256; s++) {
+			m = good;
+			m.slot = (uint8_t)s;
+			encode_invalid(&m);
+		}
+		/* Status bits without the flag. */
+		m = good;
+		m.bsm_n = 1;
+		encode_invalid(&m);
+		m = good;
+		m.bsm_c = 1ull << 63;
+		encode_invalid(&m);
+		m.bsm_n = UINT64_MAX;
+		encode_invalid(&m);
+		/* With the flag they are fine. */
+		m.has_bsm = 1;
+		assert_true(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN) > 0);
+	}
+}
+
+static void test_encode_bad_am(void **state)
+{
+	static const uint32_t too_long[] = { AM_MAX + 1, AM_MAX + 2, AM_MAX + 36, TR_WIRE_MAX_LEN,
+					     TR_WIRE_MAX_LEN + 1, 1u << 20, UINT32_MAX };
+	struct tr_msg m;
+
+	(void)state;
+	/* Longer than the message limit allows, whatever the buffer. */
+	for (size_t i = 0; i < sizeof(too_long) / sizeof(too_long[0]); i++) {
+		m = am(1, pool, too_long[i]);
+		encode_invalid(&m);
+	}
+	/* No data for a payload. */
+	m = am(1, NULL, 1);
+	encode_invalid(&m);
+	m = am(1, NULL, AM_MAX);
+	encode_invalid(&m);
+	m = am(1, NULL, UINT32_MAX);
+	encode_invalid(&m);
+	/* No data and no payload is fine, and so is the limit itself. */
+	m = am(1, NULL, 0);
+	assert_int_equal(tr_msg_encode(&m, buf_a, SCRATCH), TR_WIRE_HDR_LEN + TR_WIRE_AM_HDR_LEN);
+	m = am(1, pool, AM_MAX);
+	assert_int_equal(tr_msg_encode(&m, buf_a, SCRATCH), TR_WIRE_MAX_LEN);
+}
+
+/* tr_msg_encode(m) with every size in sizes below its length fails with
+ * -ENOSPC and writes nothing; exactly its length succeeds.  Exactly-sized
+ * heap buffers: ASan flags any write past size. */
+static void encode_sizes(const struct tr_msg *m, const size_t *sizes, size_t nsizes)
+{
+	size_t len = wire_len(m);
+
+	for (size_t k = 0; k < nsizes; k++) {
+		size_t size = sizes[k];
+		uint8_t *buf;
+
+		if (size >= len)
+			continue;
+		buf = malloc(size ? size : 1);
+		assert_non_null(buf);
+		memset(buf, 0xcc, size ? size : 1);
+		assert_int_equal(tr_msg_encode(m, buf, size), -ENOSPC);
+		for (size_t j = 0; j < size; j++)
+			assert_int_equal(buf[j], 0xcc);
+		free(buf);
+	}
+	uint8_t *exact = malloc(len);
+
+	assert_non_null(exact);
+	assert_int_equal(tr_msg_encode(m, exact, len), (int)len);
+	free(exact);
 }
 
 static void test_encode_small_buffer(void **state)
 {
-	struct tr_msg msgs[4];
+	static size_t all[256];
+	struct tr_msg msgs[9];
 
 	(void)state;
 	memset(msgs, 0, sizeof(msgs));
@@ -610,25 +1267,30 @@ static void test_encode_small_buffer(void **state)
 	msgs[1] = win_info(TRIAD_MAX_PLANES);
 	msgs[2].type = TR_MSG_BARRIER;
 	msgs[3] = win_info(0);
-	for (int i = 0; i < 4; i++) {
-		size_t len = wire_len(&msgs[i]);
+	msgs[4] = bsm(UINT64_MAX, 3);
+	msgs[5] = am(1, NULL, 0);
+	msgs[6] = am(2, "z", 1);
+	msgs[7] = am(3, pool, 150);
+	msgs[7].has_bsm = 1;
+	msgs[7].bsm_n = 9;
+	msgs[8] = am(4, pool, AM_MAX);
+	for (size_t i = 0; i < 256; i++)
+		all[i] = i;
+	for (int i = 0; i < 8; i++)
+		encode_sizes(&msgs[i], all, 256);
+	/* The largest AM: sizes around the header and the end. */
+	{
+		static const size_t sizes[] = { 0,
+						1,
+						TR_WIRE_HDR_LEN - 1,
+						TR_WIRE_HDR_LEN,
+						TR_WIRE_HDR_LEN + TR_WIRE_AM_HDR_LEN,
+						TR_WIRE_CTRL_LEN,
+						4096,
+						TR_WIRE_MAX_LEN - 2,
+						TR_WIRE_MAX_LEN - 1 };
 
-		/* Exactly-sized heap buffers: ASan flags any write past size. */
-		for (size_t size = 0; size < len; size++) {
-			uint8_t *buf = malloc(size ? size : 1);
-
-			assert_non_null(buf);
-			memset(buf, 0xcc, size ? size : 1);
-			assert_int_equal(tr_msg_encode(&msgs[i], buf, size), -ENOSPC);
-			for (size_t j = 0; j < size; j++)
-				assert_int_equal(buf[j], 0xcc);
-			free(buf);
-		}
-		uint8_t *exact = malloc(len);
-
-		assert_non_null(exact);
-		assert_int_equal(tr_msg_encode(&msgs[i], exact, len), (int)len);
-		free(exact);
+		encode_sizes(&msgs[8], sizes, sizeof(sizes) / sizeof(sizes[0]));
 	}
 }
 
@@ -636,26 +1298,172 @@ static void test_encode_small_buffer(void **state)
 static void test_encode_iff_decodable(void **state)
 {
 	(void)state;
-	for (int i = 0; i < 20000; i++) {
-		struct tr_msg m = win_info((uint16_t)(rnd() % (TRIAD_MAX_PLANES + 1))), out;
-		uint8_t buf[TR_WIRE_MAX_LEN];
-		int n;
+	for (int i = 0; i < 40000; i++) {
+		struct tr_msg m, out;
+		int n, valid;
 
-		m.u.win_info.status = (uint16_t)(rnd() % (TRIAD_S_MAX + 2));
-		m.u.win_info.access = (uint32_t)(rnd() % 6);
-		m.u.win_info.base = rnd() % 3 ? rnd() : UINT64_MAX - rnd() % 4;
-		m.u.win_info.len = rnd() % 3 ? rnd() >> (rnd() % 64) : rnd() % 4;
-		n = tr_msg_encode(&m, buf, sizeof(buf));
-		int valid = m.u.win_info.status < TRIAD_S_MAX && m.u.win_info.access < 4 &&
-			    m.u.win_info.len <= UINT64_MAX - m.u.win_info.base;
+		if (rnd() % 2) {
+			m = win_info((uint16_t)(rnd() % (TRIAD_MAX_PLANES + 1)));
+			m.u.win_info.status = (uint16_t)(rnd() % (TRIAD_S_MAX + 2));
+			m.u.win_info.access = (uint32_t)(rnd() % 6);
+			m.u.win_info.base = rnd() % 3 ? rnd() : UINT64_MAX - rnd() % 4;
+			m.u.win_info.len = rnd() % 3 ? rnd() >> (rnd() % 64) : rnd() % 4;
+		} else {
+			m = random_msg();
+			if (rnd() % 8 == 0)
+				m.type = (enum tr_msg_type)(rnd() % 2 ? 0 : TR_MSG_TYPE_MAX + rnd() % 4);
+		}
+		if (m.type == TR_MSG_AM) {
+			switch (rnd() % 4) {
+			case 0: m.u.am.len = (uint32_t)(AM_MAX + 1 + rnd() % 40); break;
+			case 1: m.u.am.len = (uint32_t)(rnd() % 2 ? UINT32_MAX : AM_MAX); break;
+			default: break;
+			}
+			m.u.am.data = rnd() % 4 ? pool : NULL;
+		}
+		/* Link fields: valid, or off by one of their rules. */
+		switch (rnd() % 8) {
+		case 0: m.prio = (uint8_t)(TR_WIRE_PRIOS + rnd() % 3); break;
+		case 1: m.slot = (uint8_t)(rnd() % 256); break;
+		case 2: m.slot = rnd() % 2 ? TR_WIRE_NO_SLOT : (uint8_t)(rnd() % TR_WIRE_MAX_SLOTS); break;
+		case 3: m.has_bsm = (uint8_t)(rnd() % 2); break;
+		case 4: m.bsm_n = rnd() % 2 ? 0 : rnd(); m.bsm_c = rnd() % 2 ? 0 : rnd(); break;
+		default: break;
+		}
+
+		valid = m.type > 0 && m.type < TR_MSG_TYPE_MAX && m.prio < TR_WIRE_PRIOS;
+		if (m.type == TR_MSG_BSM)
+			valid = valid && m.slot == TR_WIRE_NO_SLOT && m.has_bsm;
+		else
+			valid = valid && m.slot < TR_WIRE_MAX_SLOTS &&
+				(m.has_bsm || (m.bsm_n == 0 && m.bsm_c == 0));
+		if (m.type == TR_MSG_WIN_INFO)
+			valid = valid && m.u.win_info.status < TRIAD_S_MAX &&
+				m.u.win_info.access < 4 &&
+				m.u.win_info.len <= UINT64_MAX - m.u.win_info.base;
+		if (m.type == TR_MSG_AM)
+			valid = valid && m.u.am.len <= AM_MAX && (m.u.am.data || m.u.am.len == 0);
+
+		n = tr_msg_encode(&m, buf_a, SCRATCH);
 		if (valid) {
 			assert_int_equal(n, (int)wire_len(&m));
-			assert_int_equal(tr_msg_decode(buf, (size_t)n, &out), 0);
+			decode_ok(buf_a, (size_t)n, &out);
 			assert_msg_equal(&m, &out);
 		} else {
 			assert_int_equal(n, -EINVAL);
 		}
 	}
+}
+
+/* ---- tr_wire_set_link ------------------------------------------------------------ */
+
+/* set_link on a buffer of exactly the header, filled with 0xa5: only bytes
+ * 6-7 and 16-31 change, to the expected values. */
+static void set_link_bytes(uint8_t slot, uint8_t prio, int has_bsm, uint64_t n, uint64_t c)
+{
+	uint8_t *hdr = malloc(TR_WIRE_HDR_LEN);
+	uint8_t flags = (uint8_t)(prio | (has_bsm ? FLAG_BSM : 0));
+
+	assert_non_null(hdr);
+	memset(hdr, 0xa5, TR_WIRE_HDR_LEN);
+	tr_wire_set_link(hdr, slot, prio, has_bsm, n, c);
+	for (int i = 0; i < TR_WIRE_HDR_LEN; i++) {
+		if (i == OFF_SLOT)
+			assert_int_equal(hdr[i], slot);
+		else if (i == OFF_FLAGS)
+			assert_int_equal(hdr[i], flags);
+		else if (i < OFF_BSM_N)
+			assert_int_equal(hdr[i], 0xa5);
+	}
+	assert_true(get64(hdr + OFF_BSM_N) == (has_bsm ? n : 0));
+	assert_true(get64(hdr + OFF_BSM_C) == (has_bsm ? c : 0));
+	free(hdr);
+}
+
+static void test_set_link_bytes(void **state)
+{
+	(void)state;
+	set_link_bytes(0, 0, 0, 0, 0);
+	set_link_bytes(63, 2, 1, 0x0102030405060708ull, 0x1112131415161718ull);
+	set_link_bytes(TR_WIRE_NO_SLOT, 1, 1, UINT64_MAX, 0);
+	/* Without the flag the status is written as zeros, whatever n and c. */
+	set_link_bytes(5, 1, 0, UINT64_MAX, UINT64_MAX);
+	set_link_bytes(5, 0, 0, 1, 0);
+	/* Any nonzero has_bsm is true. */
+	set_link_bytes(9, 2, 2, 7, 8);
+	set_link_bytes(9, 2, -1, 7, 8);
+	set_link_bytes(9, 2, 0x100, 7, 8);
+	for (int i = 0; i < 1000; i++)
+		set_link_bytes((uint8_t)(rnd() % 256), (uint8_t)(rnd() % TR_WIRE_PRIOS),
+			       (int)(rnd() % 2), rnd(), rnd());
+}
+
+/* set_link on an encoded message gives what encoding with those link
+ * fields gives, and it decodes with them. */
+static void test_set_link_decodes(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 20000; i++) {
+		struct tr_msg m = random_msg(), linked, out;
+		int n, n2;
+
+		/* Encode with other (random, valid) link fields, then relink. */
+		n = encode(&m, buf_a);
+		linked = m;
+		rnd_link(&linked);
+		if (rnd() % 4 == 0) { /* stray status values with the flag clear */
+			linked.bsm_n = rnd();
+			linked.bsm_c = rnd();
+		}
+		memcpy(buf_c, buf_a, (size_t)n);
+		tr_wire_set_link(buf_a, linked.slot, linked.prio, linked.has_bsm, linked.bsm_n,
+				 linked.bsm_c);
+		for (int j = 0; j < n; j++)
+			if ((j < OFF_SLOT || j > OFF_FLAGS) && (j < OFF_BSM_N || j >= BODY))
+				assert_int_equal(buf_a[j], buf_c[j]);
+		if (!linked.has_bsm)
+			linked.bsm_n = linked.bsm_c = 0;
+		decode_ok(buf_a, (size_t)n, &out);
+		assert_msg_equal(&linked, &out);
+		n2 = encode(&linked, buf_b);
+		assert_int_equal(n2, n);
+		assert_memory_equal(buf_a, buf_b, (size_t)n);
+	}
+}
+
+static void test_set_link_clears_bsm(void **state)
+{
+	struct tr_msg m = { .type = TR_MSG_WIN_QUERY, .slot = 4, .prio = 2, .has_bsm = 1 }, out;
+	int n;
+
+	(void)state;
+	m.bsm_n = UINT64_MAX;
+	m.bsm_c = 0x5555;
+	n = encode(&m, buf_a);
+	tr_wire_set_link(buf_a, 10, 0, 0, 0xdead, 0xbeef);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_int_equal(out.slot, 10);
+	assert_int_equal(out.prio, 0);
+	assert_int_equal(out.has_bsm, 0);
+	assert_true(out.bsm_n == 0 && out.bsm_c == 0);
+	for (int i = OFF_BSM_N; i < BODY; i++)
+		assert_int_equal(buf_a[i], 0);
+	/* A BSM relinked with a fresh status. */
+	m = bsm(1, 2);
+	n = encode(&m, buf_a);
+	tr_wire_set_link(buf_a, TR_WIRE_NO_SLOT, 1, 1, 3, 4);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_int_equal(out.type, TR_MSG_BSM);
+	assert_int_equal(out.prio, 1);
+	assert_true(out.bsm_n == 3 && out.bsm_c == 4);
+	/* The largest AM: its payload is untouched. */
+	m = am(77, pool, AM_MAX);
+	n = encode(&m, buf_a);
+	tr_wire_set_link(buf_a, 63, 2, 1, 5, 6);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_int_equal(out.slot, 63);
+	assert_int_equal(out.u.am.len, AM_MAX);
+	assert_memory_equal(out.u.am.data, pool, AM_MAX);
 }
 
 static void test_type_str(void **state)
@@ -665,6 +1473,8 @@ static void test_type_str(void **state)
 	assert_string_equal(tr_msg_type_str(TR_MSG_WIN_INFO), "WIN_INFO");
 	assert_string_equal(tr_msg_type_str(TR_MSG_BARRIER), "BARRIER");
 	assert_string_equal(tr_msg_type_str(TR_MSG_BARRIER_REL), "BARRIER_REL");
+	assert_string_equal(tr_msg_type_str(TR_MSG_BSM), "BSM");
+	assert_string_equal(tr_msg_type_str(TR_MSG_AM), "AM");
 	assert_string_equal(tr_msg_type_str(0), "?");
 	assert_string_equal(tr_msg_type_str(TR_MSG_TYPE_MAX), "?");
 	assert_string_equal(tr_msg_type_str(UINT32_MAX), "?");
@@ -674,14 +1484,25 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout_win_query),
+		cmocka_unit_test(test_layout_link_fields),
 		cmocka_unit_test(test_layout_win_info),
 		cmocka_unit_test(test_layout_barrier),
+		cmocka_unit_test(test_layout_bsm),
+		cmocka_unit_test(test_layout_am),
+		cmocka_unit_test(test_ctrl_len),
 		cmocka_unit_test(test_round_trip_each_type),
+		cmocka_unit_test(test_round_trip_link_fields),
+		cmocka_unit_test(test_round_trip_am),
 		cmocka_unit_test(test_round_trip_random),
 		cmocka_unit_test(test_decode_clears_unused_rkeys),
 		cmocka_unit_test(test_decode_short_and_long_buffers),
 		cmocka_unit_test(test_decode_bad_magic_version),
 		cmocka_unit_test(test_decode_nonzero_reserved),
+		cmocka_unit_test(test_decode_am_reserved),
+		cmocka_unit_test(test_decode_bad_prio),
+		cmocka_unit_test(test_decode_bsm_link),
+		cmocka_unit_test(test_decode_bad_slot),
+		cmocka_unit_test(test_decode_bsm_fields_without_flag),
 		cmocka_unit_test(test_decode_length_mismatch),
 		cmocka_unit_test(test_decode_body_length_wrong_for_type),
 		cmocka_unit_test(test_decode_unknown_type),
@@ -692,10 +1513,15 @@ int main(void)
 		cmocka_unit_test(test_decode_bit_flips),
 		cmocka_unit_test(test_encode_bad_type),
 		cmocka_unit_test(test_encode_inconsistent_win_info),
+		cmocka_unit_test(test_encode_bad_link),
+		cmocka_unit_test(test_encode_bad_am),
 		cmocka_unit_test(test_encode_small_buffer),
 		cmocka_unit_test(test_encode_iff_decodable),
+		cmocka_unit_test(test_set_link_bytes),
+		cmocka_unit_test(test_set_link_decodes),
+		cmocka_unit_test(test_set_link_clears_bsm),
 		cmocka_unit_test(test_type_str),
 	};
 
-	return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("wire", tests, pool_setup, NULL);
 }
