@@ -152,6 +152,17 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
+static void kick_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	struct triad_ctx *ctx = w->data;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	tr_conn_reconnect_all(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct triad_ctx *ctx = w->data;
@@ -237,6 +248,17 @@ int tr_core_msg(struct tr_conn *c, const struct tr_msg *m, struct tr_buf *b)
 	case TR_MSG_AM:
 		kept = tr_am_deliver(ctx, c, m, b);
 		break;
+	case TR_MSG_PLANE_DOWN:
+		if ((int)m->u.plane_down.plane < ctx->nplanes) {
+			struct tr_conn *broken = &p->conn[m->u.plane_down.plane];
+
+			if (broken->state == TR_CONN_UP) {
+				tr_warn("peer %d plane %u: the peer reports the connection broken",
+					c->peer, m->u.plane_down.plane);
+				tr_conn_fail(broken, TRIAD_S_UNREACHABLE);
+			}
+		}
+		break;
 	default:
 		break;
 	}
@@ -287,6 +309,17 @@ void tr_core_conn_changed(struct tr_conn *c)
 				tr_req_complete(req, req->status);
 		}
 		tr_win_conn_broken(ctx, c);
+		if (c->state == TR_CONN_DRAINING && !ctx->closing) {
+			/* The peer may not have noticed (a link fault loses its DREQ):
+			 * tell it on another plane, so it drops its side and the pair
+			 * can rebuild the connection. */
+			struct tr_msg m = { .type = TR_MSG_PLANE_DOWN };
+			int alt = tr_plane_choose(ctx, c->peer, 0);
+
+			m.u.plane_down.plane = (uint32_t)c->plane;
+			if (alt != c->plane && ctx->peers[c->peer].conn[alt].state == TR_CONN_UP)
+				tr_conn_send(&ctx->peers[c->peer].conn[alt], &m, TR_FC_HIGH, NULL);
+		}
 	}
 	tr_ctx_signal(ctx);
 }
@@ -466,6 +499,9 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 	ev_io_start(ctx->loop, &ctx->cm_w);
 	ev_async_init(&ctx->wake_w, wake_cb);
 	ev_async_start(ctx->loop, &ctx->wake_w);
+	ev_async_init(&ctx->kick_w, kick_cb);
+	ctx->kick_w.data = ctx;
+	ev_async_start(ctx->loop, &ctx->kick_w);
 	/* The flow-control timer: one wake-up per period, idle or not. */
 	ev_timer_init(&ctx->fc_timer_w, fc_timer_cb, ctx->cfg.fc_timer_ms / 1000.0,
 		      ctx->cfg.fc_timer_ms / 1000.0);
@@ -524,6 +560,15 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 			tr_error("rank %d is unreachable on every plane", r);
 			ret = -ETIMEDOUT;
 		}
+	}
+	if (!ret) {
+		ctx->initialized = 1;
+		/* Connections that failed at start-up are retried from now on. */
+		for (r = ctx->rank + 1; r < ctx->size; r++)
+			for (p = 0; p < ctx->nplanes; p++)
+				if (ctx->peers[r].conn[p].state == TR_CONN_FAILED)
+					ctx->peers[r].conn[p].want_reconnect = 1;
+		ev_async_send(ctx->loop, &ctx->kick_w);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret)

@@ -95,6 +95,8 @@ struct triad_ctx {
 
 	struct ev_loop *loop;
 	ev_async wake_w;
+	ev_async kick_w; /* other threads ask the progress thread to reconnect */
+	int initialized;
 	pthread_t thread;
 	int thread_started;
 	int closing; /* triad_fini has begun: nothing is sent any more */

@@ -50,13 +50,44 @@ struct queued_msg {
 
 #define NO_SLOT TR_WIRE_NO_SLOT
 
+static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
 static void set_state(struct tr_conn *c, enum tr_conn_state s)
 {
+	struct triad_ctx *ctx = c->ctx;
+
 	tr_debug("peer %d plane %d: %s -> %s", c->peer, c->plane, state_names[c->state],
 		 state_names[s]);
 	c->state = s;
 	c->stats.up = s == TR_CONN_UP;
 	tr_core_conn_changed(c);
+	/* After start-up a broken connection is rebuilt: the side that connects
+	 * asks the progress thread (which owns the timers) to retry. */
+	if (s == TR_CONN_FAILED && ctx->initialized && !ctx->closing && c->peer > ctx->rank) {
+		c->want_reconnect = 1;
+		ev_async_send(ctx->loop, &ctx->kick_w);
+	}
+}
+
+void tr_conn_reconnect_all(struct triad_ctx *ctx)
+{
+	for (int r = ctx->rank + 1; r < ctx->size; r++) {
+		for (int p = 0; p < ctx->nplanes; p++) {
+			struct tr_conn *c = &ctx->peers[r].conn[p];
+
+			if (!c->want_reconnect || c->state != TR_CONN_FAILED || ctx->closing)
+				continue;
+			c->want_reconnect = 0;
+			c->attempts = 0;
+			c->deadline = ev_now(ctx->loop) + 1e9; /* until it works or we close */
+			c->state = TR_CONN_DOWN;
+			ev_timer_stop(ctx->loop, &c->retry_w);
+			ev_timer_init(&c->retry_w, retry_cb, 0.5, 0);
+			c->retry_w.data = c;
+			ev_timer_start(ctx->loop, &c->retry_w);
+			tr_info("peer %d plane %d: reconnecting", c->peer, c->plane);
+		}
+	}
 }
 
 /* ---- private data: who is connecting, on which plane, with what slots -------*/
@@ -308,7 +339,7 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void attempt_failed(struct tr_conn *c, const char *why)
 {
 	struct triad_ctx *ctx = c->ctx;
-	double delay = 0.05 * c->attempts;
+	double delay = 0.05 * c->attempts + (ctx->initialized ? 0.5 : 0);
 
 	release(c);
 	if (ev_now(ctx->loop) + delay >= c->deadline) {
@@ -389,7 +420,9 @@ static void on_connect_request(struct triad_ctx *ctx, struct tr_plane *pl,
 		goto reject;
 	}
 	c = &ctx->peers[rank].conn[plane];
-	if (c->state != TR_CONN_DOWN) {
+	/* FAILED: the peer rebuilds a connection that broke (its side found out
+	 * first, or ours is about to: a stale one is dropped by its peer). */
+	if (c->state != TR_CONN_DOWN && c->state != TR_CONN_FAILED) {
 		tr_warn("peer %u plane %u: connection request while %s: rejected", rank, plane,
 			state_names[c->state]);
 		goto reject;

@@ -99,6 +99,7 @@ struct tr_conn {
 	ev_timer retry_w;
 	ev_tstamp deadline;
 	int attempts;
+	int want_reconnect; /* broken after start-up: the progress thread retries */
 };
 
 /* Planes */
@@ -119,6 +120,9 @@ void tr_conn_fail(struct tr_conn *c, enum triad_status why);
 /* 1 when nothing this side sent is still unacknowledged. */
 int tr_conn_idle(const struct tr_conn *c);
 void tr_conn_destroy(struct tr_conn *c); /* at context close */
+/* Progress thread: start reconnecting every broken connection this side
+ * connects (the lower rank), retrying until it is up or the context closes. */
+void tr_conn_reconnect_all(struct triad_ctx *ctx);
 /* Encode and queue a message on priority prio; fills in m->seq and sends
  * it as soon as the peer has a slot for it.  req (may be NULL) completes
  * when it arrived.  -EMSGSIZE if it does not fit the peer's slots. */

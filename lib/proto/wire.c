@@ -10,6 +10,7 @@ static const char *const type_names[TR_MSG_TYPE_MAX] = {
 	[TR_MSG_BARRIER_REL] = "BARRIER_REL",
 	[TR_MSG_BSM] = "BSM",
 	[TR_MSG_AM] = "AM",
+	[TR_MSG_PLANE_DOWN] = "PLANE_DOWN",
 };
 
 const char *tr_msg_type_str(unsigned type)
@@ -59,7 +60,8 @@ static size_t body_len(const struct tr_msg *m)
 	case TR_MSG_WIN_QUERY: return 8;
 	case TR_MSG_WIN_INFO: return 32 + 4 * (size_t)m->u.win_info.nplanes;
 	case TR_MSG_BARRIER:
-	case TR_MSG_BARRIER_REL: return 4;
+	case TR_MSG_BARRIER_REL:
+	case TR_MSG_PLANE_DOWN: return 4;
 	case TR_MSG_AM: return TR_WIRE_AM_HDR_LEN + (size_t)m->u.am.len;
 	default: return 0;
 	}
@@ -115,6 +117,8 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 	    (m->u.am.len > TR_WIRE_MAX_LEN - TR_WIRE_HDR_LEN - TR_WIRE_AM_HDR_LEN ||
 	     (m->u.am.len && !m->u.am.data)))
 		return -EINVAL;
+	if (m->type == TR_MSG_PLANE_DOWN && m->u.plane_down.plane >= TRIAD_MAX_PLANES)
+		return -EINVAL;
 	if (m->type == TR_MSG_WIN_INFO &&
 	    (m->u.win_info.nplanes > TRIAD_MAX_PLANES || m->u.win_info.status >= TRIAD_S_MAX ||
 	     m->u.win_info.access & ~(uint32_t)(TRIAD_WIN_READ | TRIAD_WIN_WRITE) ||
@@ -154,6 +158,9 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
 		PUT32(&c, m->u.barrier.epoch);
+		break;
+	case TR_MSG_PLANE_DOWN:
+		PUT32(&c, m->u.plane_down.plane);
 		break;
 	case TR_MSG_BSM:
 		break;
@@ -222,6 +229,11 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
 		m.u.barrier.epoch = GET32(&c);
+		break;
+	case TR_MSG_PLANE_DOWN:
+		m.u.plane_down.plane = GET32(&c);
+		if (m.u.plane_down.plane >= TRIAD_MAX_PLANES)
+			return -EPROTO;
 		break;
 	case TR_MSG_BSM:
 		break;

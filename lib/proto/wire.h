@@ -40,6 +40,7 @@ enum tr_msg_type {
 	TR_MSG_BARRIER_REL,   /* rank 0 -> all: epoch complete */
 	TR_MSG_BSM,	      /* a buffer status message alone: no body, no slot */
 	TR_MSG_AM,	      /* an active message for a user handler */
+	TR_MSG_PLANE_DOWN,    /* my connection to you on this plane broke */
 	TR_MSG_TYPE_MAX
 };
 
@@ -64,6 +65,9 @@ struct tr_msg {
 		struct {
 			uint32_t epoch;
 		} barrier;
+		struct {
+			uint32_t plane;
+		} plane_down;
 		struct {
 			uint16_t id;
 			uint32_t len;

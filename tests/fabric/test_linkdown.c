@@ -9,7 +9,10 @@
  *   3. rank 0: a put pinned to plane L fails (plane down or peer unreachable);
  *      rank 1: a put pinned to plane L (towards the dead port) fails too,
  *      within TRIAD_ACK_TIMEOUT x TRIAD_RETRY_COUNT, not a hang;
- *   4. on plane 0 both directions still work; the link comes back up. */
+ *   4. on plane 0 both directions still work; the link comes back up;
+ *   5. the pair reconnects plane L by itself, its flow control restarts
+ *      (every slot of the peer free again after its first BSM), and a put
+ *      pinned to plane L works. */
 #include <unistd.h>
 
 #include "ft.h"
@@ -75,5 +78,24 @@ int main(void)
 	ft_barrier(ctx);
 	if (rank == 0)
 		FT_CHECK(ctl("up", 0, last) == 0, "fabric-ctl up 0 %d", last);
+
+	/* The plane comes back: the pair reconnects by itself, flow control
+	 * restarts from state III and the receiver's first BSM frees every slot. */
+	struct triad_conn_stats cs = { 0 };
+	int waited = 0;
+
+	for (; waited < 600; waited++) {
+		if (triad_conn_stats(ctx, peer, last, &cs) == 0 && cs.up && cs.tx_slots_busy == 0)
+			break;
+		usleep(100000);
+	}
+	FT_CHECK(cs.up && cs.tx_slots_busy == 0, "plane %d after the link came back: up %d, "
+		 "%u of the peer's slots still busy", last, cs.up, cs.tx_slots_busy);
+	printf("rank %d: plane %d reconnected after %.1f s, every slot free again\n", rank, last,
+	       waited / 10.0);
+	ft_barrier(ctx);
+	st = put_on(ctx, peer, last, 60000);
+	FT_CHECK(st == TRIAD_S_OK, "put on plane %d after the reconnect: %s", last,
+		 triad_status_str(st));
 	return ft_finish(ctx, "test_linkdown");
 }

@@ -102,6 +102,9 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 	case TR_MSG_BARRIER_REL:
 		assert_int_equal(a->u.barrier.epoch, b->u.barrier.epoch);
 		break;
+	case TR_MSG_PLANE_DOWN:
+		assert_int_equal(a->u.plane_down.plane, b->u.plane_down.plane);
+		break;
 	case TR_MSG_BSM:
 		break;
 	case TR_MSG_AM:
@@ -122,7 +125,8 @@ static size_t wire_len(const struct tr_msg *m)
 	case TR_MSG_WIN_QUERY: return 32 + 8;
 	case TR_MSG_WIN_INFO: return 32 + 32 + 4 * (size_t)m->u.win_info.nplanes;
 	case TR_MSG_BARRIER:
-	case TR_MSG_BARRIER_REL: return 32 + 4;
+	case TR_MSG_BARRIER_REL:
+	case TR_MSG_PLANE_DOWN: return 32 + 4;
 	case TR_MSG_BSM: return 32;
 	case TR_MSG_AM: return 32 + 4 + (size_t)m->u.am.len;
 	default: fail_msg("bad type %d", m->type); return 0;
@@ -272,6 +276,9 @@ static struct tr_msg random_msg(void)
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
 		m.u.barrier.epoch = (uint32_t)rnd();
+		break;
+	case TR_MSG_PLANE_DOWN:
+		m.u.plane_down.plane = (uint32_t)(rnd() % TRIAD_MAX_PLANES);
 		break;
 	case TR_MSG_BSM:
 		break;
