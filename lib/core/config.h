@@ -24,6 +24,7 @@ struct tr_config {
 	int fc_timer_ms;	  /* TRIAD_FC_TIMER_MS */
 	int need_medium;	  /* TRIAD_FC_NEED_MEDIUM */
 	int need_low;		  /* TRIAD_FC_NEED_LOW */
+	int bsm_linger_us;	  /* TRIAD_BSM_LINGER_US */
 };
 
 /* Returns the value of a variable, or NULL when it is unset. */

@@ -152,6 +152,45 @@ static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
+static void start_linger(struct triad_ctx *ctx)
+{
+	ctx->linger_wanted = 0;
+	if (!ev_is_active(&ctx->linger_w)) {
+		ev_timer_set(&ctx->linger_w, ctx->cfg.bsm_linger_us * 1e-6, 0.);
+		ev_timer_start(ctx->loop, &ctx->linger_w);
+	}
+}
+
+static int on_progress_thread(const struct triad_ctx *ctx)
+{
+	return ctx->thread_started && pthread_equal(pthread_self(), ctx->thread);
+}
+
+void tr_core_bsm_linger(struct tr_conn *c)
+{
+	struct triad_ctx *ctx = c->ctx;
+
+	if (on_progress_thread(ctx)) {
+		start_linger(ctx);
+	} else if (!ctx->linger_wanted) {
+		ctx->linger_wanted = 1; /* the progress thread owns the timers */
+		ev_async_send(ctx->loop, &ctx->kick_w);
+	}
+}
+
+static void linger_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct triad_ctx *ctx = w->data;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	for (int r = 0; r < ctx->size; r++)
+		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++)
+			tr_conn_bsm_flush(&ctx->peers[r].conn[p]);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 static void kick_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	struct triad_ctx *ctx = w->data;
@@ -160,6 +199,8 @@ static void kick_cb(struct ev_loop *loop, ev_async *w, int revents)
 	(void)revents;
 	pthread_mutex_lock(&ctx->lock);
 	tr_conn_reconnect_all(ctx);
+	if (ctx->linger_wanted)
+		start_linger(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -509,6 +550,8 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 	ev_timer_start(ctx->loop, &ctx->fc_timer_w);
 	ev_timer_init(&ctx->rearm_w, rearm_cb, 0., 0.);
 	ctx->rearm_w.data = ctx;
+	ev_timer_init(&ctx->linger_w, linger_cb, 0., 0.);
+	ctx->linger_w.data = ctx;
 
 	for (p = 0; p < ctx->nplanes; p++) {
 		ret = tr_plane_open(ctx, &ctx->plane[p], p, ctx->world.addr[ctx->rank][p],

@@ -113,7 +113,9 @@ struct triad_ctx {
 
 	struct tr_am_entry am[TRIAD_AM_MAX_ID + 1];
 	ev_timer fc_timer_w;
-	ev_timer rearm_w;	  /* re-arms the CQs once applications stop polling */
+	ev_timer rearm_w;
+	ev_timer linger_w;	  /* flushes deferred BSMs */
+	int linger_wanted;	  /* re-arms the CQs once applications stop polling */
 	uint64_t app_poll_ns;	  /* when an application thread last polled */
 
 	uint32_t bar_epoch;	 /* barriers this rank entered */

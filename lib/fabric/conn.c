@@ -671,6 +671,8 @@ static int post_msg(struct tr_conn *c, const void *data, int len, int slot, unsi
 	return 0;
 }
 
+static void pump_bsm(struct tr_conn *c, const unsigned *need, int force);
+
 static int post_bsm(struct tr_conn *c)
 {
 	struct tr_msg m = { .type = TR_MSG_BSM, .slot = NO_SLOT, .has_bsm = 1 };
@@ -723,11 +725,45 @@ static void pump(struct tr_conn *c)
 		}
 	}
 bsm:
-	if (tr_fc_rx_bsm_due(&c->fc_rx) && c->tx_free && c->sq_avail &&
-	    (c->bsm_inflight == 0 ||
-	     (c->bsm_inflight == 1 && tr_fc_rx_bsm_urgent(&c->fc_rx, need))) &&
-	    post_bsm(c))
+	pump_bsm(c, need, 0);
+}
+
+/* A standalone BSM goes at once when it is urgent (a priority threshold
+ * was crossed) or when at least half the slots are unreported (the sender
+ * may soon run short); otherwise it lingers up to TRIAD_BSM_LINGER_US to
+ * cover more slots (force), so a streaming sender costs a BSM per several
+ * messages, not one each.  At most one is in flight, two when urgent. */
+static void pump_bsm(struct tr_conn *c, const unsigned *need, int force)
+{
+	unsigned unreported = (unsigned)__builtin_popcountll(c->fc_rx.nmtsr);
+	int urgent;
+
+	if (!tr_fc_rx_bsm_due(&c->fc_rx) || !c->tx_free || !c->sq_avail)
+		return;
+	urgent = tr_fc_rx_bsm_urgent(&c->fc_rx, need);
+	if (c->bsm_inflight >= 2 || (c->bsm_inflight == 1 && !urgent))
+		return; /* its completion pumps again */
+	if (!urgent && !force && 2 * unreported < c->fc_rx.nslots) {
+		if (!c->bsm_linger) {
+			c->bsm_linger = 1;
+			tr_core_bsm_linger(c);
+		}
+		return;
+	}
+	c->bsm_linger = 0;
+	if (post_bsm(c))
 		tr_conn_fail(c, TRIAD_S_TRANSPORT);
+}
+
+void tr_conn_bsm_flush(struct tr_conn *c)
+{
+	const unsigned need[TR_FC_NPRIO] = { 1, (unsigned)c->ctx->cfg.need_medium,
+					     (unsigned)c->ctx->cfg.need_low };
+
+	if (c->state != TR_CONN_UP || !c->bsm_linger)
+		return;
+	c->bsm_linger = 0;
+	pump_bsm(c, need, 1);
 }
 
 int tr_conn_send_raw(struct tr_conn *c, const void *data, int len, unsigned prio,

@@ -92,6 +92,7 @@ struct tr_conn {
 	unsigned peer_slots, peer_slot_size; /* from the peer's connect data */
 	struct tr_conn_priv accept_priv;     /* passive side: the request's */
 	int bsm_inflight; /* standalone BSMs posted, not completed */
+	int bsm_linger;	  /* a BSM is due but waits to cover more slots */
 	struct tr_list msgq[TR_FC_NPRIO]; /* encoded messages waiting for a slot */
 	unsigned nqueued;
 	struct tr_list rmaq; /* requests with chunks left to post (core's) */
@@ -134,6 +135,8 @@ int tr_conn_send_raw(struct tr_conn *c, const void *data, int len, unsigned prio
 void tr_conn_release(struct tr_buf *b);
 /* One flow-control timer period passed. */
 void tr_conn_fc_tick(struct tr_conn *c);
+/* The linger time of a deferred BSM is over: send it. */
+void tr_conn_bsm_flush(struct tr_conn *c);
 /* Largest message the peer's slots take on this connection (header incl.). */
 unsigned tr_conn_max_msg(const struct tr_conn *c);
 /* Post one RDMA WRITE (IBV_WR_RDMA_WRITE) or READ; -EAGAIN when the send
@@ -153,6 +156,8 @@ int tr_core_msg(struct tr_conn *c, const struct tr_msg *m, struct tr_buf *b);
 void tr_core_rma_done(struct tr_conn *c, struct triad_req *req, enum triad_status st);
 void tr_core_sq_room(struct tr_conn *c);
 void tr_core_conn_changed(struct tr_conn *c); /* went UP, or broke */
+/* A BSM was deferred: call tr_conn_bsm_flush within TRIAD_BSM_LINGER_US. */
+void tr_core_bsm_linger(struct tr_conn *c);
 /* A message sent or queued on c may not have arrived: c broke. */
 void tr_core_msg_lost(struct tr_conn *c, const void *data, int len, unsigned prio,
 		      struct triad_req *req);
