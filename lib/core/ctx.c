@@ -53,9 +53,15 @@ void tr_progress_app(struct triad_ctx *ctx)
 	tr_progress(ctx);
 }
 
+/* An application thread that called in within this window is taken to be
+ * polling: it will reap its own completions, so the progress thread leaves
+ * completion events off and checks again one window later (one wake-up per
+ * window at most, instead of one per completion). */
+#define APP_ACTIVE_NS 2000000ull
+
 int tr_ctx_app_polling(struct triad_ctx *ctx)
 {
-	return tr_now_ns() - ctx->app_poll_ns < (uint64_t)ctx->cfg.spin_us * 1000;
+	return tr_now_ns() - ctx->app_poll_ns < APP_ACTIVE_NS;
 }
 
 void tr_ctx_arm_all(struct triad_ctx *ctx)
@@ -68,7 +74,7 @@ void tr_ctx_arm_all(struct triad_ctx *ctx)
 void tr_ctx_rearm_later(struct triad_ctx *ctx)
 {
 	if (!ev_is_active(&ctx->rearm_w)) {
-		ev_timer_set(&ctx->rearm_w, ctx->cfg.spin_us * 1e-6 + 1e-4, 0.);
+		ev_timer_set(&ctx->rearm_w, APP_ACTIVE_NS * 1e-9, 0.);
 		ev_timer_start(ctx->loop, &ctx->rearm_w);
 	}
 }
