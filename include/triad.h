@@ -90,11 +90,13 @@ enum triad_win_access {
 
 enum triad_win_attr_field {
 	TRIAD_WIN_ATTR_ACCESS = 1u << 0, /* default READ | WRITE */
+	TRIAD_WIN_ATTR_NOTIFY = 1u << 1, /* default 0 */
 };
 
 struct triad_win_attr {
 	uint64_t field_mask;
 	uint32_t access;
+	int notify; /* copies into this window raise triad_copy_event (relay/direct) */
 };
 
 /*
@@ -133,6 +135,59 @@ int triad_wait(triad_req_t *req, int timeout_ms);
 enum triad_status triad_req_status(const triad_req_t *req);
 /* Free a completed request; -EBUSY while it is still pending. */
 int triad_req_free(triad_req_t *req);
+
+/* ---- third-party copy ------------------------------------------------------*/
+/*
+ * The calling rank (the initiator) orders src_rank to RDMA-write len bytes
+ * of its window src_win at src_off into dst_rank's window dst_win at
+ * dst_off.  The payload never passes through the initiator, and neither
+ * the source's nor the destination's application thread takes part: their
+ * progress engines serve the copy.  The request completes with the
+ * destination's status; triad_req_copy_leg() says which leg failed.
+ * Any rank may be the initiator, the source and the destination at once.
+ *
+ * Modes (flags):
+ *  RELAY (default)  data, then COPY_DATA on the same QP; D answers S once
+ *                   the data is in its memory and S relays it to I: four
+ *                   messages, D's software checks the window.
+ *  DIRECT           D answers I itself: one hop less.
+ *  TRANSPORT_ACK    S's own RC write completions are the answer: no
+ *                   software at D, no notification; D's window is checked
+ *                   only through the descriptor S cached.
+ * Each request fails after TRIAD_COPY_TIMEOUT_MS at the latest.
+ */
+enum triad_copy_flags {
+	TRIAD_COPY_RELAY = 0,
+	TRIAD_COPY_DIRECT = 1,
+	TRIAD_COPY_TRANSPORT_ACK = 2,
+};
+
+enum triad_copy_leg {
+	TRIAD_LEG_NONE,	  /* no failure */
+	TRIAD_LEG_AT_SRC, /* the source window (or no room at the source) */
+	TRIAD_LEG_AT_DST, /* the destination window */
+	TRIAD_LEG_I_S,	  /* the order, initiator -> source */
+	TRIAD_LEG_S_D,	  /* the data, source -> destination */
+	TRIAD_LEG_D_RESP, /* the destination's answer */
+	TRIAD_LEG_S_I,	  /* the source's report to the initiator */
+};
+const char *triad_copy_leg_str(enum triad_copy_leg leg);
+
+int triad_copy(triad_ctx_t *ctx, int src_rank, uint32_t src_win, uint64_t src_off,
+	       int dst_rank, uint32_t dst_win, uint64_t dst_off, uint64_t len, unsigned flags,
+	       triad_req_t **req_p);
+/* The leg that failed, for a completed copy request. */
+enum triad_copy_leg triad_req_copy_leg(const triad_req_t *req);
+
+/* A copy landed in one of this rank's windows created with notify. */
+struct triad_copy_event {
+	uint64_t copy_id;
+	int initiator, source;
+	uint32_t win;
+	uint64_t offset, length;
+};
+/* 1 and *ev_p filled when an event is pending, 0 when none (drives progress). */
+int triad_copy_event_poll(triad_ctx_t *ctx, struct triad_copy_event *ev_p);
 
 /* ---- active messages ---------------------------------------------------------*/
 /*
@@ -200,6 +255,7 @@ struct triad_conn_stats {
 	uint64_t rx_overruns;	     /* messages into an occupied slot (never, unless a bug) */
 	uint64_t rx_dropped;	     /* malformed messages dropped */
 	uint64_t am_unknown;	     /* active messages for an unregistered id */
+	uint64_t copy_bytes;	     /* bytes this side wrote as a copy's source */
 };
 int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane,
 		     struct triad_conn_stats *stats_p);

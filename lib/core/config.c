@@ -55,6 +55,10 @@ static const struct var vars[] = {
 	  "free slots a low-priority message needs" },
 	{ "TRIAD_BSM_LINGER_US", "200", VAR_INT, F(bsm_linger_us), 0, 1000000,
 	  "how long a buffer status may wait to cover more freed slots" },
+	{ "TRIAD_COPY_TIMEOUT_MS", "30000", VAR_INT, F(copy_timeout_ms), 10, INT_MAX,
+	  "a copy that has not completed by then fails with a timeout" },
+	{ "TRIAD_COPY_OPS", "1024", VAR_INT, F(copy_ops), 1, 1 << 20,
+	  "copies this rank may have outstanding as initiator, and serve as source" },
 };
 
 #undef F

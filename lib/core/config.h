@@ -25,6 +25,8 @@ struct tr_config {
 	int need_medium;	  /* TRIAD_FC_NEED_MEDIUM */
 	int need_low;		  /* TRIAD_FC_NEED_LOW */
 	int bsm_linger_us;	  /* TRIAD_BSM_LINGER_US */
+	int copy_timeout_ms;	  /* TRIAD_COPY_TIMEOUT_MS */
+	int copy_ops;		  /* TRIAD_COPY_OPS */
 };
 
 /* Returns the value of a variable, or NULL when it is unset. */

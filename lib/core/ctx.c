@@ -45,6 +45,7 @@ void tr_progress(struct triad_ctx *ctx)
 		tr_plane_poll(&ctx->plane[i]);
 	if (ctx->nqueries)
 		tr_win_check_timeouts(ctx);
+	tr_copy_progress(ctx);
 }
 
 void tr_progress_app(struct triad_ctx *ctx)
@@ -220,6 +221,7 @@ static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	for (int r = 0; r < ctx->size; r++)
 		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++)
 			tr_conn_fc_tick(&ctx->peers[r].conn[p]);
+	tr_copy_progress(ctx);
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 }
@@ -295,6 +297,9 @@ int tr_core_msg(struct tr_conn *c, const struct tr_msg *m, struct tr_buf *b)
 	case TR_MSG_AM:
 		kept = tr_am_deliver(ctx, c, m, b);
 		break;
+	case TR_MSG_COPY:
+		tr_copy_on_msg(ctx, c->peer, m);
+		break;
 	case TR_MSG_PLANE_DOWN:
 		if ((int)m->u.plane_down.plane < ctx->nplanes) {
 			struct tr_conn *broken = &p->conn[m->u.plane_down.plane];
@@ -356,6 +361,14 @@ void tr_core_conn_changed(struct tr_conn *c)
 				tr_req_complete(req, req->status);
 		}
 		tr_win_conn_broken(ctx, c);
+		if (ctx->initialized && !ctx->closing) {
+			int live = 0;
+
+			for (int p = 0; p < ctx->nplanes; p++)
+				live |= ctx->peers[c->peer].conn[p].state == TR_CONN_UP;
+			if (!live)
+				tr_copy_peer_lost(ctx, c->peer);
+		}
 		if (c->state == TR_CONN_DRAINING && !ctx->closing) {
 			/* The peer may not have noticed (a link fault loses its DREQ):
 			 * tell it on another plane, so it drops its side and the pair
@@ -575,6 +588,9 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 		for (p = 0; p < ctx->nplanes; p++)
 			tr_conn_init(ctx, &ctx->peers[r].conn[p], r, p);
 	}
+	ret = tr_copy_setup(ctx);
+	if (ret)
+		goto err;
 	/* The lower rank connects. */
 	for (r = ctx->rank + 1; r < ctx->size; r++)
 		for (p = 0; p < ctx->nplanes; p++)
@@ -663,6 +679,7 @@ void triad_fini(triad_ctx_t *ctx)
 		pthread_join(ctx->thread, NULL);
 	}
 	pthread_mutex_lock(&ctx->lock);
+	tr_copy_teardown(ctx); /* requests still open complete as cancelled */
 	for (r = 0; ctx->peers && r < ctx->size; r++) {
 		for (p = 0; p < ctx->nplanes; p++) {
 			struct tr_conn *c = &ctx->peers[r].conn[p];

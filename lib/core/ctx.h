@@ -22,6 +22,7 @@
 #include "core/list.h"
 #include "core/world.h"
 #include "fabric/fabric.h"
+#include "proto/copy.h"
 #include "proto/seq.h"
 #include "triad.h"
 
@@ -55,10 +56,18 @@ struct triad_win {
 	char *base;
 	size_t len;
 	uint32_t access;
+	int notify;
 	struct ibv_mr *mr[TRIAD_MAX_PLANES];
 };
 
-enum tr_req_kind { TR_REQ_PUT, TR_REQ_GET, TR_REQ_AM };
+enum tr_req_kind {
+	TR_REQ_PUT,
+	TR_REQ_GET,
+	TR_REQ_AM,
+	TR_REQ_COPY,   /* the application's copy request */
+	TR_REQ_CHUNK,  /* internal: one WRITE of a copy this rank serves as source */
+	TR_REQ_LOOKUP, /* internal: a copy's source needs the destination's window */
+};
 
 struct tr_am_entry {
 	triad_am_handler_t fn;
@@ -81,6 +90,10 @@ struct triad_req {
 	uint32_t lkey;
 	struct ibv_mr *tmp_mr; /* registration for this request only */
 	struct tr_rwin *rwin;
+	/* copies */
+	int leg;		 /* COPY: enum triad_copy_leg of a failure */
+	uint32_t c_init;	 /* CHUNK, LOOKUP: the op (initiator, id, chunk) */
+	uint64_t c_op, c_chunk;
 };
 
 struct triad_ctx {
@@ -117,6 +130,11 @@ struct triad_ctx {
 	ev_timer linger_w;	  /* flushes deferred BSMs */
 	int linger_wanted;	  /* re-arms the CQs once applications stop polling */
 	uint64_t app_poll_ns;	  /* when an application thread last polled */
+
+	struct tr_copy copy;	  /* the copy engine (proto/copy) */
+	struct triad_copy_event *cevents; /* copy notifications, a ring */
+	unsigned ev_head, ev_count, ev_cap;
+	uint64_t ev_dropped;
 
 	uint32_t bar_epoch;	 /* barriers this rank entered */
 	uint32_t bar_arrived[2]; /* rank 0: arrivals per epoch parity */
@@ -173,6 +191,14 @@ void tr_rma_start(struct triad_req *req);
  * 1 when the handler kept it. */
 int tr_am_deliver(struct triad_ctx *ctx, struct tr_conn *c, const struct tr_msg *m,
 		  struct tr_buf *b);
+
+/* Copies (copy.c) */
+int tr_copy_setup(struct triad_ctx *ctx);
+void tr_copy_teardown(struct triad_ctx *ctx);
+void tr_copy_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
+void tr_copy_req_done(struct triad_req *req, enum triad_status st); /* CHUNK, LOOKUP */
+void tr_copy_progress(struct triad_ctx *ctx);			      /* deadlines */
+void tr_copy_peer_lost(struct triad_ctx *ctx, int peer);
 
 /* Barrier messages (ctx.c) */
 void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);

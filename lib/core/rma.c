@@ -16,6 +16,14 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 {
 	struct triad_ctx *ctx = req->ctx;
 
+	if (req->kind == TR_REQ_CHUNK && st == TRIAD_S_OK && req->conn) {
+		req->conn->stats.tx_bytes += req->len;
+		req->conn->stats.copy_bytes += req->len;
+	}
+	if (req->kind == TR_REQ_CHUNK || req->kind == TR_REQ_LOOKUP) {
+		tr_copy_req_done(req, st); /* reports to the copy engine, frees req */
+		return;
+	}
 	if (req->tmp_mr) {
 		tr_mr_dereg(req->tmp_mr);
 		req->tmp_mr = NULL;
@@ -36,8 +44,12 @@ void tr_rma_start(struct triad_req *req)
 	struct triad_ctx *ctx = req->ctx;
 	struct tr_rwin *rw = req->rwin;
 	struct tr_conn *c = req->conn;
-	uint32_t need = req->kind == TR_REQ_PUT ? TRIAD_WIN_WRITE : TRIAD_WIN_READ;
+	uint32_t need = req->kind == TR_REQ_GET ? TRIAD_WIN_READ : TRIAD_WIN_WRITE;
 
+	if (req->kind == TR_REQ_LOOKUP) { /* a copy's source only wanted the descriptor */
+		tr_req_complete(req, TRIAD_S_OK);
+		return;
+	}
 	if (!(rw->access & need)) {
 		tr_info("%s on rank %d window %u: the window does not allow it",
 			req->kind == TR_REQ_PUT ? "put" : "get", req->peer, req->win);
@@ -56,6 +68,10 @@ void tr_rma_start(struct triad_req *req)
 		tr_req_complete(req, c->down_status);
 		return;
 	}
+	if (req->len == 0) {
+		tr_req_complete(req, TRIAD_S_OK);
+		return;
+	}
 	tr_list_add_tail(&c->rmaq, &req->link);
 	tr_core_sq_room(c);
 	(void)ctx;
@@ -72,7 +88,7 @@ void tr_core_sq_room(struct tr_conn *c)
 		while (req->posted < req->len) {
 			uint64_t n = tr_chunk_len(req->len, chunk, req->posted);
 			int ret = tr_conn_post_rma(
-				c, req->kind == TR_REQ_PUT ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
+				c, req->kind == TR_REQ_GET ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
 				req->buf + req->posted, (uint32_t)n, req->lkey,
 				rw->base + req->off + req->posted, rw->rkey[c->plane], req);
 

@@ -54,7 +54,7 @@ int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 		tr_error("window %u: needs a context, a base address and a length > 0", id);
 		return -EINVAL;
 	}
-	if (attr && (attr->field_mask & ~(uint64_t)TRIAD_WIN_ATTR_ACCESS)) {
+	if (attr && (attr->field_mask & ~(uint64_t)(TRIAD_WIN_ATTR_ACCESS | TRIAD_WIN_ATTR_NOTIFY))) {
 		tr_error("window %u: unknown attribute bits 0x%llx", id,
 			 (unsigned long long)attr->field_mask);
 		return -EINVAL;
@@ -74,6 +74,7 @@ int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 	w->base = base;
 	w->len = len;
 	w->access = access;
+	w->notify = attr && (attr->field_mask & TRIAD_WIN_ATTR_NOTIFY) && attr->notify;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (tr_win_find(ctx, id)) {

@@ -11,6 +11,7 @@ static const char *const type_names[TR_MSG_TYPE_MAX] = {
 	[TR_MSG_BSM] = "BSM",
 	[TR_MSG_AM] = "AM",
 	[TR_MSG_PLANE_DOWN] = "PLANE_DOWN",
+	[TR_MSG_COPY] = "COPY",
 };
 
 const char *tr_msg_type_str(unsigned type)
@@ -63,8 +64,19 @@ static size_t body_len(const struct tr_msg *m)
 	case TR_MSG_BARRIER_REL:
 	case TR_MSG_PLANE_DOWN: return 4;
 	case TR_MSG_AM: return TR_WIRE_AM_HDR_LEN + (size_t)m->u.am.len;
+	case TR_MSG_COPY: return 64;
 	default: return 0;
 	}
+}
+
+/* The ranges a copy header's fields can take; the copy engine checks the
+ * rest against its tables. */
+static int copy_ok(const struct tr_msg *m)
+{
+	const struct tr_copy_hdr *h = &m->u.copy.hdr;
+
+	return m->u.copy.kind < TR_COPY_NMSGS && h->mode < TR_COPY_NMODES &&
+	       h->leg < TR_COPY_NLEGS && h->status < TRIAD_S_MAX;
 }
 
 size_t tr_msg_len(const struct tr_msg *m)
@@ -119,6 +131,8 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		return -EINVAL;
 	if (m->type == TR_MSG_PLANE_DOWN && m->u.plane_down.plane >= TRIAD_MAX_PLANES)
 		return -EINVAL;
+	if (m->type == TR_MSG_COPY && !copy_ok(m))
+		return -EINVAL;
 	if (m->type == TR_MSG_WIN_INFO &&
 	    (m->u.win_info.nplanes > TRIAD_MAX_PLANES || m->u.win_info.status >= TRIAD_S_MAX ||
 	     m->u.win_info.access & ~(uint32_t)(TRIAD_WIN_READ | TRIAD_WIN_WRITE) ||
@@ -162,6 +176,27 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 	case TR_MSG_PLANE_DOWN:
 		PUT32(&c, m->u.plane_down.plane);
 		break;
+	case TR_MSG_COPY: {
+		const struct tr_copy_hdr *h = &m->u.copy.hdr;
+
+		put_le(&c, m->u.copy.kind, 1);
+		put_le(&c, h->mode, 1);
+		put_le(&c, h->leg, 1);
+		put_le(&c, 0, 1);
+		PUT16(&c, h->status);
+		PUT16(&c, 0);
+		PUT64(&c, h->op_id);
+		PUT32(&c, h->initiator);
+		PUT32(&c, h->source);
+		PUT32(&c, h->destination);
+		PUT32(&c, h->src_win);
+		PUT32(&c, h->dst_win);
+		PUT32(&c, 0);
+		PUT64(&c, h->src_off);
+		PUT64(&c, h->dst_off);
+		PUT64(&c, h->len);
+		break;
+	}
 	case TR_MSG_BSM:
 		break;
 	case TR_MSG_AM:
@@ -235,6 +270,32 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		if (m.u.plane_down.plane >= TRIAD_MAX_PLANES)
 			return -EPROTO;
 		break;
+	case TR_MSG_COPY: {
+		struct tr_copy_hdr *h = &m.u.copy.hdr;
+
+		m.u.copy.kind = GET8(&c);
+		h->mode = GET8(&c);
+		h->leg = GET8(&c);
+		if (GET8(&c) != 0)
+			return -EBADMSG;
+		h->status = GET16(&c);
+		if (GET16(&c) != 0)
+			return -EBADMSG;
+		h->op_id = GET64(&c);
+		h->initiator = GET32(&c);
+		h->source = GET32(&c);
+		h->destination = GET32(&c);
+		h->src_win = GET32(&c);
+		h->dst_win = GET32(&c);
+		if (GET32(&c) != 0)
+			return -EBADMSG;
+		h->src_off = GET64(&c);
+		h->dst_off = GET64(&c);
+		h->len = GET64(&c);
+		if (!copy_ok(&m))
+			return -EPROTO;
+		break;
+	}
 	case TR_MSG_BSM:
 		break;
 	case TR_MSG_AM:

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/copy.h"
 #include "triad.h"
 
 #define TR_WIRE_MAGIC 0x5472
@@ -41,6 +42,7 @@ enum tr_msg_type {
 	TR_MSG_BSM,	      /* a buffer status message alone: no body, no slot */
 	TR_MSG_AM,	      /* an active message for a user handler */
 	TR_MSG_PLANE_DOWN,    /* my connection to you on this plane broke */
+	TR_MSG_COPY,	      /* third-party copy: START, DATA, RESP or DONE */
 	TR_MSG_TYPE_MAX
 };
 
@@ -68,6 +70,10 @@ struct tr_msg {
 		struct {
 			uint32_t plane;
 		} plane_down;
+		struct {
+			uint8_t kind; /* enum tr_copy_msg */
+			struct tr_copy_hdr hdr;
+		} copy;
 		struct {
 			uint16_t id;
 			uint32_t len;

@@ -141,5 +141,28 @@ int main(int argc, char **argv)
 	m.u.am.data = payload;
 	m.u.am.len = sizeof(payload);
 	bad |= emit(argv[1], "am_1k", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_PLANE_DOWN;
+	m.seq = 13;
+	m.slot = 1;
+	m.u.plane_down.plane = 1;
+	bad |= emit(argv[1], "plane_down", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_COPY;
+	m.seq = 14;
+	m.slot = 5;
+	m.prio = 2;
+	m.u.copy.kind = TR_COPY_START;
+	m.u.copy.hdr = (struct tr_copy_hdr){ .op_id = 77, .initiator = 0, .source = 1,
+					     .destination = 2, .src_win = 1, .dst_win = 1,
+					     .src_off = 4096, .dst_off = 8192, .len = 1 << 20 };
+	bad |= emit(argv[1], "copy_start", &m);
+	m.prio = 0;
+	m.u.copy.kind = TR_COPY_DONE;
+	m.u.copy.hdr.status = TRIAD_S_OUT_OF_BOUNDS;
+	m.u.copy.hdr.leg = TR_COPY_LEG_AT_DST;
+	bad |= emit(argv[1], "copy_done_error", &m);
 	return bad;
 }

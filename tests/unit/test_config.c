@@ -15,14 +15,14 @@
 #include "core/config.h"
 #include "core/log.h"
 
-#define NVARS 16
+#define NVARS 18
 
 static const char *const all_vars[NVARS] = {
 	"TRIAD_RANK",	     "TRIAD_WORLD",	       "TRIAD_LOG",	   "TRIAD_CHUNK_SIZE",
 	"TRIAD_CONNECT_TIMEOUT_MS", "TRIAD_SPIN_US",   "TRIAD_SQ_DEPTH",   "TRIAD_SLOTS",
 	"TRIAD_ACK_TIMEOUT", "TRIAD_RETRY_COUNT",      "TRIAD_QUERY_TIMEOUT_MS",
 	"TRIAD_SLOT_SIZE",   "TRIAD_FC_TIMER_MS",      "TRIAD_FC_NEED_MEDIUM", "TRIAD_FC_NEED_LOW",
-	"TRIAD_BSM_LINGER_US",
+	"TRIAD_BSM_LINGER_US", "TRIAD_COPY_TIMEOUT_MS", "TRIAD_COPY_OPS",
 };
 
 struct fake_env {

@@ -1,0 +1,349 @@
+/* Third-party copy: the glue between the copy engine (proto/copy, pure)
+ * and the fabric.  The engine decides; this file executes its actions:
+ * messages on the flow-controlled channel (START low priority, DATA medium,
+ * RESP and DONE high, so acknowledgements always find a slot), WRITE
+ * chunks through the put machinery (window descriptor, bounds, the
+ * connection's queue), descriptor lookups through the window cache, local
+ * copies, notifications, request completions; and it turns completions,
+ * arrivals, lost peers and the clock back into engine events. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "core/log.h"
+
+_Static_assert((int)TRIAD_LEG_S_I == (int)TR_COPY_LEG_S_I &&
+		       (int)TRIAD_LEG_AT_DST == (int)TR_COPY_LEG_AT_DST,
+	       "public and engine legs differ");
+_Static_assert((int)TRIAD_COPY_TRANSPORT_ACK == (int)TR_COPY_TRANSPORT_ACK &&
+		       (int)TRIAD_COPY_DIRECT == (int)TR_COPY_DIRECT,
+	       "public and engine modes differ");
+
+#define EVENTS_MAX 4096
+
+const char *triad_copy_leg_str(enum triad_copy_leg leg)
+{
+	return tr_copy_leg_str((unsigned)leg);
+}
+
+static int win_cb(void *arg, uint32_t id, struct tr_copy_win *out)
+{
+	struct triad_win *w = tr_win_find(arg, id);
+
+	if (!w)
+		return -ENOENT;
+	out->size = w->len;
+	out->access = w->access;
+	out->notify = w->notify;
+	return 0;
+}
+
+int tr_copy_setup(struct triad_ctx *ctx)
+{
+	struct tr_copy_cfg cfg = {
+		.rank = (uint32_t)ctx->rank,
+		.nranks = (uint32_t)ctx->size,
+		.chunk = ctx->cfg.chunk_size,
+		.inflight = 16,
+		.src_timeout = (uint64_t)ctx->cfg.copy_timeout_ms * 1000000,
+		.niops = (uint32_t)ctx->cfg.copy_ops,
+		.nsops = (uint32_t)ctx->cfg.copy_ops,
+		.win = win_cb,
+		.win_arg = ctx,
+	};
+
+	cfg.iops = calloc(cfg.niops, sizeof(*cfg.iops));
+	cfg.sops = calloc(cfg.nsops, sizeof(*cfg.sops));
+	ctx->cevents = calloc(EVENTS_MAX, sizeof(*ctx->cevents));
+	ctx->ev_cap = EVENTS_MAX;
+	if (!cfg.iops || !cfg.sops || !ctx->cevents || tr_copy_init(&ctx->copy, &cfg)) {
+		free(cfg.iops);
+		free(cfg.sops);
+		ctx->copy.cfg.iops = NULL;
+		ctx->copy.cfg.sops = NULL;
+		tr_error("cannot set up the copy engine for %d ops", ctx->cfg.copy_ops);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void exec(struct triad_ctx *ctx, const struct tr_copy_act *a, int n);
+
+/* Calls an engine function that may touch every op until it has no more. */
+#define DRAIN(ctx, call)                                                      \
+	do {                                                                  \
+		struct tr_copy_act acts_[TR_COPY_ACTS];                       \
+		int n_;                                                       \
+		while ((n_ = (call)) > 0)                                     \
+			exec((ctx), acts_, n_);                               \
+	} while (0)
+#define ACTS acts_, TR_COPY_ACTS
+
+void tr_copy_teardown(struct triad_ctx *ctx)
+{
+	if (!ctx->copy.cfg.iops)
+		return;
+	DRAIN(ctx, tr_copy_cancel_all(&ctx->copy, ACTS));
+	free(ctx->copy.cfg.iops);
+	free(ctx->copy.cfg.sops);
+	ctx->copy.cfg.iops = NULL;
+	free(ctx->cevents);
+	ctx->cevents = NULL;
+}
+
+void tr_copy_progress(struct triad_ctx *ctx)
+{
+	if (!tr_copy_requests_live(&ctx->copy) && !tr_copy_orders_live(&ctx->copy))
+		return;
+	DRAIN(ctx, tr_copy_tick(&ctx->copy, tr_now_ns(), ACTS));
+}
+
+void tr_copy_peer_lost(struct triad_ctx *ctx, int peer)
+{
+	tr_info("rank %d is unreachable on every plane: failing its copies", peer);
+	DRAIN(ctx, tr_copy_peer_gone(&ctx->copy, (uint32_t)peer, ACTS));
+}
+
+/* ---- actions -----------------------------------------------------------------*/
+static struct triad_req *internal_req(struct triad_ctx *ctx, enum tr_req_kind kind,
+				      const struct tr_copy_act *a)
+{
+	struct triad_req *req = calloc(1, sizeof(*req));
+
+	if (!req)
+		return NULL;
+	req->ctx = ctx;
+	req->kind = kind;
+	req->peer = (int)a->to;
+	req->win = a->hdr.dst_win;
+	req->c_init = a->hdr.initiator;
+	req->c_op = a->hdr.op_id;
+	req->c_chunk = a->chunk;
+	tr_list_init(&req->link);
+	return req;
+}
+
+static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
+{
+	static const unsigned prio[TR_COPY_NMSGS] = {
+		[TR_COPY_START] = TR_FC_LOW,
+		[TR_COPY_DATA] = TR_FC_MEDIUM,
+		[TR_COPY_RESP] = TR_FC_HIGH,
+		[TR_COPY_DONE] = TR_FC_HIGH,
+	};
+	struct tr_msg m = { .type = TR_MSG_COPY };
+
+	m.u.copy.kind = (uint8_t)a->msg;
+	m.u.copy.hdr = a->hdr;
+	/* DATA follows the chunks: both take tr_plane_choose()'s plane. */
+	if (tr_send_msg(ctx, (int)a->to, &m, prio[a->msg], NULL))
+		tr_copy_peer_lost(ctx, (int)a->to);
+}
+
+static void act_lookup(struct triad_ctx *ctx, const struct tr_copy_act *a)
+{
+	struct triad_req *req = internal_req(ctx, TR_REQ_LOOKUP, a);
+	struct tr_copy_act acts[TR_COPY_ACTS];
+	int n;
+
+	if (!req) {
+		n = tr_copy_desc(&ctx->copy, a->hdr.initiator, a->hdr.op_id, TRIAD_S_NO_MEMORY,
+				 NULL, acts, TR_COPY_ACTS);
+		exec(ctx, acts, n);
+		return;
+	}
+	req->plane = tr_plane_choose(ctx, req->peer, 0);
+	req->conn = &ctx->peers[req->peer].conn[req->plane];
+	tr_win_lookup(ctx, req); /* answers through tr_copy_req_done() */
+}
+
+static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
+{
+	struct triad_req *req = internal_req(ctx, TR_REQ_CHUNK, a);
+	struct triad_win *sw = tr_win_find(ctx, a->hdr.src_win);
+	struct tr_copy_act acts[TR_COPY_ACTS];
+	int plane, n;
+
+	if (!req || !sw) {
+		n = tr_copy_chunk_done(&ctx->copy, a->hdr.initiator, a->hdr.op_id, a->chunk,
+				       req ? TRIAD_S_NO_WINDOW : TRIAD_S_NO_MEMORY, acts,
+				       TR_COPY_ACTS);
+		free(req);
+		exec(ctx, acts, n);
+		return;
+	}
+	plane = tr_plane_choose(ctx, req->peer, 0);
+	req->plane = plane;
+	req->conn = &ctx->peers[req->peer].conn[plane];
+	req->off = a->dst_off;
+	req->len = a->len;
+	req->buf = sw->base + a->src_off;
+	req->lkey = sw->mr[plane]->lkey;
+	if (!ctx->plane[plane].port_up)
+		tr_req_complete(req, TRIAD_S_PLANE_DOWN);
+	else if (req->conn->state != TR_CONN_UP)
+		tr_req_complete(req, req->conn->down_status);
+	else
+		tr_win_lookup(ctx, req); /* cached by the LOOKUP: posts at once */
+}
+
+static void act_local(struct triad_ctx *ctx, const struct tr_copy_act *a)
+{
+	struct triad_win *sw = tr_win_find(ctx, a->hdr.src_win);
+	struct triad_win *dw = tr_win_find(ctx, a->hdr.dst_win);
+
+	/* The engine checked both windows in this same call. */
+	if (sw && dw && a->len)
+		memmove(dw->base + a->dst_off, sw->base + a->src_off, a->len);
+}
+
+static void act_notify(struct triad_ctx *ctx, const struct tr_copy_act *a)
+{
+	struct triad_copy_event *ev;
+
+	if (ctx->ev_count == ctx->ev_cap) {
+		if (!ctx->ev_dropped++)
+			tr_warn("copy notifications are not being polled: dropping them");
+		return;
+	}
+	ev = &ctx->cevents[(ctx->ev_head + ctx->ev_count++) % ctx->ev_cap];
+	ev->copy_id = a->hdr.op_id;
+	ev->initiator = (int)a->hdr.initiator;
+	ev->source = (int)a->hdr.source;
+	ev->win = a->hdr.dst_win;
+	ev->offset = a->dst_off;
+	ev->length = a->len;
+}
+
+static void exec(struct triad_ctx *ctx, const struct tr_copy_act *a, int n)
+{
+	for (int i = 0; i < n; i++, a++) {
+		switch (a->type) {
+		case TR_COPY_ACT_SEND: act_send(ctx, a); break;
+		case TR_COPY_ACT_WRITE: act_write(ctx, a); break;
+		case TR_COPY_ACT_LOCAL: act_local(ctx, a); break;
+		case TR_COPY_ACT_LOOKUP: act_lookup(ctx, a); break;
+		case TR_COPY_ACT_NOTIFY: act_notify(ctx, a); break;
+		case TR_COPY_ACT_COMPLETE: {
+			struct triad_req *req = a->req;
+
+			req->leg = a->hdr.leg;
+			tr_req_complete(req, (enum triad_status)a->hdr.status);
+			break;
+		}
+		default: break;
+		}
+	}
+	if (n)
+		tr_ctx_signal(ctx);
+}
+
+/* ---- events --------------------------------------------------------------------*/
+void tr_copy_req_done(struct triad_req *req, enum triad_status st)
+{
+	struct triad_ctx *ctx = req->ctx;
+	struct tr_copy_act acts[TR_COPY_ACTS];
+	int n;
+
+	if (req->kind == TR_REQ_CHUNK) {
+		n = tr_copy_chunk_done(&ctx->copy, req->c_init, req->c_op, req->c_chunk, st, acts,
+				       TR_COPY_ACTS);
+	} else {
+		struct tr_copy_win desc = { 0 };
+
+		if (st == TRIAD_S_OK && req->rwin) {
+			desc.size = req->rwin->len;
+			desc.access = req->rwin->access;
+		}
+		n = tr_copy_desc(&ctx->copy, req->c_init, req->c_op, st,
+				 st == TRIAD_S_OK ? &desc : NULL, acts, TR_COPY_ACTS);
+	}
+	free(req);
+	exec(ctx, acts, n);
+}
+
+void tr_copy_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+{
+	struct tr_copy_act acts[TR_COPY_ACTS];
+	int n = tr_copy_recv(&ctx->copy, (enum tr_copy_msg)m->u.copy.kind, (uint32_t)peer,
+			     &m->u.copy.hdr, acts, TR_COPY_ACTS);
+
+	if (n > 0)
+		exec(ctx, acts, n);
+}
+
+/* ---- API -------------------------------------------------------------------------*/
+int triad_copy(triad_ctx_t *ctx, int src_rank, uint32_t src_win, uint64_t src_off,
+	       int dst_rank, uint32_t dst_win, uint64_t dst_off, uint64_t len, unsigned flags,
+	       triad_req_t **req_p)
+{
+	struct tr_copy_hdr order = {
+		.source = (uint32_t)src_rank,
+		.destination = (uint32_t)dst_rank,
+		.src_win = src_win,
+		.dst_win = dst_win,
+		.src_off = src_off,
+		.dst_off = dst_off,
+		.len = len,
+		.mode = (uint8_t)flags,
+	};
+	struct tr_copy_act acts[TR_COPY_ACTS];
+	struct triad_req *req;
+	uint64_t op;
+	int n;
+
+	if (!ctx || !req_p || src_rank < 0 || src_rank >= ctx->size || dst_rank < 0 ||
+	    dst_rank >= ctx->size || flags > TRIAD_COPY_TRANSPORT_ACK) {
+		if (ctx)
+			tr_error("copy: bad arguments (source %d, destination %d of %d ranks, "
+				 "flags 0x%x)", src_rank, dst_rank, ctx->size, flags);
+		return -EINVAL;
+	}
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->ctx = ctx;
+	req->kind = TR_REQ_COPY;
+	req->len = len;
+	tr_list_init(&req->link);
+	pthread_mutex_lock(&ctx->lock);
+	n = tr_copy_request(&ctx->copy, &order, req,
+			    tr_now_ns() + (uint64_t)ctx->cfg.copy_timeout_ms * 1000000, &op, acts,
+			    TR_COPY_ACTS);
+	if (n < 0) {
+		pthread_mutex_unlock(&ctx->lock);
+		free(req);
+		if (n == -EAGAIN)
+			tr_warn("copy: %d copies already outstanding (TRIAD_COPY_OPS)",
+				ctx->cfg.copy_ops);
+		return n;
+	}
+	*req_p = req;
+	exec(ctx, acts, n);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+enum triad_copy_leg triad_req_copy_leg(const triad_req_t *req)
+{
+	return req && req->kind == TR_REQ_COPY ? (enum triad_copy_leg)req->leg : TRIAD_LEG_NONE;
+}
+
+int triad_copy_event_poll(triad_ctx_t *ctx, struct triad_copy_event *ev_p)
+{
+	int ret = 0;
+
+	if (!ctx || !ev_p)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	tr_progress_app(ctx);
+	if (ctx->ev_count) {
+		*ev_p = ctx->cevents[ctx->ev_head];
+		ctx->ev_head = (ctx->ev_head + 1) % ctx->ev_cap;
+		ctx->ev_count--;
+		ret = 1;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}

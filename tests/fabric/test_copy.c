@@ -1,0 +1,384 @@
+/* Third-party copy on a real fabric, every rank a process (4 ranks).
+ *
+ *   test_copy [--count N] [--kill]
+ *
+ *   storm    every rank initiates N copies (default 250: 1000 in all) with a
+ *            random source, destination and mode, sizes from 1 B to 1 MiB, up
+ *            to 16 outstanding; each lands in a slot of the destination's
+ *            window reserved to its initiator, and every byte is checked
+ *            (get from the destination) against the source's pattern.
+ *   large    rank 0 orders rank 1 to copy 8 MiB into rank 2, in each mode,
+ *            while ranks 1 and 2 compute without a single triad call (they
+ *            stop when rank 0 puts a flag into their windows afterwards):
+ *            the copies complete, the bytes are right, rank 0 sent only
+ *            control messages (its byte counters) and rank 1 wrote the data.
+ *   errors   source and destination window errors come back with the status
+ *            and the leg that failed, in every mode; bad arguments -EINVAL.
+ *   notify   a copy into a window created with notify raises an event at the
+ *            destination with the copy's id, initiator, source and range.
+ *   --kill   rank 3 dies in the middle of the storm: every request of the
+ *            survivors completes (those that needed rank 3 with an error),
+ *            and the others still verify.
+ */
+#include <getopt.h>
+#include <unistd.h>
+
+#include "ft.h"
+
+#define WIN 1
+#define WIN_RO 2
+#define WIN_NOTIFY 3
+#define SRC_LEN (8u << 20)
+#define SLOT (1u << 20)
+#define NSLOT 16
+#define FLAG_OFF (SRC_LEN - 64) /* "stop computing" flag, for the large phase */
+#define DONE_OFF (SRC_LEN - 32) /* --kill: "rank r is done" flags */
+
+static int rank, size, kill_mode;
+static long count = 250;
+static char *win;
+static uint64_t win_len;
+
+static uint64_t region(int initiator) { return SRC_LEN + (uint64_t)initiator * NSLOT * SLOT; }
+
+struct op {
+	triad_req_t *req;
+	int s, d;
+	uint64_t src_off, dst_off, len;
+};
+
+/* Checks the destination range holds the source's pattern. */
+static void verify(triad_ctx_t *ctx, const struct op *o, char *buf)
+{
+	int64_t bad;
+
+	if (o->d == rank) {
+		bad = ft_verify(win + o->dst_off, o->len, (uint32_t)o->s, o->src_off);
+	} else {
+		triad_req_t *req;
+		enum triad_status st;
+
+		FT_CHECK(triad_get(ctx, buf, o->len, o->d, WIN, o->dst_off, 0, &req) == 0, "get");
+		st = ft_wait(req, 60000);
+		if (st != TRIAD_S_OK) {
+			FT_CHECK(kill_mode && o->d == 3, "read back from %d: %s", o->d,
+				 triad_status_str(st));
+			return;
+		}
+		bad = ft_verify(buf, o->len, (uint32_t)o->s, o->src_off);
+	}
+	FT_CHECK(bad < 0, "copy %d -> %d of %llu B: byte %lld wrong", o->s, o->d,
+		 (unsigned long long)o->len, (long long)bad);
+}
+
+static int involves_dead(const struct op *o)
+{
+	return kill_mode && (o->s == 3 || o->d == 3);
+}
+
+static void finish_op(triad_ctx_t *ctx, struct op *o, char *buf, long *ok, long *failed)
+{
+	enum triad_status st;
+	enum triad_copy_leg leg;
+
+	if (!o->req)
+		return;
+	if (triad_wait(o->req, 90000)) {
+		FT_CHECK(0, "copy %d -> %d did not complete in 90 s", o->s, o->d);
+		o->req = NULL;
+		return;
+	}
+	st = triad_req_status(o->req);
+	leg = triad_req_copy_leg(o->req);
+	triad_req_free(o->req);
+	o->req = NULL;
+	if (st == TRIAD_S_OK) {
+		(*ok)++;
+		verify(ctx, o, buf);
+		return;
+	}
+	(*failed)++;
+	/* A dead peer shows as unreachable, a timeout, or (its memory gone
+	 * before its QPs) a remote access error: any error will do, on time. */
+	FT_CHECK(involves_dead(o),
+		 "copy %d -> %d of %llu B: %s (leg %s)", o->s, o->d, (unsigned long long)o->len,
+		 triad_status_str(st), triad_copy_leg_str(leg));
+}
+
+static void phase_storm(triad_ctx_t *ctx)
+{
+	struct op ops[NSLOT] = { 0 };
+	unsigned rs = 4242u + (unsigned)rank;
+	char *buf = malloc(SLOT);
+	long ok = 0, failed = 0;
+
+	for (long i = 0; i < count; i++) {
+		int s = (int)(i % NSLOT), ret;
+		struct op *o = &ops[s];
+
+		finish_op(ctx, o, buf, &ok, &failed);
+		if (kill_mode && rank == 3 && i == count / 4) {
+			printf("rank 3: dying in the middle of the storm\n");
+			fflush(stdout);
+			_exit(0); /* no triad_fini: the peers see a dead process */
+		}
+		o->s = rand_r(&rs) % size;
+		o->d = rand_r(&rs) % size;
+		o->len = 1 + (uint64_t)(rand_r(&rs) % 10 ? rand_r(&rs) % 65536 : rand_r(&rs) % (int)SLOT);
+		o->src_off = (uint64_t)rand_r(&rs) % (SRC_LEN - 64 - o->len);
+		o->dst_off = region(rank) + (uint64_t)s * SLOT + (uint64_t)rand_r(&rs) % (SLOT - o->len + 1);
+		ret = triad_copy(ctx, o->s, WIN, o->src_off, o->d, WIN, o->dst_off, o->len,
+				 (unsigned)(rand_r(&rs) % 3), &o->req);
+		FT_CHECK(ret == 0, "triad_copy %ld: %s", i, strerror(-ret));
+		if (ret)
+			o->req = NULL;
+	}
+	for (int s = 0; s < NSLOT; s++)
+		finish_op(ctx, &ops[s], buf, &ok, &failed);
+	printf("storm: rank %d initiated %ld copies: %ld verified, %ld failed%s\n", rank, count,
+	       ok, failed, kill_mode ? " (only those that needed the dead rank)" : "");
+	free(buf);
+}
+
+static uint64_t sent_bytes(triad_ctx_t *ctx, uint64_t *copy_bytes)
+{
+	uint64_t sum = 0;
+
+	*copy_bytes = 0;
+	for (int r = 0; r < size; r++)
+		for (int p = 0; r != rank && p < triad_nplanes(ctx); p++) {
+			struct triad_conn_stats cs;
+
+			if (triad_conn_stats(ctx, r, p, &cs) == 0) {
+				sum += cs.tx_bytes;
+				*copy_bytes += cs.copy_bytes;
+			}
+		}
+	return sum;
+}
+
+static void phase_large(triad_ctx_t *ctx)
+{
+	volatile char *flag = win + FLAG_OFF;
+	uint64_t before, after, cb0, cb1;
+	char one = 1;
+
+	*flag = 0;
+	ft_barrier(ctx);
+	before = sent_bytes(ctx, &cb0);
+	if (rank == 1 || rank == 2) {
+		/* Compute: no triad call until rank 0 raises the flag. */
+		volatile uint64_t x = 0;
+
+		while (!*flag)
+			x = x * 6364136223846793005ull + 1;
+	} else if (rank == 0) {
+		char *buf = malloc(SRC_LEN);
+
+		for (unsigned mode = 0; mode < 3; mode++) {
+			struct op o = { .s = 1, .d = 2, .src_off = 0, .dst_off = region(0),
+					.len = SRC_LEN - 64 };
+			enum triad_status st;
+
+			FT_CHECK(triad_copy(ctx, 1, WIN, o.src_off, 2, WIN, o.dst_off, o.len, mode,
+					    &o.req) == 0, "large copy");
+			st = ft_wait(o.req, 120000);
+			FT_CHECK(st == TRIAD_S_OK, "8 MiB copy in mode %u: %s", mode, triad_status_str(st));
+			if (st == TRIAD_S_OK)
+				verify(ctx, &o, buf);
+			memset(buf, 0, 16);
+		}
+		after = sent_bytes(ctx, &cb1);
+		/* The verification gets above read data in, they send nothing. */
+		FT_CHECK(after - before < 65536, "the initiator sent %llu bytes for 3 x 8 MiB",
+			 (unsigned long long)(after - before));
+		printf("large: 3 x 8 MiB copied 1 -> 2 (relay, direct, transport-ack) while ranks 1 "
+		       "and 2 computed; the initiator sent %llu bytes\n",
+		       (unsigned long long)(after - before));
+		for (int r = 1; r <= 2; r++) {
+			triad_req_t *req;
+
+			FT_CHECK(triad_put(ctx, &one, 1, r, WIN, FLAG_OFF, 0, &req) == 0, "flag");
+			FT_CHECK(ft_wait(req, 60000) == TRIAD_S_OK, "flag to %d", r);
+		}
+		free(buf);
+	}
+	ft_barrier(ctx);
+	if (rank == 1) {
+		/* In DIRECT mode the initiator may hear from D before this rank
+		 * reaped its last chunk's completion: give the engine a moment. */
+		for (int i = 0; i < 500; i++) {
+			after = sent_bytes(ctx, &cb1);
+			if (cb1 - cb0 >= 3ull * (SRC_LEN - 64))
+				break;
+			usleep(10000);
+		}
+		FT_CHECK(cb1 - cb0 >= 3ull * (SRC_LEN - 64), "the source wrote %llu copy bytes",
+			 (unsigned long long)(cb1 - cb0));
+	}
+}
+
+static void expect(triad_ctx_t *ctx, int s, uint32_t sw, uint64_t so, int d, uint32_t dw,
+		   uint64_t dof, uint64_t len, unsigned mode, enum triad_status want,
+		   enum triad_copy_leg leg, const char *what)
+{
+	triad_req_t *req;
+	enum triad_status st;
+	enum triad_copy_leg got;
+
+	if (triad_copy(ctx, s, sw, so, d, dw, dof, len, mode, &req)) {
+		FT_CHECK(0, "%s: not submitted", what);
+		return;
+	}
+	if (triad_wait(req, 60000)) {
+		FT_CHECK(0, "%s: no completion in 60 s", what);
+		return;
+	}
+	st = triad_req_status(req);
+	got = triad_req_copy_leg(req);
+	triad_req_free(req);
+	FT_CHECK(st == want && got == leg, "%s (mode %u): %s at %s, expected %s at %s", what, mode,
+		 triad_status_str(st), triad_copy_leg_str(got), triad_status_str(want),
+		 triad_copy_leg_str(leg));
+}
+
+static void phase_errors(triad_ctx_t *ctx)
+{
+	static char ro[4096];
+	triad_win_t *w;
+	triad_req_t *req;
+
+	FT_CHECK(triad_win_create(ctx, WIN_RO, ro, sizeof(ro),
+				  &(struct triad_win_attr){ .field_mask = TRIAD_WIN_ATTR_ACCESS,
+							    .access = TRIAD_WIN_READ }, &w) == 0, "ro");
+	ft_barrier(ctx);
+	if (rank == 0) {
+		for (unsigned m = 0; m < 3; m++) {
+			expect(ctx, 1, 999, 0, 2, WIN, region(0), 8, m, TRIAD_S_NO_WINDOW,
+			       TRIAD_LEG_AT_SRC, "unknown source window");
+			expect(ctx, 1, WIN, win_len - 4, 2, WIN, region(0), 8, m, TRIAD_S_OUT_OF_BOUNDS,
+			       TRIAD_LEG_AT_SRC, "source out of bounds");
+			expect(ctx, 1, WIN, 0, 2, 999, 0, 8, m, TRIAD_S_NO_WINDOW, TRIAD_LEG_AT_DST,
+			       "unknown destination window");
+			expect(ctx, 1, WIN, 0, 2, WIN, win_len - 4, 8, m, TRIAD_S_OUT_OF_BOUNDS,
+			       TRIAD_LEG_AT_DST, "destination out of bounds");
+			expect(ctx, 1, WIN, 0, 2, WIN_RO, 0, 8, m, TRIAD_S_ACCESS, TRIAD_LEG_AT_DST,
+			       "read-only destination");
+			expect(ctx, 1, WIN, 0, 2, WIN, region(0), 4096, m, TRIAD_S_OK, TRIAD_LEG_NONE,
+			       "a good copy after the errors");
+		}
+		FT_CHECK(triad_copy(ctx, size, WIN, 0, 1, WIN, 0, 1, 0, &req) == -EINVAL, "bad rank");
+		FT_CHECK(triad_copy(ctx, 1, WIN, 0, 2, WIN, 0, 1, 7, &req) == -EINVAL, "bad mode");
+		FT_CHECK(triad_copy(ctx, 1, WIN, 0, 2, WIN, 0, 1, 0, NULL) == -EINVAL, "no req_p");
+		printf("errors: window and bounds errors at source and destination reported with "
+		       "their leg in all three modes\n");
+	}
+	ft_barrier(ctx);
+	triad_win_destroy(w);
+}
+
+static void phase_notify(triad_ctx_t *ctx)
+{
+	static char nbuf[65536];
+	triad_win_t *w;
+	struct triad_copy_event ev = { 0 };
+
+	FT_CHECK(triad_win_create(ctx, WIN_NOTIFY, nbuf, sizeof(nbuf),
+				  &(struct triad_win_attr){ .field_mask = TRIAD_WIN_ATTR_NOTIFY,
+							    .notify = 1 }, &w) == 0, "notify window");
+	ft_barrier(ctx);
+	if (rank == 0)
+		expect(ctx, 1, WIN, 100, 2, WIN_NOTIFY, 200, 1000, TRIAD_COPY_RELAY, TRIAD_S_OK,
+		       TRIAD_LEG_NONE, "copy into a notifying window");
+	if (rank == 2) {
+		int got = 0;
+
+		for (int i = 0; i < 6000 && got <= 0; i++) {
+			got = triad_copy_event_poll(ctx, &ev);
+			if (!got)
+				usleep(10000);
+		}
+		FT_CHECK(got == 1 && ev.initiator == 0 && ev.source == 1 && ev.win == WIN_NOTIFY &&
+			 ev.offset == 200 && ev.length == 1000 && ev.copy_id != 0,
+			 "event: got %d, initiator %d source %d win %u offset %llu length %llu", got,
+			 ev.initiator, ev.source, ev.win, (unsigned long long)ev.offset,
+			 (unsigned long long)ev.length);
+		FT_CHECK(ft_verify(nbuf + 200, 1000, 1, 100) < 0, "notified data");
+		printf("notify: destination told of copy %llu from initiator %d, source %d\n",
+		       (unsigned long long)ev.copy_id, ev.initiator, ev.source);
+	}
+	ft_barrier(ctx);
+	triad_win_destroy(w);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "count", required_argument, NULL, 'n' },
+					      { "kill", no_argument, NULL, 'k' },
+					      { NULL, 0, NULL, 0 } };
+	triad_ctx_t *ctx;
+	triad_win_t *w;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "n:k", opts, NULL)) != -1) {
+		if (c == 'n')
+			count = atol(optarg);
+		else if (c == 'k')
+			kill_mode = 1;
+		else
+			return 2;
+	}
+	ctx = ft_init();
+	rank = triad_rank(ctx);
+	size = triad_size(ctx);
+	if (size < 4) {
+		fprintf(stderr, "test_copy needs 4 ranks\n");
+		return 1;
+	}
+	win_len = region(size);
+	win = calloc(1, win_len);
+	if (!win)
+		return 1;
+	ft_fill(win, SRC_LEN, (uint32_t)rank, 0);
+	FT_CHECK(triad_win_create(ctx, WIN, win, win_len, NULL, &w) == 0, "window");
+	ft_barrier(ctx);
+	phase_storm(ctx);
+	if (kill_mode) {
+		/* No barrier with a dead rank: each survivor tells the others it is
+		 * done (a put into their windows) and leaves when they all are, so
+		 * nobody's copies lose a peer that merely finished. */
+		volatile char *done = win + DONE_OFF;
+		char one = 1;
+
+		for (int r = 0; r < size - 1; r++) {
+			triad_req_t *req;
+
+			if (r != rank && triad_put(ctx, &one, 1, r, WIN, DONE_OFF + (uint64_t)rank, 0,
+						   &req) == 0)
+				FT_CHECK(ft_wait(req, 60000) == TRIAD_S_OK, "done flag to %d", r);
+		}
+		done[rank] = 1;
+		for (int i = 0; i < 6000; i++) {
+			int all = 1;
+
+			for (int r = 0; r < size - 1; r++)
+				all &= done[r];
+			if (all)
+				break;
+			usleep(10000);
+		}
+		triad_fini(ctx);
+		if (ft_failures)
+			fprintf(stderr, "rank %d: test_copy --kill: %d check(s) FAILED\n", rank,
+				ft_failures);
+		else
+			printf("rank %d: test_copy --kill: ok\n", rank);
+		return ft_failures ? 1 : 0;
+	}
+	ft_barrier(ctx);
+	ft_fill(win, SRC_LEN, (uint32_t)rank, 0); /* the large phase reads it */
+	phase_large(ctx);
+	phase_errors(ctx);
+	phase_notify(ctx);
+	return ft_finish(ctx, "test_copy");
+}
