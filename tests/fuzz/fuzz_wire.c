@@ -31,6 +31,11 @@ static int same_msg(const struct tr_msg *a, const struct tr_msg *b)
 		return a->u.barrier.epoch == b->u.barrier.epoch;
 	case TR_MSG_BSM:
 		return 1;
+	case TR_MSG_PLANE_DOWN:
+		return a->u.plane_down.plane == b->u.plane_down.plane;
+	case TR_MSG_COPY:
+		return a->u.copy.kind == b->u.copy.kind &&
+		       !memcmp(&a->u.copy.hdr, &b->u.copy.hdr, sizeof(a->u.copy.hdr));
 	case TR_MSG_AM:
 		return a->u.am.id == b->u.am.id && a->u.am.len == b->u.am.len &&
 		       (!a->u.am.len || !memcmp(a->u.am.data, b->u.am.data, a->u.am.len));
