@@ -1,0 +1,1285 @@
+/* Unit tests for the broadcast schedulers (lib/proto/bcast.[ch]), following
+ * spec/third-party-copy.md, "Broadcast built on Copy".
+ *
+ * Most tests drive one engine (the root's) through a discrete-event
+ * simulation: every COPY or PUT it asks for becomes a transfer that
+ * finishes after a latency (the model says which: every transfer 1 unit,
+ * a fixed random latency per link, or a random one per transfer); the
+ * transfer that finishes first is reported next, ties broken by the
+ * sender's rank, then the receiver's, then the chunk.  The simulation
+ * moves real bytes (the source's buffer is read when the transfer is
+ * ordered, so forwarding a chunk the source does not hold shows up as bad
+ * data) and checks every action against what the root may know: a source
+ * holds the chunk (reported complete into it), no (rank, chunk) is asked
+ * for twice, the pipeline window, nothing out of or into a rank after its
+ * RANK_DONE, RANK_DONE(OK) only with all the data and nothing in flight,
+ * DONE last, once, with nothing in flight; for GREEDY, after every event,
+ * no holder idle while a rank has not been given a sender.  Failures are
+ * injected at every event: a transfer reported with an error, or a rank
+ * reported failed (its transfers then come back UNREACHABLE). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+
+#include <cmocka.h>
+
+#include "proto/bcast.h"
+#include "proto/chunk.h"
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rnd_below(uint64_t n)
+{
+	return n ? rnd() % n : 0;
+}
+
+static uint8_t pattern(uint64_t off)
+{
+	return (uint8_t)(off * 7u + (off >> 8) * 13u + 1u);
+}
+
+/* ---- the simulation ---------------------------------------------------------- */
+
+enum lat_model {
+	LAT_EQUAL, /* every transfer 1 unit */
+	LAT_LINK,  /* a random latency 1..100 per (src, dst), fixed */
+	LAT_XFER,  /* a random latency 1..100 per transfer */
+};
+
+struct xfer {
+	uint32_t src, dst;
+	uint64_t chunk, off, len;
+	uint64_t t_start, t_done;
+	unsigned round; /* BINOMIAL: the round the test expects */
+};
+
+struct edge {
+	uint32_t src, dst;
+	uint64_t chunk, t;
+};
+
+struct sim {
+	struct tr_bcast b;
+	struct tr_bcast_rank *ranks;
+	uint32_t n, root;
+	uint64_t len, chunk, nchunks;
+	enum tr_bcast_algo algo; /* resolved */
+	enum lat_model lat;
+	uint32_t *link_lat;
+	unsigned cap; /* action array size used */
+	struct tr_bcast_act *acts;
+
+	uint8_t **buf;	    /* per rank, len bytes */
+	uint8_t *asked;	    /* [r * nchunks + k]: times asked for */
+	uint8_t *known;	    /* [r * nchunks + k]: reported complete OK */
+	uint32_t *busy;	    /* transfers out of r in flight */
+	uint32_t *in;	    /* transfers into r in flight */
+	uint32_t *rank_done; /* RANK_DONE count */
+	uint16_t *rank_status;
+	bool *dead;
+
+	struct xfer *pend; /* in flight */
+	size_t npend, cappend;
+	struct edge *edges; /* every COPY/PUT, in order */
+	size_t nedges, capedges;
+
+	uint64_t now;
+	uint64_t events; /* reports delivered */
+	uint64_t puts, copies;
+	bool done;
+	uint16_t done_status;
+	uint32_t done_failed;
+	uint64_t t_done;
+	bool failure_told; /* a failure reached the engine: no new transfers */
+
+	/* failure injection: at report number fail_at (0-based) */
+	int64_t fail_at;
+	uint32_t fail_rank;	/* TR_BCAST_NO_RANK: fail the transfer instead */
+	enum triad_status fail_status;
+	bool injected;
+	uint32_t expect_failed; /* the rank DONE must name */
+	bool expect_abort;
+
+	/* BINOMIAL: reports of the round in progress not yet delivered */
+	unsigned round, round_left, round_issued;
+	bool check_rounds;
+};
+
+static uint64_t sim_lat(struct sim *s, uint32_t src, uint32_t dst)
+{
+	switch (s->lat) {
+	case LAT_EQUAL:
+		return 1;
+	case LAT_LINK:
+		return s->link_lat[(uint64_t)src * s->n + dst];
+	default:
+		return 1 + rnd_below(100);
+	}
+}
+
+static struct sim *sim_new(uint32_t n, uint32_t root, uint64_t len, const struct tr_bcast_cfg *base,
+			   enum lat_model lat, unsigned cap)
+{
+	struct sim *s = calloc(1, sizeof(*s));
+	struct tr_bcast_cfg cfg = *base;
+
+	assert_non_null(s);
+	s->n = n;
+	s->root = root;
+	s->len = len;
+	s->lat = lat;
+	s->ranks = calloc(n, sizeof(*s->ranks));
+	assert_non_null(s->ranks);
+	cfg.nranks = n;
+	cfg.root = root;
+	cfg.len = len;
+	cfg.ranks = s->ranks;
+	assert_int_equal(tr_bcast_init(&s->b, &cfg), 0);
+	s->algo = tr_bcast_algo(&s->b);
+	s->chunk = s->b.cfg.chunk;
+	s->nchunks = tr_bcast_nchunks(&s->b);
+	assert_int_equal(s->nchunks, tr_chunk_count(len, s->chunk));
+	s->cap = cap ? cap : tr_bcast_acts_max(&s->b);
+	s->acts = calloc(s->cap, sizeof(*s->acts));
+	s->link_lat = calloc((size_t)n * n, sizeof(*s->link_lat));
+	s->buf = calloc(n, sizeof(*s->buf));
+	s->asked = calloc((size_t)n * (s->nchunks ? s->nchunks : 1), 1);
+	s->known = calloc((size_t)n * (s->nchunks ? s->nchunks : 1), 1);
+	s->busy = calloc(n, sizeof(*s->busy));
+	s->in = calloc(n, sizeof(*s->in));
+	s->rank_done = calloc(n, sizeof(*s->rank_done));
+	s->rank_status = calloc(n, sizeof(*s->rank_status));
+	s->dead = calloc(n, sizeof(*s->dead));
+	assert_true(s->acts && s->link_lat && s->buf && s->asked && s->known && s->busy && s->in &&
+		    s->rank_done && s->rank_status && s->dead);
+	for (uint64_t i = 0; i < (uint64_t)n * n; i++)
+		s->link_lat[i] = (uint32_t)(1 + rnd_below(100));
+	for (uint32_t r = 0; r < n; r++) {
+		s->buf[r] = calloc(1, len ? len : 1);
+		assert_non_null(s->buf[r]);
+		if (r == root)
+			for (uint64_t i = 0; i < len; i++)
+				s->buf[r][i] = pattern(i);
+	}
+	for (uint64_t k = 0; k < s->nchunks; k++)
+		s->known[(uint64_t)root * s->nchunks + k] = 1;
+	s->fail_at = -1;
+	s->fail_rank = TR_BCAST_NO_RANK;
+	s->expect_failed = TR_BCAST_NO_RANK;
+	return s;
+}
+
+static void sim_free(struct sim *s)
+{
+	for (uint32_t r = 0; r < s->n; r++)
+		free(s->buf[r]);
+	free(s->buf);
+	free(s->ranks);
+	free(s->acts);
+	free(s->link_lat);
+	free(s->asked);
+	free(s->known);
+	free(s->busy);
+	free(s->in);
+	free(s->rank_done);
+	free(s->rank_status);
+	free(s->dead);
+	free(s->pend);
+	free(s->edges);
+	free(s);
+}
+
+static bool sim_known(const struct sim *s, uint32_t r, uint64_t k)
+{
+	return s->known[(uint64_t)r * s->nchunks + k] != 0;
+}
+
+static bool sim_has_all(const struct sim *s, uint32_t r)
+{
+	for (uint64_t k = 0; k < s->nchunks; k++)
+		if (!sim_known(s, r, k))
+			return false;
+	return true;
+}
+
+static uint32_t rel(const struct sim *s, uint32_t r)
+{
+	return (r + s->n - s->root) % s->n;
+}
+
+static uint64_t sim_inflight_into(const struct sim *s, uint32_t r)
+{
+	return s->in[r];
+}
+
+/* GREEDY: no holder is idle while some rank has not been given a sender. */
+static void check_greedy_busy(const struct sim *s)
+{
+	bool lacking = false;
+
+	if (s->algo != TR_BCAST_GREEDY || s->failure_told || s->nchunks == 0)
+		return;
+	for (uint32_t r = 0; r < s->n; r++)
+		if (r != s->root && !s->asked[(uint64_t)r * s->nchunks])
+			lacking = true;
+	if (!lacking)
+		return;
+	for (uint32_t r = 0; r < s->n; r++)
+		if (sim_known(s, r, 0) && s->busy[r] == 0) {
+			fprintf(stderr, "rank %u idle while a rank lacks the data\n", r);
+			fail();
+		}
+}
+
+static void sim_exec_one(struct sim *s, const struct tr_bcast_act *a, bool last)
+{
+	switch (a->type) {
+	case TR_BCAST_ACT_COPY:
+	case TR_BCAST_ACT_PUT: {
+		struct xfer x = { .src = a->src, .dst = a->dst, .chunk = a->chunk, .off = a->off,
+				  .len = a->len, .t_start = s->now };
+		uint64_t idx;
+
+		assert_false(s->done);
+		assert_false(s->failure_told);
+		assert_true(a->src < s->n && a->dst < s->n && a->src != a->dst);
+		assert_int_not_equal(a->dst, s->root);
+		assert_int_equal(a->type == TR_BCAST_ACT_PUT, a->src == s->root);
+		assert_true(a->chunk < s->nchunks);
+		assert_int_equal(a->off, a->chunk * s->chunk);
+		assert_int_equal(a->len, tr_chunk_len(s->len, s->chunk, a->off));
+		assert_true(a->len > 0);
+		/* the source holds it, as the root knows */
+		assert_true(sim_known(s, a->src, a->chunk));
+		assert_memory_equal(s->buf[a->src] + a->off, s->buf[s->root] + a->off, a->len);
+		/* nothing out of or into a released rank */
+		assert_int_equal(s->rank_done[a->src], 0);
+		assert_int_equal(s->rank_done[a->dst], 0);
+		idx = (uint64_t)a->dst * s->nchunks + a->chunk;
+		assert_int_equal(s->asked[idx], 0);
+		s->asked[idx] = 1;
+		if (s->algo == TR_BCAST_PIPELINE) {
+			/* one parent per rank, chunks in order, window */
+			uint32_t v = rel(s, a->dst), f = s->b.cfg.fanout;
+
+			assert_int_equal(rel(s, a->src), (v - 1) / f);
+			assert_true(s->in[a->dst] < s->b.cfg.window);
+			if (a->chunk > 0)
+				assert_int_equal(s->asked[idx - 1], 1);
+		} else {
+			assert_int_equal(s->busy[a->src], 0); /* one at a time */
+		}
+		if (s->algo == TR_BCAST_BINOMIAL && s->check_rounds) {
+			uint32_t vs = rel(s, a->src), vd = rel(s, a->dst);
+
+			/* round r: v -> v + 2^r for v < 2^r */
+			assert_int_equal(vd - vs, 1u << s->round);
+			assert_true(vs < (1u << s->round));
+			s->round_issued++;
+			x.round = s->round;
+		}
+		memcpy(s->buf[a->dst] + a->off, s->buf[a->src] + a->off, a->len);
+		s->busy[a->src]++;
+		s->in[a->dst]++;
+		if (a->type == TR_BCAST_ACT_PUT)
+			s->puts++;
+		else
+			s->copies++;
+		x.t_done = s->now + sim_lat(s, a->src, a->dst);
+		if (s->npend == s->cappend) {
+			s->cappend = s->cappend ? 2 * s->cappend : 64;
+			s->pend = realloc(s->pend, s->cappend * sizeof(*s->pend));
+			assert_non_null(s->pend);
+		}
+		s->pend[s->npend++] = x;
+		if (s->nedges == s->capedges) {
+			s->capedges = s->capedges ? 2 * s->capedges : 64;
+			s->edges = realloc(s->edges, s->capedges * sizeof(*s->edges));
+			assert_non_null(s->edges);
+		}
+		s->edges[s->nedges++] = (struct edge){ a->src, a->dst, a->chunk, s->now };
+		break;
+	}
+	case TR_BCAST_ACT_RANK_DONE:
+		assert_false(s->done);
+		assert_true(a->dst < s->n);
+		assert_int_not_equal(a->dst, s->root);
+		assert_false(s->dead[a->dst]);
+		assert_int_equal(s->rank_done[a->dst], 0);
+		s->rank_done[a->dst]++;
+		s->rank_status[a->dst] = a->status;
+		/* its buffer is free now: nothing moves into or out of it */
+		assert_int_equal(s->busy[a->dst], 0);
+		assert_int_equal(sim_inflight_into(s, a->dst), 0);
+		if (a->status == TRIAD_S_OK) {
+			assert_true(sim_has_all(s, a->dst));
+			assert_memory_equal(s->buf[a->dst], s->buf[s->root], s->len);
+		} else {
+			assert_true(s->failure_told);
+			assert_false(sim_has_all(s, a->dst));
+		}
+		break;
+	case TR_BCAST_ACT_DONE:
+		assert_false(s->done);
+		assert_true(last);
+		assert_int_equal(s->npend, 0);
+		s->done = true;
+		s->done_status = a->status;
+		s->done_failed = a->failed;
+		s->t_done = s->now;
+		for (uint32_t r = 0; r < s->n; r++) {
+			if (r == s->root)
+				continue;
+			if (s->dead[r]) {
+				assert_true(s->rank_done[r] <= 1);
+				continue;
+			}
+			assert_int_equal(s->rank_done[r], 1);
+		}
+		if (a->status == TRIAD_S_OK) {
+			assert_int_equal(a->failed, TR_BCAST_NO_RANK);
+			for (uint32_t r = 0; r < s->n; r++) {
+				assert_true(sim_has_all(s, r));
+				assert_memory_equal(s->buf[r], s->buf[s->root], s->len);
+				if (r != s->root)
+					assert_int_equal(s->rank_status[r], TRIAD_S_OK);
+			}
+		} else {
+			assert_true(a->failed < s->n);
+		}
+		break;
+	default:
+		fail();
+	}
+}
+
+/* Runs the actions of one call (and polls until nothing is left). */
+static void sim_exec(struct sim *s, int ret)
+{
+	bool bound = s->cap == tr_bcast_acts_max(&s->b);
+	bool first = true;
+
+	for (;;) {
+		assert_true(ret >= 0);
+		assert_true((unsigned)ret <= s->cap);
+		/* tr_bcast_acts_max() is room for any one call */
+		if (bound && !first)
+			assert_int_equal(ret, 0);
+		first = false;
+		for (int i = 0; i < ret; i++) {
+			if (s->done)
+				fail_msg("action after DONE");
+			sim_exec_one(s, &s->acts[i], i == ret - 1);
+		}
+		if ((unsigned)ret < s->cap)
+			break;
+		ret = tr_bcast_poll(&s->b, s->acts, s->cap);
+	}
+	/* a full array means a poll: one more must find nothing new */
+	assert_int_equal(tr_bcast_poll(&s->b, s->acts, s->cap), 0);
+	check_greedy_busy(s);
+}
+
+static size_t sim_next(const struct sim *s)
+{
+	size_t best = 0;
+
+	for (size_t i = 1; i < s->npend; i++) {
+		const struct xfer *a = &s->pend[i], *b = &s->pend[best];
+
+		if (a->t_done != b->t_done ? a->t_done < b->t_done
+		    : a->src != b->src	   ? a->src < b->src
+		    : a->dst != b->dst	   ? a->dst < b->dst
+					   : a->chunk < b->chunk)
+			best = i;
+	}
+	return best;
+}
+
+static void sim_run(struct sim *s)
+{
+	sim_exec(s, tr_bcast_start(&s->b, s->acts, s->cap));
+	while (s->npend > 0) {
+		size_t i = sim_next(s);
+		struct xfer x = s->pend[i];
+		enum triad_status st = TRIAD_S_OK;
+		int ret;
+
+		s->pend[i] = s->pend[--s->npend];
+		s->now = x.t_done;
+		if (s->fail_at >= 0 && (uint64_t)s->fail_at == s->events && !s->injected) {
+			s->injected = true;
+			if (s->fail_rank != TR_BCAST_NO_RANK) {
+				bool mattered = s->rank_done[s->fail_rank] == 0;
+
+				s->dead[s->fail_rank] = true;
+				if (mattered && !s->failure_told) {
+					s->expect_abort = true;
+					s->expect_failed = s->fail_rank;
+					s->failure_told = true;
+				}
+				ret = tr_bcast_rank_failed(&s->b, s->fail_rank, s->fail_status,
+							   s->acts, s->cap);
+				sim_exec(s, ret);
+			} else {
+				st = s->fail_status;
+			}
+		}
+		if (s->dead[x.src] || s->dead[x.dst])
+			st = TRIAD_S_UNREACHABLE;
+		if (st != TRIAD_S_OK && !s->failure_told) {
+			s->failure_told = true;
+			s->expect_abort = true;
+			s->expect_failed = x.dst;
+		}
+		s->busy[x.src]--;
+		s->in[x.dst]--;
+		if (st == TRIAD_S_OK)
+			s->known[(uint64_t)x.dst * s->nchunks + x.chunk] = 1;
+		if (s->algo == TR_BCAST_BINOMIAL && s->check_rounds) {
+			uint32_t step = 1u << s->round;
+
+			assert_int_equal(x.round, s->round);
+			if (++s->round_left == s->round_issued) {
+				/* the whole round was ordered at once */
+				uint32_t want = s->n - step < step ? s->n - step : step;
+
+				assert_int_equal(s->round_issued, want);
+				s->round++;
+				s->round_left = 0;
+				s->round_issued = 0;
+			}
+		}
+		s->events++;
+		ret = tr_bcast_xfer_done(&s->b, x.src, x.dst, x.chunk, st, s->acts, s->cap);
+		sim_exec(s, ret);
+	}
+	assert_true(s->done);
+	assert_true(tr_bcast_finished(&s->b));
+	assert_int_equal(tr_bcast_inflight(&s->b), 0);
+	if (s->expect_abort) {
+		assert_int_not_equal(s->done_status, TRIAD_S_OK);
+		assert_int_equal(s->done_failed, s->expect_failed);
+	} else {
+		assert_int_equal(s->done_status, TRIAD_S_OK);
+	}
+	assert_int_equal(tr_bcast_stats(&s->b)->copies, s->copies);
+	assert_int_equal(tr_bcast_stats(&s->b)->puts, s->puts);
+	assert_int_equal(tr_bcast_stats(&s->b)->unexpected, 0);
+}
+
+static struct tr_bcast_cfg cfg_algo(enum tr_bcast_algo algo)
+{
+	return (struct tr_bcast_cfg){ .algo = algo };
+}
+
+/* Runs one clean broadcast and checks the totals. */
+static struct sim *run_ok(uint32_t n, uint32_t root, uint64_t len, const struct tr_bcast_cfg *cfg,
+			  enum lat_model lat, unsigned cap)
+{
+	struct sim *s = sim_new(n, root, len, cfg, lat, cap);
+
+	sim_run(s);
+	assert_int_equal(s->done_status, TRIAD_S_OK);
+	assert_int_equal(s->nedges, (uint64_t)(n - 1) * s->nchunks);
+	for (uint32_t r = 0; r < n; r++)
+		for (uint64_t k = 0; k < s->nchunks; k++)
+			assert_int_equal(s->asked[(uint64_t)r * s->nchunks + k], r != root);
+	return s;
+}
+
+static bool has_edge(const struct sim *s, uint32_t src, uint32_t dst)
+{
+	for (size_t i = 0; i < s->nedges; i++)
+		if (s->edges[i].src == src && s->edges[i].dst == dst)
+			return true;
+	return false;
+}
+
+/* ---- tests --------------------------------------------------------------------- */
+
+static void test_names(void **state)
+{
+	(void)state;
+	assert_string_equal(tr_bcast_algo_str(TR_BCAST_AUTO), "auto");
+	assert_string_equal(tr_bcast_algo_str(TR_BCAST_GREEDY), "greedy");
+	assert_string_equal(tr_bcast_algo_str(TR_BCAST_BINOMIAL), "binomial");
+	assert_string_equal(tr_bcast_algo_str(TR_BCAST_PIPELINE), "pipeline");
+	assert_string_equal(tr_bcast_algo_str(TR_BCAST_NALGOS), "?");
+	assert_string_equal(tr_bcast_act_str(TR_BCAST_ACT_COPY), "copy");
+	assert_string_equal(tr_bcast_act_str(TR_BCAST_ACT_PUT), "put");
+	assert_string_equal(tr_bcast_act_str(TR_BCAST_ACT_RANK_DONE), "rank_done");
+	assert_string_equal(tr_bcast_act_str(TR_BCAST_ACT_DONE), "done");
+	assert_string_equal(tr_bcast_act_str(-1u), "?");
+	for (unsigned i = 0; i < TR_BCAST_NALGOS; i++)
+		assert_string_not_equal(tr_bcast_algo_str(i), "?");
+	for (unsigned i = 0; i < TR_BCAST_NACTS; i++)
+		assert_string_not_equal(tr_bcast_act_str(i), "?");
+}
+
+static void test_init_validation(void **state)
+{
+	struct tr_bcast_rank ranks[8];
+	struct tr_bcast b, before;
+	struct tr_bcast_cfg cfg = { .nranks = 8, .root = 3, .len = 100, .ranks = ranks };
+
+	(void)state;
+	memset(&b, 0x5a, sizeof(b));
+	before = b;
+	cfg.nranks = 0;
+	assert_int_equal(tr_bcast_init(&b, &cfg), -EINVAL);
+	cfg.nranks = TR_BCAST_NO_RANK;
+	assert_int_equal(tr_bcast_init(&b, &cfg), -EINVAL);
+	cfg.nranks = 8;
+	cfg.root = 8;
+	assert_int_equal(tr_bcast_init(&b, &cfg), -EINVAL);
+	cfg.root = 3;
+	cfg.ranks = NULL;
+	assert_int_equal(tr_bcast_init(&b, &cfg), -EINVAL);
+	cfg.ranks = ranks;
+	cfg.algo = TR_BCAST_NALGOS;
+	assert_int_equal(tr_bcast_init(&b, &cfg), -EINVAL);
+	cfg.algo = TR_BCAST_PIPELINE;
+	cfg.window = TR_BCAST_MAX_WINDOW + 1;
+	assert_int_equal(tr_bcast_init(&b, &cfg), -EINVAL);
+	assert_memory_equal(&b, &before, sizeof(b));
+
+	/* defaults */
+	cfg.window = 0;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_algo(&b), TR_BCAST_PIPELINE);
+	assert_int_equal(b.cfg.chunk, TR_BCAST_CHUNK_DEFAULT);
+	assert_int_equal(b.cfg.window, TR_BCAST_WINDOW_DEFAULT);
+	assert_int_equal(b.cfg.auto_len, TR_BCAST_AUTO_LEN_DEFAULT);
+	assert_int_equal(b.cfg.auto_ranks, TR_BCAST_AUTO_RANKS_DEFAULT);
+	assert_int_equal(tr_bcast_nchunks(&b), 1);
+	assert_false(tr_bcast_finished(&b));
+	assert_true(tr_bcast_holds(&b, 3));
+	assert_false(tr_bcast_holds(&b, 0));
+	/* GREEDY and BINOMIAL move the buffer whole */
+	cfg.algo = TR_BCAST_GREEDY;
+	cfg.chunk = 7;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_nchunks(&b), 1);
+	cfg.len = 0;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_nchunks(&b), 0);
+	assert_true(tr_bcast_holds(&b, 0));
+	assert_true(tr_bcast_acts_max(&b) >= 8 + 1);
+}
+
+static void test_auto(void **state)
+{
+	struct tr_bcast_rank ranks[64];
+	struct tr_bcast b;
+	struct tr_bcast_cfg cfg = { .nranks = 8, .ranks = ranks, .algo = TR_BCAST_AUTO };
+
+	(void)state;
+	/* defaults: pipeline from 256 KiB and 3 ranks */
+	cfg.len = TR_BCAST_AUTO_LEN_DEFAULT - 1;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_algo(&b), TR_BCAST_GREEDY);
+	cfg.len = TR_BCAST_AUTO_LEN_DEFAULT;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_algo(&b), TR_BCAST_PIPELINE);
+	cfg.nranks = 2;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_algo(&b), TR_BCAST_GREEDY);
+	/* the crossover constants come from the config */
+	cfg.nranks = 5;
+	cfg.auto_len = 1000;
+	cfg.auto_ranks = 5;
+	cfg.chunk = 100;
+	cfg.len = 999;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_algo(&b), TR_BCAST_GREEDY);
+	cfg.len = 1000;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_algo(&b), TR_BCAST_PIPELINE);
+	cfg.nranks = 4;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_algo(&b), TR_BCAST_GREEDY);
+	/* one chunk: nothing to pipeline */
+	cfg.nranks = 5;
+	cfg.chunk = 1000;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_algo(&b), TR_BCAST_GREEDY);
+	/* BINOMIAL only when asked */
+	cfg.algo = TR_BCAST_BINOMIAL;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_algo(&b), TR_BCAST_BINOMIAL);
+
+	/* pipeline shape: chain for a long stream, binary tree for a short
+	 * one over many ranks (nchunks >= N - 2 - 2 floor(log2 N)) */
+	cfg = (struct tr_bcast_cfg){ .nranks = 64, .ranks = ranks, .algo = TR_BCAST_PIPELINE,
+				     .chunk = 1, .len = 50 };
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(b.cfg.fanout, 1);
+	cfg.len = 49;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(b.cfg.fanout, 2);
+	cfg.fanout = 3;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(b.cfg.fanout, 3);
+}
+
+/* The patent's Fig. 11: 8 ranks (nodes 11..18), equal latencies, the
+ * root's PUT overlapping the copies it orders, lowest rank first among
+ * those lacking.  Time 0: 0->1.  Time 1: 0->2 and 1->3.  Time 2: the PUT
+ * to 2 and the copy to 3 complete together (reported in sender order):
+ * 2->4, 0->5, then 1->6, 3->7.  Done at time 3 = log2 8. */
+static void fig11(unsigned cap)
+{
+	struct tr_bcast_cfg cfg = cfg_algo(TR_BCAST_GREEDY);
+	struct sim *s = run_ok(8, 0, 1000, &cfg, LAT_EQUAL, cap);
+	static const struct edge want[] = {
+		{ 0, 1, 0, 0 }, { 0, 2, 0, 1 }, { 1, 3, 0, 1 }, { 2, 4, 0, 2 },
+		{ 0, 5, 0, 2 }, { 1, 6, 0, 2 }, { 3, 7, 0, 2 },
+	};
+
+	assert_int_equal(s->nedges, 7);
+	for (size_t i = 0; i < 7; i++) {
+		assert_int_equal(s->edges[i].src, want[i].src);
+		assert_int_equal(s->edges[i].dst, want[i].dst);
+		assert_int_equal(s->edges[i].t, want[i].t);
+	}
+	/* 0->{1,2,5}, 1->{3,6}, 2->{4}, 3->{7} */
+	assert_true(has_edge(s, 0, 1) && has_edge(s, 0, 2) && has_edge(s, 0, 5));
+	assert_true(has_edge(s, 1, 3) && has_edge(s, 1, 6));
+	assert_true(has_edge(s, 2, 4));
+	assert_true(has_edge(s, 3, 7));
+	assert_int_equal(s->puts, 3);
+	assert_int_equal(s->copies, 4);
+	assert_int_equal(s->t_done, 3);
+	sim_free(s);
+}
+
+static void test_fig11(void **state)
+{
+	(void)state;
+	fig11(0);
+	/* the same with room for one action per call (tr_bcast_poll) */
+	fig11(1);
+	fig11(2);
+}
+
+/* Equal latencies: greedy doubles the holders every unit, like the
+ * binomial tree, for every N and root. */
+static void test_greedy_equal_latency(void **state)
+{
+	struct tr_bcast_cfg cfg = cfg_algo(TR_BCAST_GREEDY);
+
+	(void)state;
+	for (uint32_t n = 1; n <= 64; n++) {
+		unsigned lg = 0;
+
+		while ((1u << lg) < n)
+			lg++;
+		for (uint32_t root = 0; root < n; root += 1 + n / 8) {
+			struct sim *s = run_ok(n, root, 33, &cfg, LAT_EQUAL, 0);
+
+			assert_int_equal(s->t_done, lg);
+			assert_int_equal(s->puts + s->copies, n - 1);
+			/* targets lowest rank first */
+			for (size_t i = 1; i < s->nedges; i++)
+				assert_true(s->edges[i].dst > s->edges[i - 1].dst);
+			sim_free(s);
+		}
+	}
+}
+
+/* Random latencies: N - 1 transfers, each rank once, never an idle holder
+ * while a rank lacks the data (checked after every event), DONE last. */
+static void test_greedy_unequal_latency(void **state)
+{
+	struct tr_bcast_cfg cfg = cfg_algo(TR_BCAST_GREEDY);
+
+	(void)state;
+	for (unsigned seed = 0; seed < 300; seed++) {
+		uint32_t n = 2 + (uint32_t)rnd_below(63);
+		uint32_t root = (uint32_t)rnd_below(n);
+		enum lat_model lat = seed & 1 ? LAT_LINK : LAT_XFER;
+		struct sim *s = run_ok(n, root, 1 + rnd_below(3000), &cfg, lat, 0);
+
+		assert_int_equal(s->puts + s->copies, n - 1);
+		assert_int_equal(tr_bcast_stats(&s->b)->reports, n - 1);
+		assert_int_equal(tr_bcast_stats(&s->b)->rank_dones, n - 1);
+		sim_free(s);
+	}
+}
+
+/* The patent's claim: without rounds, nobody waits for the slowest
+ * transfer of a round.  Under the same random link latencies greedy ends
+ * no later than the round-synchronous tree on average, and mostly
+ * earlier. */
+static void test_greedy_vs_binomial(void **state)
+{
+	uint64_t tg = 0, tb = 0;
+	unsigned better = 0, runs = 200;
+
+	(void)state;
+	for (unsigned seed = 0; seed < runs; seed++) {
+		uint32_t n = 8 + (uint32_t)rnd_below(57);
+		uint64_t saved = rng_state;
+		struct tr_bcast_cfg cg = cfg_algo(TR_BCAST_GREEDY);
+		struct tr_bcast_cfg cb = cfg_algo(TR_BCAST_BINOMIAL);
+		struct sim *g, *b;
+
+		g = run_ok(n, 0, 64, &cg, LAT_LINK, 0);
+		rng_state = saved; /* the same link latencies */
+		b = run_ok(n, 0, 64, &cb, LAT_LINK, 0);
+		assert_memory_equal(g->link_lat, b->link_lat, (size_t)n * n * sizeof(uint32_t));
+		tg += g->t_done;
+		tb += b->t_done;
+		better += g->t_done < b->t_done;
+		sim_free(g);
+		sim_free(b);
+	}
+	assert_true(tg < tb);
+	assert_true(better > runs / 2);
+}
+
+static void check_binomial(uint32_t n, uint32_t root, enum lat_model lat)
+{
+	struct tr_bcast_cfg cfg = cfg_algo(TR_BCAST_BINOMIAL);
+	struct sim *s = sim_new(n, root, 17, &cfg, lat, 0);
+	unsigned lg = 0;
+
+	while ((1u << lg) < n)
+		lg++;
+	s->check_rounds = true;
+	sim_run(s);
+	assert_int_equal(s->done_status, TRIAD_S_OK);
+	assert_int_equal(s->nedges, n - 1);
+	assert_int_equal(s->round, lg);
+	assert_int_equal(tr_bcast_stats(&s->b)->rounds, lg);
+	if (lat == LAT_EQUAL)
+		assert_int_equal(s->t_done, lg);
+	sim_free(s);
+}
+
+/* Round j orders v -> v + 2^j (v < 2^j) only once every transfer of
+ * round j - 1 was reported (the simulation checks both). */
+static void test_binomial_rounds(void **state)
+{
+	struct tr_bcast_cfg cfg = cfg_algo(TR_BCAST_BINOMIAL);
+	struct sim *s;
+	static const struct edge want[] = {
+		{ 0, 1, 0, 0 }, { 0, 2, 0, 1 }, { 1, 3, 0, 1 }, { 0, 4, 0, 2 },
+		{ 1, 5, 0, 2 }, { 2, 6, 0, 2 }, { 3, 7, 0, 2 },
+	};
+
+	(void)state;
+	s = run_ok(8, 0, 100, &cfg, LAT_EQUAL, 0);
+	for (size_t i = 0; i < 7; i++) {
+		assert_int_equal(s->edges[i].src, want[i].src);
+		assert_int_equal(s->edges[i].dst, want[i].dst);
+		assert_int_equal(s->edges[i].t, want[i].t);
+	}
+	sim_free(s);
+
+	/* rounds wait for their slowest transfer: with a slow 0 -> 2 link,
+	 * round 2 is ordered only at 51, though 1 and 3 hold the data at 2 */
+	s = sim_new(8, 0, 10, &cfg, LAT_LINK, 0);
+	for (uint32_t i = 0; i < 64; i++)
+		s->link_lat[i] = 1;
+	s->link_lat[0 * 8 + 2] = 50;
+	s->check_rounds = true;
+	sim_run(s);
+	for (size_t i = 3; i < 7; i++)
+		assert_int_equal(s->edges[i].t, 51);
+	assert_int_equal(s->t_done, 52);
+	sim_free(s);
+
+	for (uint32_t n = 1; n <= 40; n++)
+		for (uint32_t root = 0; root < n; root += 1 + n / 5) {
+			check_binomial(n, root, LAT_EQUAL);
+			check_binomial(n, root, LAT_XFER);
+		}
+}
+
+/* Chain, equal latencies, one chunk per link: chunk k reaches relative
+ * rank v at time k + v, so the last arrives at nchunks + N - 2, and the
+ * links work at the same time. */
+static void test_pipeline_chain_overlap(void **state)
+{
+	struct tr_bcast_cfg cfg = { .algo = TR_BCAST_PIPELINE, .chunk = 10, .fanout = 1,
+				    .window = 1 };
+	struct sim *s;
+	unsigned max_active = 0;
+
+	(void)state;
+	s = run_ok(5, 2, 80, &cfg, LAT_EQUAL, 0);
+	assert_int_equal(s->nchunks, 8);
+	assert_int_equal(s->t_done, 8 + 5 - 2);
+	for (uint64_t t = 0; t < s->t_done; t++) {
+		unsigned active = 0;
+
+		for (size_t i = 0; i < s->nedges; i++)
+			active += s->edges[i].t == t;
+		if (active > max_active)
+			max_active = active;
+	}
+	assert_int_equal(max_active, 4); /* every link busy at once */
+	for (size_t i = 0; i < s->nedges; i++)
+		assert_int_equal(rel(s, s->edges[i].dst), rel(s, s->edges[i].src) + 1);
+	sim_free(s);
+
+	/* a window hides latency: 4 chunks in flight per link */
+	cfg.window = 4;
+	s = run_ok(5, 2, 80, &cfg, LAT_EQUAL, 0);
+	assert_int_equal(s->t_done, 2 + 5 - 2);
+	sim_free(s);
+
+	/* binary tree: depth 2 for 7 ranks */
+	cfg.window = 1;
+	cfg.fanout = 2;
+	s = run_ok(7, 0, 80, &cfg, LAT_EQUAL, 0);
+	assert_int_equal(s->t_done, 8 + 2 - 1);
+	assert_true(has_edge(s, 0, 1) && has_edge(s, 0, 2) && has_edge(s, 1, 3) &&
+		    has_edge(s, 1, 4) && has_edge(s, 2, 5) && has_edge(s, 2, 6));
+	sim_free(s);
+}
+
+/* Every chunk to every rank exactly once, forwarded only once held, in
+ * order per link within the window, real bytes, for many shapes. */
+static void test_pipeline_correctness(void **state)
+{
+	static const uint64_t lens[] = { 1, 7, 100, 1000, 4096, 10007, 65539 };
+	static const uint64_t chunks[] = { 1, 3, 64, 1000, 4096, 100000 };
+	static const uint32_t ns[] = { 2, 3, 5, 8, 17, 33 };
+	static const uint32_t fanouts[] = { 0, 1, 2, 3, 40 };
+	static const uint32_t windows[] = { 1, 2, 4, 64 };
+	unsigned runs = 0;
+
+	(void)state;
+	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++)
+		for (size_t ci = 0; ci < sizeof(chunks) / sizeof(chunks[0]); ci++)
+			for (size_t ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+				uint64_t k = tr_chunk_count(lens[li], chunks[ci]);
+				uint32_t n = ns[ni];
+
+				if (k * n > 6000)
+					continue;
+				for (size_t fi = 0; fi < 5; fi++) {
+					struct tr_bcast_cfg cfg = {
+						.algo = TR_BCAST_PIPELINE, .chunk = chunks[ci],
+						.fanout = fanouts[fi],
+						.window = windows[rnd_below(4)],
+					};
+					struct sim *s = run_ok(n, (uint32_t)rnd_below(n), lens[li],
+							       &cfg, runs & 1 ? LAT_XFER : LAT_LINK,
+							       0);
+
+					assert_int_equal(s->nchunks, k);
+					sim_free(s);
+					runs++;
+				}
+			}
+	assert_true(runs > 300);
+}
+
+/* len 0: every rank is done at start, for every N, root and algorithm. */
+static void test_zero_length(void **state)
+{
+	struct tr_bcast_rank ranks[64];
+	struct tr_bcast_act acts[66];
+
+	(void)state;
+	for (uint32_t n = 1; n <= 64; n++)
+		for (uint32_t root = 0; root < n; root++)
+			for (unsigned algo = 0; algo < TR_BCAST_NALGOS; algo++) {
+				struct tr_bcast_cfg cfg = { .nranks = n, .root = root, .len = 0,
+							    .algo = algo, .ranks = ranks };
+				struct tr_bcast b;
+				uint32_t seen = 0;
+				int ret;
+
+				assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+				ret = tr_bcast_start(&b, acts, 66);
+				assert_int_equal(ret, n);
+				for (int i = 0; i < ret - 1; i++) {
+					assert_int_equal(acts[i].type, TR_BCAST_ACT_RANK_DONE);
+					assert_int_equal(acts[i].status, TRIAD_S_OK);
+					assert_int_not_equal(acts[i].dst, root);
+					seen++;
+				}
+				assert_int_equal(seen, n - 1);
+				assert_int_equal(acts[ret - 1].type, TR_BCAST_ACT_DONE);
+				assert_int_equal(acts[ret - 1].status, TRIAD_S_OK);
+				assert_int_equal(acts[ret - 1].failed, TR_BCAST_NO_RANK);
+				assert_true(tr_bcast_finished(&b));
+				assert_int_equal(tr_bcast_poll(&b, acts, 66), 0);
+				assert_int_equal(tr_bcast_start(&b, acts, 66), -EALREADY);
+			}
+}
+
+/* Every N from 1 to 64, every root, every algorithm, random latencies. */
+static void test_all_sizes_all_roots(void **state)
+{
+	(void)state;
+	for (uint32_t n = 1; n <= 64; n++)
+		for (uint32_t root = 0; root < n; root++)
+			for (unsigned algo = TR_BCAST_GREEDY; algo < TR_BCAST_NALGOS; algo++) {
+				struct tr_bcast_cfg cfg = { .algo = algo, .chunk = 2, .window = 2 };
+				struct sim *s = run_ok(n, root, 5, &cfg, LAT_XFER, 0);
+
+				if (algo != TR_BCAST_PIPELINE)
+					assert_int_equal(s->nedges, n - 1);
+				else
+					assert_int_equal(s->nedges, 3 * (n - 1));
+				sim_free(s);
+			}
+}
+
+/* One rank: DONE at once, nothing moves. */
+static void test_single_rank(void **state)
+{
+	struct tr_bcast_rank ranks[1];
+	struct tr_bcast_act acts[4];
+
+	(void)state;
+	for (unsigned algo = 0; algo < TR_BCAST_NALGOS; algo++) {
+		struct tr_bcast_cfg cfg = { .nranks = 1, .len = 1 << 20, .algo = algo,
+					    .ranks = ranks };
+		struct tr_bcast b;
+
+		assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+		assert_int_equal(tr_bcast_start(&b, acts, 4), 1);
+		assert_int_equal(acts[0].type, TR_BCAST_ACT_DONE);
+		assert_int_equal(acts[0].status, TRIAD_S_OK);
+		assert_int_equal(tr_bcast_stats(&b)->puts + tr_bcast_stats(&b)->copies, 0);
+	}
+}
+
+static void fail_sweep(enum tr_bcast_algo algo, uint32_t n, bool rank_failure, unsigned cap)
+{
+	struct tr_bcast_cfg cfg = { .algo = algo, .chunk = 3, .window = 2 };
+	uint64_t total;
+	struct sim *s;
+
+	/* how many reports a clean run has */
+	s = run_ok(n, 1 % n, 11, &cfg, LAT_XFER, cap);
+	total = s->events;
+	sim_free(s);
+	for (uint64_t at = 0; at < total; at++) {
+		uint32_t rmax = rank_failure ? n : 1;
+
+		for (uint32_t x = 0; x < rmax; x++) {
+			if (rank_failure && x == 1 % n)
+				continue;
+			s = sim_new(n, 1 % n, 11, &cfg, LAT_XFER, cap);
+			s->fail_at = (int64_t)at;
+			s->fail_rank = rank_failure ? x : TR_BCAST_NO_RANK;
+			s->fail_status = rank_failure ? TRIAD_S_UNREACHABLE : TRIAD_S_REMOTE_ACCESS;
+			sim_run(s);
+			if (s->injected && !rank_failure) {
+				/* the transfer that failed names its dst */
+				assert_true(s->expect_abort);
+				assert_int_equal(s->done_status, TRIAD_S_REMOTE_ACCESS);
+			}
+			if (s->expect_abort) {
+				/* no rank waits: each live one told, the lacking ones with
+				 * the error */
+				assert_int_equal(s->done_failed, s->expect_failed);
+				for (uint32_t r = 0; r < n; r++)
+					if (r != s->root && !s->dead[r])
+						assert_int_equal(s->rank_status[r] == TRIAD_S_OK,
+								 sim_has_all(s, r));
+			}
+			sim_free(s);
+		}
+	}
+}
+
+/* A transfer reported with an error at every point: DONE(error, its dst)
+ * once nothing is in flight, no transfer after the report. */
+static void test_fail_transfer(void **state)
+{
+	(void)state;
+	for (unsigned algo = TR_BCAST_GREEDY; algo < TR_BCAST_NALGOS; algo++)
+		for (uint32_t n = 2; n <= 13; n += 1 + n / 3) {
+			fail_sweep(algo, n, false, 0);
+			fail_sweep(algo, n, false, 1);
+		}
+}
+
+/* Every rank reported failed at every point: DONE(UNREACHABLE, that rank)
+ * unless it had been released already (then nothing changes). */
+static void test_fail_rank(void **state)
+{
+	(void)state;
+	for (unsigned algo = TR_BCAST_GREEDY; algo < TR_BCAST_NALGOS; algo++)
+		for (uint32_t n = 2; n <= 9; n += 1 + n / 3)
+			fail_sweep(algo, n, true, 0);
+}
+
+/* Random failures over random shapes, and the first failure wins. */
+static void test_fail_random(void **state)
+{
+	(void)state;
+	for (unsigned seed = 0; seed < 400; seed++) {
+		unsigned algo = TR_BCAST_GREEDY + (unsigned)rnd_below(3);
+		uint32_t n = 2 + (uint32_t)rnd_below(40);
+		struct tr_bcast_cfg cfg = { .algo = algo, .chunk = 1 + rnd_below(50),
+					    .fanout = (uint32_t)rnd_below(4),
+					    .window = 1 + (uint32_t)rnd_below(8) };
+		struct sim *s = sim_new(n, (uint32_t)rnd_below(n), 1 + rnd_below(300), &cfg,
+					LAT_XFER, seed % 5 == 0 ? 1 : 0);
+
+		s->fail_at = (int64_t)rnd_below(s->nchunks * n + 1);
+		if (seed & 1) {
+			s->fail_rank = (uint32_t)rnd_below(n);
+			if (s->fail_rank == s->root)
+				s->fail_rank = (s->root + 1) % n;
+			s->fail_status = seed & 2 ? TRIAD_S_TIMEOUT : TRIAD_S_UNREACHABLE;
+		} else {
+			s->fail_status = TRIAD_S_TRANSPORT;
+		}
+		sim_run(s);
+		sim_free(s);
+	}
+}
+
+/* Calls out of turn, reports that match nothing, late failures. */
+static void test_bad_events(void **state)
+{
+	struct tr_bcast_rank ranks[4];
+	struct tr_bcast_act acts[8];
+	struct tr_bcast_cfg cfg = { .nranks = 4, .root = 0, .len = 10, .ranks = ranks,
+				    .algo = TR_BCAST_GREEDY };
+	struct tr_bcast b;
+	int ret;
+
+	(void)state;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	/* before start */
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 0, TRIAD_S_OK, acts, 8), -EINVAL);
+	assert_int_equal(tr_bcast_rank_failed(&b, 1, TRIAD_S_UNREACHABLE, acts, 8), -EINVAL);
+	assert_int_equal(tr_bcast_start(&b, NULL, 8), -EINVAL);
+	assert_int_equal(tr_bcast_start(&b, acts, 8), 1);
+	assert_int_equal(acts[0].type, TR_BCAST_ACT_PUT);
+	assert_int_equal(acts[0].dst, 1);
+	assert_int_equal(acts[0].off, 0);
+	assert_int_equal(acts[0].len, 10);
+	assert_int_equal(tr_bcast_start(&b, acts, 8), -EALREADY);
+	/* bad arguments */
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 4, 0, TRIAD_S_OK, acts, 8), -EINVAL);
+	assert_int_equal(tr_bcast_xfer_done(&b, 4, 1, 0, TRIAD_S_OK, acts, 8), -EINVAL);
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 0, TRIAD_S_PENDING, acts, 8), -EINVAL);
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 0, TRIAD_S_MAX, acts, 8), -EINVAL);
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 0, TRIAD_S_OK, NULL, 8), -EINVAL);
+	assert_int_equal(tr_bcast_rank_failed(&b, 0, TRIAD_S_UNREACHABLE, acts, 8), -EINVAL);
+	assert_int_equal(tr_bcast_rank_failed(&b, 4, TRIAD_S_UNREACHABLE, acts, 8), -EINVAL);
+	assert_int_equal(tr_bcast_rank_failed(&b, 1, TRIAD_S_OK, acts, 8), -EINVAL);
+	assert_int_equal(tr_bcast_poll(&b, NULL, 1), -EINVAL);
+	/* reports that match no transfer in flight */
+	assert_int_equal(tr_bcast_xfer_done(&b, 2, 1, 0, TRIAD_S_OK, acts, 8), -ENOENT);
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 2, 0, TRIAD_S_OK, acts, 8), -ENOENT);
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 1, TRIAD_S_OK, acts, 8), -ENOENT);
+	assert_int_equal(tr_bcast_xfer_done(&b, 1, 0, 0, TRIAD_S_OK, acts, 8), -ENOENT);
+	assert_int_equal(tr_bcast_stats(&b)->unexpected, 4);
+	assert_int_equal(tr_bcast_inflight(&b), 1);
+	/* the real one: 0 -> 2, 1 -> 3 */
+	ret = tr_bcast_xfer_done(&b, 0, 1, 0, TRIAD_S_OK, acts, 8);
+	assert_int_equal(ret, 2);
+	assert_true(tr_bcast_holds(&b, 1));
+	assert_int_equal(acts[0].type, TR_BCAST_ACT_PUT);
+	assert_int_equal(acts[0].dst, 2);
+	assert_int_equal(acts[1].type, TR_BCAST_ACT_COPY);
+	assert_int_equal(acts[1].src, 1);
+	assert_int_equal(acts[1].dst, 3);
+	/* a duplicate */
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 0, TRIAD_S_OK, acts, 8), -ENOENT);
+	assert_int_equal(tr_bcast_stats(&b)->unexpected, 5);
+	/* 3 arrives: nobody left to send to, 1 and 3 are released */
+	ret = tr_bcast_xfer_done(&b, 1, 3, 0, TRIAD_S_OK, acts, 8);
+	assert_int_equal(ret, 2);
+	assert_int_equal(acts[0].type, TR_BCAST_ACT_RANK_DONE);
+	assert_int_equal(acts[0].dst, 1);
+	assert_int_equal(acts[1].type, TR_BCAST_ACT_RANK_DONE);
+	assert_int_equal(acts[1].dst, 3);
+	/* a released rank failing changes nothing */
+	assert_int_equal(tr_bcast_rank_failed(&b, 3, TRIAD_S_UNREACHABLE, acts, 8), 0);
+	assert_int_equal(tr_bcast_rank_failed(&b, 3, TRIAD_S_UNREACHABLE, acts, 8), 0);
+	ret = tr_bcast_xfer_done(&b, 0, 2, 0, TRIAD_S_OK, acts, 8);
+	assert_int_equal(ret, 2);
+	assert_int_equal(acts[0].type, TR_BCAST_ACT_RANK_DONE);
+	assert_int_equal(acts[0].dst, 2);
+	assert_int_equal(acts[1].type, TR_BCAST_ACT_DONE);
+	assert_int_equal(acts[1].status, TRIAD_S_OK);
+	assert_true(tr_bcast_finished(&b));
+	/* after DONE: failures are ignored, nothing is in flight */
+	assert_int_equal(tr_bcast_rank_failed(&b, 2, TRIAD_S_UNREACHABLE, acts, 8), 0);
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 2, 0, TRIAD_S_OK, acts, 8), -ENOENT);
+	assert_int_equal(tr_bcast_poll(&b, acts, 8), 0);
+}
+
+/* Two failures: the first one is reported, the second only accounted; the
+ * ranks that got nothing hear the first status. */
+static void test_first_failure_wins(void **state)
+{
+	struct tr_bcast_rank ranks[8];
+	struct tr_bcast_act acts[16];
+	struct tr_bcast_cfg cfg = { .nranks = 8, .root = 0, .len = 10, .ranks = ranks,
+				    .algo = TR_BCAST_GREEDY };
+	struct tr_bcast b;
+	int ret;
+
+	(void)state;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_start(&b, acts, 16), 1);		  /* 0 -> 1 */
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 0, TRIAD_S_OK, acts, 16), 2); /* 0->2, 1->3 */
+	/* rank 3 dies: nothing new; 4..7 were never sent anything and are
+	 * told at once; 3 gets nothing; 1 and 2 are busy */
+	ret = tr_bcast_rank_failed(&b, 3, TRIAD_S_TIMEOUT, acts, 16);
+	assert_int_equal(ret, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(acts[i].type, TR_BCAST_ACT_RANK_DONE);
+		assert_int_equal(acts[i].dst, 4 + i);
+		assert_int_equal(acts[i].status, TRIAD_S_TIMEOUT);
+	}
+	/* the PUT to 2 fails too: accounted, 2 told with the first status */
+	ret = tr_bcast_xfer_done(&b, 0, 2, 0, TRIAD_S_REMOTE_ACCESS, acts, 16);
+	assert_int_equal(ret, 1);
+	assert_int_equal(acts[0].type, TR_BCAST_ACT_RANK_DONE);
+	assert_int_equal(acts[0].dst, 2);
+	assert_int_equal(acts[0].status, TRIAD_S_TIMEOUT);
+	/* the copy into the dead rank comes back: 1 had the data */
+	ret = tr_bcast_xfer_done(&b, 1, 3, 0, TRIAD_S_UNREACHABLE, acts, 16);
+	assert_int_equal(ret, 2);
+	assert_int_equal(acts[0].type, TR_BCAST_ACT_RANK_DONE);
+	assert_int_equal(acts[0].dst, 1);
+	assert_int_equal(acts[0].status, TRIAD_S_OK);
+	assert_int_equal(acts[1].type, TR_BCAST_ACT_DONE);
+	assert_int_equal(acts[1].status, TRIAD_S_TIMEOUT);
+	assert_int_equal(acts[1].failed, 3);
+	assert_int_equal(tr_bcast_stats(&b)->errors, 2);
+}
+
+/* Pipeline: reports inside a window after one failed; the failed chunk
+ * reported again is refused. */
+static void test_pipeline_lost_chunk(void **state)
+{
+	struct tr_bcast_rank ranks[3];
+	struct tr_bcast_act acts[32];
+	struct tr_bcast_cfg cfg = { .nranks = 3, .root = 0, .len = 40, .chunk = 10,
+				    .fanout = 1, .window = 4, .ranks = ranks,
+				    .algo = TR_BCAST_PIPELINE };
+	struct tr_bcast b;
+	int ret;
+
+	(void)state;
+	assert_int_equal(tr_bcast_init(&b, &cfg), 0);
+	assert_int_equal(tr_bcast_start(&b, acts, 32), 4); /* chunks 0..3 into 1 */
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(acts[i].type, TR_BCAST_ACT_PUT);
+		assert_int_equal(acts[i].chunk, (uint64_t)i);
+		assert_int_equal(acts[i].off, 10u * (uint64_t)i);
+		assert_int_equal(acts[i].len, 10);
+	}
+	/* chunk 1 arrives first: nothing to forward yet (2 needs chunk 0) */
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 1, TRIAD_S_OK, acts, 32), 0);
+	/* chunk 2 fails: abort; 2 has nothing moving and is told at once */
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 2, TRIAD_S_TRANSPORT, acts, 32), 1);
+	assert_int_equal(acts[0].type, TR_BCAST_ACT_RANK_DONE);
+	assert_int_equal(acts[0].dst, 2);
+	assert_int_equal(acts[0].status, TRIAD_S_TRANSPORT);
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 2, TRIAD_S_TRANSPORT, acts, 32), -ENOENT);
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 1, TRIAD_S_OK, acts, 32), -ENOENT);
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 0, TRIAD_S_OK, acts, 32), 0);
+	assert_int_equal(tr_bcast_xfer_done(&b, 0, 1, 0, TRIAD_S_OK, acts, 32), -ENOENT);
+	/* the last one in flight: 1 lacks chunk 2 */
+	ret = tr_bcast_xfer_done(&b, 0, 1, 3, TRIAD_S_OK, acts, 32);
+	assert_int_equal(ret, 2);
+	assert_int_equal(acts[0].type, TR_BCAST_ACT_RANK_DONE);
+	assert_int_equal(acts[0].dst, 1);
+	assert_int_equal(acts[0].status, TRIAD_S_TRANSPORT);
+	assert_int_equal(acts[1].type, TR_BCAST_ACT_DONE);
+	assert_int_equal(acts[1].status, TRIAD_S_TRANSPORT);
+	assert_int_equal(acts[1].failed, 1);
+	assert_int_equal(tr_bcast_stats(&b)->copies, 0);
+	assert_int_equal(tr_bcast_stats(&b)->unexpected, 3);
+}
+
+/* Pipeline: a failure deep in the chain; the ranks before it that got
+ * every chunk are told OK, those after it the error. */
+static void test_pipeline_failure_status(void **state)
+{
+	struct tr_bcast_cfg cfg = { .algo = TR_BCAST_PIPELINE, .chunk = 1, .fanout = 1,
+				    .window = 1 };
+	struct sim *s = sim_new(6, 0, 4, &cfg, LAT_EQUAL, 0);
+
+	(void)state;
+	/* chain 0-1-2-3-4-5, chunk k reaches v at time k + v, reported in
+	 * sender order: (0,1) | (1,1) (0,2) | (2,1) (1,2) (0,3) | (3,1) ...
+	 * The 7th report, chunk 3 into 1, fails: nobody has everything. */
+	s->fail_at = 6;
+	s->fail_status = TRIAD_S_TRANSPORT;
+	sim_run(s);
+	assert_int_equal(s->done_status, TRIAD_S_TRANSPORT);
+	assert_int_equal(s->done_failed, 1);
+	assert_int_equal(s->nedges, 10); /* 1 + 2 + 3 + 4 by time 3, nothing after */
+	for (uint32_t r = 1; r < 6; r++) {
+		assert_int_equal(s->rank_done[r], 1);
+		assert_int_equal(s->rank_status[r], TRIAD_S_TRANSPORT);
+	}
+	sim_free(s);
+
+	/* The last report (chunk 3 into 5 at time 8) fails: 1..3 were released
+	 * already (their children had everything), 4 is told OK at the abort,
+	 * 5 the error. */
+	s = sim_new(6, 0, 4, &cfg, LAT_EQUAL, 0);
+	s->fail_at = 19;
+	s->fail_status = TRIAD_S_TRANSPORT;
+	sim_run(s);
+	assert_true(s->injected);
+	assert_int_equal(s->done_failed, 5);
+	for (uint32_t r = 1; r < 5; r++)
+		assert_int_equal(s->rank_status[r], TRIAD_S_OK);
+	assert_int_equal(s->rank_status[5], TRIAD_S_TRANSPORT);
+	sim_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_init_validation),
+		cmocka_unit_test(test_auto),
+		cmocka_unit_test(test_fig11),
+		cmocka_unit_test(test_greedy_equal_latency),
+		cmocka_unit_test(test_greedy_unequal_latency),
+		cmocka_unit_test(test_greedy_vs_binomial),
+		cmocka_unit_test(test_binomial_rounds),
+		cmocka_unit_test(test_pipeline_chain_overlap),
+		cmocka_unit_test(test_pipeline_correctness),
+		cmocka_unit_test(test_zero_length),
+		cmocka_unit_test(test_all_sizes_all_roots),
+		cmocka_unit_test(test_single_rank),
+		cmocka_unit_test(test_fail_transfer),
+		cmocka_unit_test(test_fail_rank),
+		cmocka_unit_test(test_fail_random),
+		cmocka_unit_test(test_bad_events),
+		cmocka_unit_test(test_first_failure_wins),
+		cmocka_unit_test(test_pipeline_lost_chunk),
+		cmocka_unit_test(test_pipeline_failure_status),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
