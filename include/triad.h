@@ -189,6 +189,30 @@ struct triad_copy_event {
 /* 1 and *ev_p filled when an event is pending, 0 when none (drives progress). */
 int triad_copy_event_poll(triad_ctx_t *ctx, struct triad_copy_event *ev_p);
 
+/* ---- broadcast ------------------------------------------------------------*/
+/*
+ * Every rank of the world calls it, in the same order for a given root,
+ * with the same window id, offset and length: afterwards window win of
+ * every rank holds the root's [off, off + len) at off.  The root drives:
+ * it orders every rank that holds the data to copy it on (third-party
+ * copy, transport-ack mode), so non-root application threads make no triad
+ * call between starting the broadcast and waiting for it.  A non-root's
+ * request completes when its window holds the data (or with the error the
+ * root found); the root's when every rank holds it, or with the first
+ * failure, triad_req_failed_rank() naming the rank.
+ */
+enum triad_bcast_algo {
+	TRIAD_BCAST_AUTO = 0,	   /* by size and rank count */
+	TRIAD_BCAST_GREEDY = 1,	   /* the root keeps every holder busy, no rounds */
+	TRIAD_BCAST_BINOMIAL = 2,  /* round-synchronous doubling tree (baseline) */
+	TRIAD_BCAST_PIPELINED = 3, /* chunks down a chain or tree */
+};
+
+int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t len,
+		enum triad_bcast_algo algo, triad_req_t **req_p);
+/* The first rank a failed broadcast did not reach (root only), or -1. */
+int triad_req_failed_rank(const triad_req_t *req);
+
 /* ---- active messages ---------------------------------------------------------*/
 /*
  * A message of up to triad_am_max_size() bytes, delivered to the handler

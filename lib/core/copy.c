@@ -288,9 +288,7 @@ int triad_copy(triad_ctx_t *ctx, int src_rank, uint32_t src_win, uint64_t src_of
 		.len = len,
 		.mode = (uint8_t)flags,
 	};
-	struct tr_copy_act acts[TR_COPY_ACTS];
 	struct triad_req *req;
-	uint64_t op;
 	int n;
 
 	if (!ctx || !req_p || src_rank < 0 || src_rank >= ctx->size || dst_rank < 0 ||
@@ -308,20 +306,30 @@ int triad_copy(triad_ctx_t *ctx, int src_rank, uint32_t src_win, uint64_t src_of
 	req->len = len;
 	tr_list_init(&req->link);
 	pthread_mutex_lock(&ctx->lock);
-	n = tr_copy_request(&ctx->copy, &order, req,
-			    tr_now_ns() + (uint64_t)ctx->cfg.copy_timeout_ms * 1000000, &op, acts,
-			    TR_COPY_ACTS);
-	if (n < 0) {
-		pthread_mutex_unlock(&ctx->lock);
+	n = tr_copy_submit(ctx, &order, req);
+	if (!n)
+		*req_p = req;
+	pthread_mutex_unlock(&ctx->lock);
+	if (n)
 		free(req);
+	return n;
+}
+
+int tr_copy_submit(struct triad_ctx *ctx, const struct tr_copy_hdr *order, struct triad_req *req)
+{
+	struct tr_copy_act acts[TR_COPY_ACTS];
+	uint64_t op;
+	int n = tr_copy_request(&ctx->copy, order, req,
+				tr_now_ns() + (uint64_t)ctx->cfg.copy_timeout_ms * 1000000, &op,
+				acts, TR_COPY_ACTS);
+
+	if (n < 0) {
 		if (n == -EAGAIN)
 			tr_warn("copy: %d copies already outstanding (TRIAD_COPY_OPS)",
 				ctx->cfg.copy_ops);
 		return n;
 	}
-	*req_p = req;
 	exec(ctx, acts, n);
-	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }
 

@@ -300,6 +300,9 @@ int tr_core_msg(struct tr_conn *c, const struct tr_msg *m, struct tr_buf *b)
 	case TR_MSG_COPY:
 		tr_copy_on_msg(ctx, c->peer, m);
 		break;
+	case TR_MSG_BCAST_DONE:
+		tr_bcast_on_msg(ctx, c->peer, m);
+		break;
 	case TR_MSG_PLANE_DOWN:
 		if ((int)m->u.plane_down.plane < ctx->nplanes) {
 			struct tr_conn *broken = &p->conn[m->u.plane_down.plane];
@@ -366,10 +369,12 @@ void tr_core_conn_changed(struct tr_conn *c)
 
 			for (int p = 0; p < ctx->nplanes; p++)
 				live |= ctx->peers[c->peer].conn[p].state == TR_CONN_UP;
-			if (!live)
+			if (!live) {
 				tr_copy_peer_lost(ctx, c->peer);
+				tr_bcast_peer_lost(ctx, c->peer);
+			}
 		}
-		if (c->state == TR_CONN_DRAINING && !ctx->closing) {
+		if (c->state == TR_CONN_DRAINING && !ctx->closing && !c->peer_closed) {
 			/* The peer may not have noticed (a link fault loses its DREQ):
 			 * tell it on another plane, so it drops its side and the pair
 			 * can rebuild the connection. */
@@ -589,6 +594,8 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 			tr_conn_init(ctx, &ctx->peers[r].conn[p], r, p);
 	}
 	ret = tr_copy_setup(ctx);
+	if (!ret)
+		ret = tr_bcast_setup(ctx);
 	if (ret)
 		goto err;
 	/* The lower rank connects. */
@@ -679,7 +686,8 @@ void triad_fini(triad_ctx_t *ctx)
 		pthread_join(ctx->thread, NULL);
 	}
 	pthread_mutex_lock(&ctx->lock);
-	tr_copy_teardown(ctx); /* requests still open complete as cancelled */
+	tr_bcast_teardown(ctx); /* requests still open complete as cancelled */
+	tr_copy_teardown(ctx);
 	for (r = 0; ctx->peers && r < ctx->size; r++) {
 		for (p = 0; p < ctx->nplanes; p++) {
 			struct tr_conn *c = &ctx->peers[r].conn[p];

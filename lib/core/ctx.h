@@ -67,6 +67,7 @@ enum tr_req_kind {
 	TR_REQ_COPY,   /* the application's copy request */
 	TR_REQ_CHUNK,  /* internal: one WRITE of a copy this rank serves as source */
 	TR_REQ_LOOKUP, /* internal: a copy's source needs the destination's window */
+	TR_REQ_BCAST,  /* the application's broadcast */
 };
 
 struct tr_am_entry {
@@ -94,6 +95,12 @@ struct triad_req {
 	int leg;		 /* COPY: enum triad_copy_leg of a failure */
 	uint32_t c_init;	 /* CHUNK, LOOKUP: the op (initiator, id, chunk) */
 	uint64_t c_op, c_chunk;
+	/* internal requests: called once complete; it frees the request */
+	void (*on_done)(struct triad_req *req);
+	void *cb_arg;
+	uint32_t cb_src, cb_dst;
+	uint64_t cb_chunk;
+	int failed_rank; /* BCAST */
 };
 
 struct triad_ctx {
@@ -135,6 +142,10 @@ struct triad_ctx {
 	struct triad_copy_event *cevents; /* copy notifications, a ring */
 	unsigned ev_head, ev_count, ev_cap;
 	uint64_t ev_dropped;
+
+	struct tr_list bcasts;	  /* broadcasts in progress here */
+	struct tr_list bc_early;  /* BCAST_DONEs that came before the local call */
+	uint32_t *bc_seq;	  /* broadcasts called so far, per root */
 
 	uint32_t bar_epoch;	 /* barriers this rank entered */
 	uint32_t bar_arrived[2]; /* rank 0: arrivals per epoch parity */
@@ -199,6 +210,15 @@ void tr_copy_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 void tr_copy_req_done(struct triad_req *req, enum triad_status st); /* CHUNK, LOOKUP */
 void tr_copy_progress(struct triad_ctx *ctx);			      /* deadlines */
 void tr_copy_peer_lost(struct triad_ctx *ctx, int peer);
+
+/* Submit a copy with a prepared request (lock held); 0, -EAGAIN, -EINVAL. */
+int tr_copy_submit(struct triad_ctx *ctx, const struct tr_copy_hdr *order, struct triad_req *req);
+
+/* Broadcasts (bcast.c) */
+int tr_bcast_setup(struct triad_ctx *ctx);
+void tr_bcast_teardown(struct triad_ctx *ctx);
+void tr_bcast_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
+void tr_bcast_peer_lost(struct triad_ctx *ctx, int peer);
 
 /* Barrier messages (ctx.c) */
 void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);

@@ -35,6 +35,11 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 			req->conn->stats.rx_bytes += req->len;
 	}
 	req->status = st;
+	if (req->on_done) { /* internal: the owner takes it from here */
+		req->on_done(req);
+		tr_ctx_signal(ctx);
+		return;
+	}
 	atomic_store_explicit(&req->done, 1, memory_order_release);
 	tr_ctx_signal(ctx);
 }

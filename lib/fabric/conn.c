@@ -273,6 +273,7 @@ static void established(struct tr_conn *c, const struct tr_conn_priv *peer)
 {
 	int i;
 
+	c->peer_closed = 0;
 	if (setup_msgs(c, peer)) {
 		release(c);
 		set_state(c, TR_CONN_FAILED);
@@ -598,6 +599,7 @@ static void on_disconnected(struct tr_conn *c)
 	if (c->state != TR_CONN_UP)
 		return;
 	tr_info("peer %d plane %d: disconnected by the peer", c->peer, c->plane);
+	c->peer_closed = 1;
 	conn_break(c, TRIAD_S_UNREACHABLE);
 }
 

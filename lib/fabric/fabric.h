@@ -101,6 +101,7 @@ struct tr_conn {
 	ev_tstamp deadline;
 	int attempts;
 	int want_reconnect; /* broken after start-up: the progress thread retries */
+	int peer_closed;    /* it broke because the peer disconnected */
 };
 
 /* Planes */

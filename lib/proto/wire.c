@@ -12,6 +12,7 @@ static const char *const type_names[TR_MSG_TYPE_MAX] = {
 	[TR_MSG_AM] = "AM",
 	[TR_MSG_PLANE_DOWN] = "PLANE_DOWN",
 	[TR_MSG_COPY] = "COPY",
+	[TR_MSG_BCAST_DONE] = "BCAST_DONE",
 };
 
 const char *tr_msg_type_str(unsigned type)
@@ -65,6 +66,7 @@ static size_t body_len(const struct tr_msg *m)
 	case TR_MSG_PLANE_DOWN: return 4;
 	case TR_MSG_AM: return TR_WIRE_AM_HDR_LEN + (size_t)m->u.am.len;
 	case TR_MSG_COPY: return 64;
+	case TR_MSG_BCAST_DONE: return 8;
 	default: return 0;
 	}
 }
@@ -133,6 +135,8 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		return -EINVAL;
 	if (m->type == TR_MSG_COPY && !copy_ok(m))
 		return -EINVAL;
+	if (m->type == TR_MSG_BCAST_DONE && m->u.bcast_done.status >= TRIAD_S_MAX)
+		return -EINVAL;
 	if (m->type == TR_MSG_WIN_INFO &&
 	    (m->u.win_info.nplanes > TRIAD_MAX_PLANES || m->u.win_info.status >= TRIAD_S_MAX ||
 	     m->u.win_info.access & ~(uint32_t)(TRIAD_WIN_READ | TRIAD_WIN_WRITE) ||
@@ -175,6 +179,11 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		break;
 	case TR_MSG_PLANE_DOWN:
 		PUT32(&c, m->u.plane_down.plane);
+		break;
+	case TR_MSG_BCAST_DONE:
+		PUT32(&c, m->u.bcast_done.seq);
+		PUT16(&c, m->u.bcast_done.status);
+		PUT16(&c, 0);
 		break;
 	case TR_MSG_COPY: {
 		const struct tr_copy_hdr *h = &m->u.copy.hdr;
@@ -268,6 +277,14 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 	case TR_MSG_PLANE_DOWN:
 		m.u.plane_down.plane = GET32(&c);
 		if (m.u.plane_down.plane >= TRIAD_MAX_PLANES)
+			return -EPROTO;
+		break;
+	case TR_MSG_BCAST_DONE:
+		m.u.bcast_done.seq = GET32(&c);
+		m.u.bcast_done.status = GET16(&c);
+		if (GET16(&c) != 0)
+			return -EBADMSG;
+		if (m.u.bcast_done.status >= TRIAD_S_MAX)
 			return -EPROTO;
 		break;
 	case TR_MSG_COPY: {

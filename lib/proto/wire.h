@@ -43,6 +43,7 @@ enum tr_msg_type {
 	TR_MSG_AM,	      /* an active message for a user handler */
 	TR_MSG_PLANE_DOWN,    /* my connection to you on this plane broke */
 	TR_MSG_COPY,	      /* third-party copy: START, DATA, RESP or DONE */
+	TR_MSG_BCAST_DONE,    /* root -> rank: broadcast seq is over for you */
 	TR_MSG_TYPE_MAX
 };
 
@@ -70,6 +71,10 @@ struct tr_msg {
 		struct {
 			uint32_t plane;
 		} plane_down;
+		struct {
+			uint32_t seq;	 /* the root's broadcast number */
+			uint16_t status; /* enum triad_status */
+		} bcast_done;
 		struct {
 			uint8_t kind; /* enum tr_copy_msg */
 			struct tr_copy_hdr hdr;

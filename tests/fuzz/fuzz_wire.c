@@ -33,6 +33,9 @@ static int same_msg(const struct tr_msg *a, const struct tr_msg *b)
 		return 1;
 	case TR_MSG_PLANE_DOWN:
 		return a->u.plane_down.plane == b->u.plane_down.plane;
+	case TR_MSG_BCAST_DONE:
+		return a->u.bcast_done.seq == b->u.bcast_done.seq &&
+		       a->u.bcast_done.status == b->u.bcast_done.status;
 	case TR_MSG_COPY:
 		return a->u.copy.kind == b->u.copy.kind &&
 		       !memcmp(&a->u.copy.hdr, &b->u.copy.hdr, sizeof(a->u.copy.hdr));

@@ -105,6 +105,10 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 	case TR_MSG_PLANE_DOWN:
 		assert_int_equal(a->u.plane_down.plane, b->u.plane_down.plane);
 		break;
+	case TR_MSG_BCAST_DONE:
+		assert_int_equal(a->u.bcast_done.seq, b->u.bcast_done.seq);
+		assert_int_equal(a->u.bcast_done.status, b->u.bcast_done.status);
+		break;
 	case TR_MSG_COPY:
 		assert_int_equal(a->u.copy.kind, b->u.copy.kind);
 		assert_memory_equal(&a->u.copy.hdr, &b->u.copy.hdr, sizeof(a->u.copy.hdr));
@@ -132,6 +136,7 @@ static size_t wire_len(const struct tr_msg *m)
 	case TR_MSG_BARRIER_REL:
 	case TR_MSG_PLANE_DOWN: return 32 + 4;
 	case TR_MSG_COPY: return 32 + 64;
+	case TR_MSG_BCAST_DONE: return 32 + 8;
 	case TR_MSG_BSM: return 32;
 	case TR_MSG_AM: return 32 + 4 + (size_t)m->u.am.len;
 	default: fail_msg("bad type %d", m->type); return 0;
@@ -284,6 +289,10 @@ static struct tr_msg random_msg(void)
 		break;
 	case TR_MSG_PLANE_DOWN:
 		m.u.plane_down.plane = (uint32_t)(rnd() % TRIAD_MAX_PLANES);
+		break;
+	case TR_MSG_BCAST_DONE:
+		m.u.bcast_done.seq = (uint32_t)rnd();
+		m.u.bcast_done.status = (uint16_t)(rnd() % TRIAD_S_MAX);
 		break;
 	case TR_MSG_COPY:
 		m.u.copy.kind = (uint8_t)(rnd() % TR_COPY_NMSGS);

@@ -1,0 +1,130 @@
+/* Broadcast on a real fabric, every rank a process (any rank count >= 1).
+ *
+ *   test_bcast [--max-size BYTES]
+ *
+ * For every algorithm (greedy, binomial, pipelined, auto), every size of
+ * {0, 1 B, 4 KiB, 1 MiB, 16 MiB} up to --max-size, and root 0 and the last
+ * rank: every non-root's window is cleared, the root's filled with a
+ * pattern of its own, the broadcast runs, and every rank checks every byte
+ * (and that nothing past len was written).  Then two broadcasts from
+ * different roots on different windows run at the same time.  Non-root
+ * ranks only start the broadcast and wait for it.
+ */
+#include <getopt.h>
+
+#include "ft.h"
+
+#define WIN_A 1
+#define WIN_B 2
+
+static uint64_t max_size = 16u << 20;
+
+static void one(triad_ctx_t *ctx, char *buf, uint64_t buflen, int root, uint64_t len,
+		enum triad_bcast_algo algo, uint32_t seed)
+{
+	int rank = triad_rank(ctx);
+	triad_req_t *req;
+	enum triad_status st;
+	int ret;
+
+	if (rank == root)
+		ft_fill(buf, len, seed, 0);
+	else
+		memset(buf, 0, buflen);
+	ft_barrier(ctx);
+	ret = triad_bcast(ctx, root, WIN_A, 0, len, algo, &req);
+	FT_CHECK(ret == 0, "triad_bcast: %s", strerror(-ret));
+	if (ret)
+		return;
+	st = ft_wait(req, 300000);
+	FT_CHECK(st == TRIAD_S_OK, "broadcast of %llu B from %d, algorithm %d: %s",
+		 (unsigned long long)len, root, (int)algo, triad_status_str(st));
+	if (st == TRIAD_S_OK) {
+		int64_t bad = ft_verify(buf, len, seed, 0);
+
+		FT_CHECK(bad < 0, "broadcast of %llu B from %d, algorithm %d: byte %lld wrong",
+			 (unsigned long long)len, root, (int)algo, (long long)bad);
+		if (rank != root && len < buflen)
+			FT_CHECK(buf[len] == 0, "byte after the broadcast range was written");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "max-size", required_argument, NULL, 's' },
+					      { NULL, 0, NULL, 0 } };
+	static const enum triad_bcast_algo algos[] = { TRIAD_BCAST_GREEDY, TRIAD_BCAST_BINOMIAL,
+						       TRIAD_BCAST_PIPELINED, TRIAD_BCAST_AUTO };
+	static const char *const names[] = { "auto", "greedy", "binomial", "pipelined" };
+	const uint64_t sizes[] = { 0, 1, 4096, 1 << 20, 16u << 20 };
+	triad_ctx_t *ctx;
+	triad_win_t *wa, *wb;
+	char *a, *b;
+	int c, rank, size, count = 0;
+	uint64_t alen;
+
+	while ((c = getopt_long(argc, argv, "s:", opts, NULL)) != -1) {
+		if (c != 's')
+			return 2;
+		max_size = strtoull(optarg, NULL, 0);
+	}
+	ctx = ft_init();
+	rank = triad_rank(ctx);
+	size = triad_size(ctx);
+	alen = max_size + 4096;
+	a = calloc(1, alen);
+	b = calloc(1, 1 << 20);
+	if (!a || !b)
+		return 1;
+	FT_CHECK(triad_win_create(ctx, WIN_A, a, alen, NULL, &wa) == 0, "window A");
+	FT_CHECK(triad_win_create(ctx, WIN_B, b, 1 << 20, NULL, &wb) == 0, "window B");
+	ft_barrier(ctx);
+	for (unsigned ai = 0; ai < sizeof(algos) / sizeof(algos[0]); ai++) {
+		for (unsigned si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+			if (sizes[si] > max_size)
+				continue;
+			for (int root = 0; root < size; root += size > 1 ? size - 1 : 1) {
+				one(ctx, a, alen, root, sizes[si], algos[ai],
+				    (uint32_t)(1000 * ai + 10 * si + (unsigned)root));
+				count++;
+			}
+		}
+		if (rank == 0)
+			printf("bcast: %d ranks, %s: sizes 0 .. %llu B from root 0 and %d verified\n",
+			       size, names[algos[ai]], (unsigned long long)max_size, size - 1);
+	}
+	/* Two at once, from different roots, on different windows. */
+	{
+		int r1 = size - 1;
+		triad_req_t *q1, *q2;
+
+		if (rank == 0)
+			ft_fill(a, 1 << 20, 77, 0);
+		else
+			memset(a, 0, 1 << 20);
+		if (rank == r1)
+			ft_fill(b, 1 << 20, 78, 0);
+		else
+			memset(b, 0, 1 << 20);
+		ft_barrier(ctx);
+		FT_CHECK(triad_bcast(ctx, 0, WIN_A, 0, 1 << 20, TRIAD_BCAST_GREEDY, &q1) == 0, "q1");
+		FT_CHECK(triad_bcast(ctx, r1, WIN_B, 0, 1 << 20, TRIAD_BCAST_PIPELINED, &q2) == 0,
+			 "q2");
+		FT_CHECK(ft_wait(q1, 300000) == TRIAD_S_OK, "concurrent broadcast from 0");
+		FT_CHECK(ft_wait(q2, 300000) == TRIAD_S_OK, "concurrent broadcast from %d", r1);
+		FT_CHECK(ft_verify(a, 1 << 20, 77, 0) < 0, "window A after the concurrent pair");
+		FT_CHECK(ft_verify(b, 1 << 20, 78, 0) < 0, "window B after the concurrent pair");
+		if (rank == 0)
+			printf("bcast: two concurrent broadcasts (roots 0 and %d, windows A and B) "
+			       "verified; %d broadcasts in all\n", r1, count + 2);
+	}
+	{
+		triad_req_t *q;
+
+		FT_CHECK(triad_bcast(ctx, size, WIN_A, 0, 1, TRIAD_BCAST_GREEDY, &q) == -EINVAL,
+			 "root out of range");
+		FT_CHECK(triad_bcast(ctx, 0, WIN_A, 0, 1, (enum triad_bcast_algo)9, &q) == -EINVAL,
+			 "bad algorithm");
+	}
+	return ft_finish(ctx, "test_bcast");
+}
