@@ -1,6 +1,7 @@
-/* triad_perf: ib_write_lat / ib_read_lat / ib_write_bw, on the public triad
- * API only.  Shared between the command line (triad_perf.c), the tests
- * (perf_tests.c) and the statistics (perf_stats.c). */
+/* triad_perf: ib_write_lat / ib_read_lat / ib_write_bw and active-message
+ * ping-pong and streaming, on the public triad API only.  Shared between the
+ * command line (triad_perf.c), the one-sided tests (perf_tests.c), the
+ * active-message tests (perf_am.c) and the statistics (perf_stats.c). */
 #ifndef TRIAD_PERF_H
 #define TRIAD_PERF_H
 
@@ -19,16 +20,25 @@ enum { PERF_EXIT_OK = 0, PERF_EXIT_FAIL = 1, PERF_EXIT_USAGE = 2 };
 enum perf_kind { PERF_LAT, PERF_BW };
 
 struct perf_run;
+struct perf_am;
 /* Runs one size; every rank calls it (ranks other than the client and the
  * server only take part in the barriers).  0, or a negative errno after
  * printing why. */
 typedef int (*perf_test_fn)(struct perf_run *r, size_t size, long iters, long warmup);
+
+/* perf_cmd.flags */
+enum {
+	/* Active messages: sizes up to triad_am_max_size(), --prio applies,
+	 * --plane does not (the library picks the plane of a message). */
+	PERF_CMD_AM = 1u << 0,
+};
 
 struct perf_cmd {
 	const char *name;
 	perf_test_fn run;
 	enum perf_kind kind;
 	size_t def_size;
+	unsigned flags;
 	const char *summary;
 };
 
@@ -38,8 +48,10 @@ struct perf_opts {
 	int all;		    /* -a: sweep 2 B .. 8 MiB */
 	long iters;		    /* 0: default, scaled by size */
 	long warmup;		    /* < 0: default */
-	int window;		    /* put_bw: puts outstanding */
+	int window;		    /* put_bw, am_bw: operations outstanding */
 	int plane;		    /* < 0: the library chooses */
+	enum triad_prio prio;	    /* am_*: priority of the measured messages */
+	int slots;		    /* > 0: TRIAD_SLOTS to set before triad_init */
 	int json;
 	int config;
 	int timeout_s;		    /* bound on every single wait */
@@ -55,8 +67,10 @@ struct perf_run {
 	uint8_t *buf;
 	size_t area;
 	triad_win_t *win;
+	size_t size_limit; /* the command's largest size (am_*: triad_am_max_size) */
 	int header_done;  /* the table header was printed */
 	long verify_errors;
+	struct perf_am *am; /* am_*: state shared with the handlers (perf_am.c) */
 };
 
 /* perf_tests.c */
@@ -80,5 +94,42 @@ struct perf_bw {
 /* tpost[i], tcomp[i]: when operation i was posted and seen complete (ns). */
 void perf_bw_summarize(const uint64_t *tpost, const uint64_t *tcomp, size_t n, size_t size,
 		       struct perf_bw *out);
+
+/* Helpers shared by the tests (perf_tests.c). */
+uint64_t perf_now_ns(void);
+/* "triad_perf: rank R: WHAT: strerror(-ret)" on stderr. */
+void perf_err(const struct perf_run *r, const char *what, int ret);
+/* Byte i of the data pattern of a size-byte message (the same on every rank). */
+uint8_t perf_pattern(size_t i, size_t size);
+/* What iteration i writes into the last byte: never 0, never twice in a row. */
+uint8_t perf_iter_value(long i);
+uint8_t *perf_recv_area(struct perf_run *r);
+uint8_t *perf_send_area(struct perf_run *r);
+/* Zeroes the receive area and fills the send area with the pattern. */
+void perf_prepare(struct perf_run *r, size_t size);
+/* Counts (in r->verify_errors) and reports a receive area whose bytes
+ * [0, n) differ from the pattern of a size-byte message. */
+void perf_verify(struct perf_run *r, size_t n, size_t size, const char *test);
+/* How long a rank may wait while the others run ops operations. */
+int perf_phase_timeout_ms(const struct perf_run *r, size_t size, long ops, int transfers);
+/* triad_barrier, with the error reported. */
+int perf_barrier(struct perf_run *r, int timeout_ms, const char *where);
+/* Checks a completed request's status and frees it. */
+int perf_finish_req(struct perf_run *r, triad_req_t *req, const char *what);
+void perf_print_rule(void);
+/* "high", "medium", "low". */
+const char *perf_prio_str(enum triad_prio prio);
+void perf_report_lat(struct perf_run *r, const char *test, const char *meaning, size_t size,
+		     long iters, long warmup, const struct perf_lat *l, const char *json_extra);
+/* The table header's description of the path ("plane 0", ...). */
+void perf_describe_path(const struct perf_run *r, char *buf, size_t len);
+/* JSON fields of the path: "plane":..., and for messages "prio", "slots". */
+void perf_json_path(const struct perf_run *r, char *buf, size_t len);
+
+/* perf_am.c */
+int perf_am_setup(struct perf_run *r);	 /* registers the handlers */
+void perf_am_cleanup(struct perf_run *r);
+int perf_am_lat(struct perf_run *r, size_t size, long iters, long warmup);
+int perf_am_bw(struct perf_run *r, size_t size, long iters, long warmup);
 
 #endif

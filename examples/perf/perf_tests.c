@@ -1,5 +1,7 @@
-/* The measurements: put_lat (ib_write_lat), get_lat (ib_read_lat) and
- * put_bw (ib_write_bw), one size per call.
+/* The one-sided measurements: put_lat (ib_write_lat), get_lat (ib_read_lat)
+ * and put_bw (ib_write_bw), one size per call; the helpers and reports every
+ * test shares (perf.h); the table of commands.  The active-message tests
+ * are in perf_am.c.
  *
  * Every rank allocates one window (PERF_WIN_ID): a receive area followed by
  * a send area of the same size.  Each size runs in the same three steps on
@@ -20,7 +22,7 @@
 
 #include "perf.h"
 
-static uint64_t now_ns(void)
+uint64_t perf_now_ns(void)
 {
 	struct timespec ts;
 
@@ -28,7 +30,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void perr(const struct perf_run *r, const char *what, int ret)
+void perf_err(const struct perf_run *r, const char *what, int ret)
 {
 	fprintf(stderr, "triad_perf: rank %d: %s: %s\n", r->rank, what, strerror(-ret));
 }
@@ -56,7 +58,7 @@ long perf_default_warmup(long iters)
 
 /* ---- helpers -----------------------------------------------------------------------*/
 /* Data pattern of byte i of a size-byte message (the same on every rank). */
-static uint8_t pattern(size_t i, size_t size)
+uint8_t perf_pattern(size_t i, size_t size)
 {
 	uint32_t x = (uint32_t)i * 2654435761u ^ (uint32_t)size;
 
@@ -65,35 +67,35 @@ static uint8_t pattern(size_t i, size_t size)
 
 /* The value iteration i writes into the last byte: never 0, and never the
  * same twice in a row. */
-static uint8_t iter_value(long i)
+uint8_t perf_iter_value(long i)
 {
 	return (uint8_t)(1 + i % 255);
 }
 
-static uint8_t *recv_area(struct perf_run *r) { return r->buf; }
-static uint8_t *send_area(struct perf_run *r) { return r->buf + r->area; }
+uint8_t *perf_recv_area(struct perf_run *r) { return r->buf; }
+uint8_t *perf_send_area(struct perf_run *r) { return r->buf + r->area; }
 
-static void prepare(struct perf_run *r, size_t size)
+void perf_prepare(struct perf_run *r, size_t size)
 {
-	uint8_t *s = send_area(r);
+	uint8_t *s = perf_send_area(r);
 
-	memset(recv_area(r), 0, size);
+	memset(perf_recv_area(r), 0, size);
 	for (size_t i = 0; i < size; i++)
-		s[i] = pattern(i, size);
+		s[i] = perf_pattern(i, size);
 }
 
 /* Checks that bytes [0, n) of the receive area hold the pattern of a
  * size-byte message; counts and reports a mismatch (not fatal). */
-static void verify(struct perf_run *r, size_t n, size_t size, const char *test)
+void perf_verify(struct perf_run *r, size_t n, size_t size, const char *test)
 {
-	const uint8_t *p = recv_area(r);
+	const uint8_t *p = perf_recv_area(r);
 
 	for (size_t i = 0; i < n; i++) {
-		if (p[i] != pattern(i, size)) {
+		if (p[i] != perf_pattern(i, size)) {
 			fprintf(stderr,
 				"triad_perf: rank %d: %s %zu B: data mismatch at byte %zu: "
 				"0x%02x, expected 0x%02x\n",
-				r->rank, test, size, i, p[i], pattern(i, size));
+				r->rank, test, size, i, p[i], perf_pattern(i, size));
 			r->verify_errors++;
 			return;
 		}
@@ -102,7 +104,7 @@ static void verify(struct perf_run *r, size_t n, size_t size, const char *test)
 
 /* How long a rank may wait in the barrier while the others measure
  * warmup + iters operations of size bytes (transfers: per operation). */
-static int phase_timeout_ms(const struct perf_run *r, size_t size, long ops, int transfers)
+int perf_phase_timeout_ms(const struct perf_run *r, size_t size, long ops, int transfers)
 {
 	/* Assume at least 2 ms per transfer and 1 MB/s, which is far slower
 	 * than any fabric, even a software-emulated one. */
@@ -112,7 +114,7 @@ static int phase_timeout_ms(const struct perf_run *r, size_t size, long ops, int
 	return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
-static int barrier(struct perf_run *r, int timeout_ms, const char *where)
+int perf_barrier(struct perf_run *r, int timeout_ms, const char *where)
 {
 	int ret = triad_barrier(r->ctx, timeout_ms);
 
@@ -120,19 +122,19 @@ static int barrier(struct perf_run *r, int timeout_ms, const char *where)
 		char what[96];
 
 		snprintf(what, sizeof(what), "triad_barrier (%s, %d ms)", where, timeout_ms);
-		perr(r, what, ret);
+		perf_err(r, what, ret);
 	}
 	return ret;
 }
 
 /* Checks a completed request's status and frees it. */
-static int finish_req(struct perf_run *r, triad_req_t *req, const char *what)
+int perf_finish_req(struct perf_run *r, triad_req_t *req, const char *what)
 {
 	enum triad_status st = triad_req_status(req);
 	int ret = triad_req_free(req);
 
 	if (ret) {
-		perr(r, "triad_req_free", ret);
+		perf_err(r, "triad_req_free", ret);
 		return ret;
 	}
 	if (st != TRIAD_S_OK) {
@@ -153,10 +155,10 @@ static int wait_req(struct perf_run *r, triad_req_t *req, const char *what)
 		char msg[96];
 
 		snprintf(msg, sizeof(msg), "triad_wait (%s, %d ms)", what, r->timeout_ms);
-		perr(r, msg, ret);
+		perf_err(r, msg, ret);
 		return ret;
 	}
-	return finish_req(r, req, what);
+	return perf_finish_req(r, req, what);
 }
 
 /* Reaps *req_p without blocking when it is complete (then *req_p = NULL).
@@ -169,12 +171,12 @@ static int reap(struct perf_run *r, triad_req_t **req_p, const char *what)
 		return 0;
 	ret = triad_test(*req_p);
 	if (ret < 0) {
-		perr(r, "triad_test", ret);
+		perf_err(r, "triad_test", ret);
 		return ret;
 	}
 	if (ret == 0)
 		return 0;
-	ret = finish_req(r, *req_p, what);
+	ret = perf_finish_req(r, *req_p, what);
 	*req_p = NULL;
 	return ret;
 }
@@ -195,8 +197,8 @@ static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_
 		if (++spins % 1024)
 			continue;
 		if (!deadline) {
-			deadline = now_ns() + (uint64_t)r->timeout_ms * 1000000;
-		} else if (now_ns() > deadline) {
+			deadline = perf_now_ns() + (uint64_t)r->timeout_ms * 1000000;
+		} else if (perf_now_ns() > deadline) {
 			fprintf(stderr,
 				"triad_perf: rank %d: iteration %ld: no data from the peer "
 				"after %d ms (last byte 0x%02x, expected 0x%02x)\n",
@@ -210,52 +212,83 @@ static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_
 }
 
 /* ---- reports ---------------------------------------------------------------------------*/
-static void print_rule(void)
+void perf_print_rule(void)
 {
 	puts("------------------------------------------------------------------------------"
 	     "---------------------------------------------");
 }
 
-static void print_plane(const struct perf_run *r, char *buf, size_t len)
+const char *perf_prio_str(enum triad_prio prio)
 {
-	if (r->o->plane < 0)
+	switch (prio) {
+	case TRIAD_PRIO_HIGH: return "high";
+	case TRIAD_PRIO_MEDIUM: return "medium";
+	case TRIAD_PRIO_LOW: return "low";
+	}
+	return "?";
+}
+
+/* TRIAD_SLOTS as the library will read it (--slots sets it), or NULL. */
+static const char *slots_env(void)
+{
+	const char *s = getenv("TRIAD_SLOTS");
+
+	return s && *s ? s : NULL;
+}
+
+void perf_describe_path(const struct perf_run *r, char *buf, size_t len)
+{
+	const char *slots = slots_env();
+
+	if (r->o->cmd->flags & PERF_CMD_AM)
+		snprintf(buf, len, "library's choice of plane, %s priority, TRIAD_SLOTS %s",
+			 perf_prio_str(r->o->prio), slots ? slots : "default");
+	else if (r->o->plane < 0)
 		snprintf(buf, len, "library's choice of plane");
 	else
 		snprintf(buf, len, "plane %d", r->o->plane);
 }
 
-/* JSON: the pinned plane, or null when the library chooses. */
-static void json_plane(const struct perf_run *r, char *buf, size_t len)
+/* "plane": the pinned plane, or null when the library chooses; messages
+ * add "prio" and "slots" (null: the library's default). */
+void perf_json_path(const struct perf_run *r, char *buf, size_t len)
 {
+	const char *slots = slots_env();
+	int n;
+
 	if (r->o->plane < 0)
-		snprintf(buf, len, "null");
+		n = snprintf(buf, len, "\"plane\":null");
 	else
-		snprintf(buf, len, "%d", r->o->plane);
+		n = snprintf(buf, len, "\"plane\":%d", r->o->plane);
+	if ((r->o->cmd->flags & PERF_CMD_AM) && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, ",\"prio\":\"%s\",\"slots\":%s",
+			 perf_prio_str(r->o->prio), slots ? slots : "null");
 }
 
-static void report_lat(struct perf_run *r, const char *test, const char *meaning, size_t size,
-		       long iters, long warmup, const struct perf_lat *l)
+void perf_report_lat(struct perf_run *r, const char *test, const char *meaning, size_t size,
+		     long iters, long warmup, const struct perf_lat *l, const char *json_extra)
 {
-	char plane[64];
+	char plane[128];
 
 	if (r->o->json) {
-		json_plane(r, plane, sizeof(plane));
+		perf_json_path(r, plane, sizeof(plane));
 		printf("{\"test\":\"%s\",\"bytes\":%zu,\"iterations\":%ld,\"warmup\":%ld,"
-		       "\"plane\":%s,\"ranks\":%d,\"measure\":\"%s\","
+		       "%s,\"ranks\":%d,\"measure\":\"%s\","
 		       "\"t_min_us\":%.3f,\"t_max_us\":%.3f,\"t_typical_us\":%.3f,"
 		       "\"t_avg_us\":%.3f,\"t_stdev_us\":%.3f,\"t_p99_us\":%.3f,"
-		       "\"t_p999_us\":%.3f}\n",
+		       "\"t_p999_us\":%.3f%s}\n",
 		       test, size, iters, warmup, plane, triad_size(r->ctx), meaning, l->min,
-		       l->max, l->typical, l->avg, l->stdev, l->p99, l->p999);
+		       l->max, l->typical, l->avg, l->stdev, l->p99, l->p999,
+		       json_extra ? json_extra : "");
 		fflush(stdout);
 		return;
 	}
 	if (!r->header_done) {
-		print_plane(r, plane, sizeof(plane));
-		print_rule();
+		perf_describe_path(r, plane, sizeof(plane));
+		perf_print_rule();
 		printf(" triad %s: rank %d -> rank %d, %s, %d ranks; times are the %s\n", test,
 		       PERF_CLIENT, PERF_SERVER, plane, triad_size(r->ctx), meaning);
-		print_rule();
+		perf_print_rule();
 		printf(" %-8s %-11s %12s %12s %16s %12s %14s %14s %16s\n", "#bytes", "#iterations",
 		       "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]",
 		       "t_stdev[usec]", "99% [usec]", "99.9% [usec]");
@@ -269,12 +302,12 @@ static void report_lat(struct perf_run *r, const char *test, const char *meaning
 static void report_bw(struct perf_run *r, const char *test, size_t size, long iters,
 		      long warmup, const struct perf_bw *b)
 {
-	char plane[64];
+	char plane[128];
 
 	if (r->o->json) {
-		json_plane(r, plane, sizeof(plane));
+		perf_json_path(r, plane, sizeof(plane));
 		printf("{\"test\":\"%s\",\"bytes\":%zu,\"iterations\":%ld,\"warmup\":%ld,"
-		       "\"plane\":%s,\"ranks\":%d,\"window\":%d,\"bw_peak_mib_s\":%.3f,"
+		       "%s,\"ranks\":%d,\"window\":%d,\"bw_peak_mib_s\":%.3f,"
 		       "\"bw_avg_mib_s\":%.3f,\"msg_rate_mpps\":%.6f}\n",
 		       test, size, iters, warmup, plane, triad_size(r->ctx), r->o->window,
 		       b->peak_mib_s, b->avg_mib_s, b->mpps);
@@ -282,11 +315,11 @@ static void report_bw(struct perf_run *r, const char *test, size_t size, long it
 		return;
 	}
 	if (!r->header_done) {
-		print_plane(r, plane, sizeof(plane));
-		print_rule();
+		perf_describe_path(r, plane, sizeof(plane));
+		perf_print_rule();
 		printf(" triad %s: rank %d -> rank %d, %s, %d ranks, %d puts outstanding\n", test,
 		       PERF_CLIENT, PERF_SERVER, plane, triad_size(r->ctx), r->o->window);
-		print_rule();
+		perf_print_rule();
 		printf(" %-8s %-11s %18s %20s %15s\n", "#bytes", "#iterations", "BW peak[MiB/s]",
 		       "BW average[MiB/s]", "MsgRate[Mpps]");
 		r->header_done = 1;
@@ -301,19 +334,19 @@ static void report_bw(struct perf_run *r, const char *test, size_t size, long it
 static int put_lat_client(struct perf_run *r, size_t size, long iters, long warmup,
 			  uint64_t *t)
 {
-	uint8_t *out = send_area(r) + size - 1, *in = recv_area(r) + size - 1;
+	uint8_t *out = perf_send_area(r) + size - 1, *in = perf_recv_area(r) + size - 1;
 	triad_req_t *req = NULL;
 	int ret;
 
 	for (long i = 0; i < warmup + iters; i++) {
-		uint8_t v = iter_value(i);
-		uint64_t t0 = now_ns();
+		uint8_t v = perf_iter_value(i);
+		uint64_t t0 = perf_now_ns();
 
 		*out = v;
-		ret = triad_put(r->ctx, send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0, r->flags,
+		ret = triad_put(r->ctx, perf_send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0, r->flags,
 				&req);
 		if (ret) {
-			perr(r, "triad_put", ret);
+			perf_err(r, "triad_put", ret);
 			return ret;
 		}
 		ret = wait_byte(r, in, v, &req, "put (ping)", i);
@@ -323,7 +356,7 @@ static int put_lat_client(struct perf_run *r, size_t size, long iters, long warm
 			return ret;
 		req = NULL;
 		if (i >= warmup)
-			t[i - warmup] = now_ns() - t0;
+			t[i - warmup] = perf_now_ns() - t0;
 	}
 	return 0;
 }
@@ -331,12 +364,12 @@ static int put_lat_client(struct perf_run *r, size_t size, long iters, long warm
 /* Server: poll for ping i, put pong i back. */
 static int put_lat_server(struct perf_run *r, size_t size, long iters, long warmup)
 {
-	uint8_t *out = send_area(r) + size - 1, *in = recv_area(r) + size - 1;
+	uint8_t *out = perf_send_area(r) + size - 1, *in = perf_recv_area(r) + size - 1;
 	triad_req_t *req = NULL;
 	int ret;
 
 	for (long i = 0; i < warmup + iters; i++) {
-		uint8_t v = iter_value(i);
+		uint8_t v = perf_iter_value(i);
 
 		ret = wait_byte(r, in, v, &req, "put (pong)", i);
 		if (!ret && req)
@@ -345,10 +378,10 @@ static int put_lat_server(struct perf_run *r, size_t size, long iters, long warm
 			return ret;
 		req = NULL;
 		*out = v;
-		ret = triad_put(r->ctx, send_area(r), size, PERF_CLIENT, PERF_WIN_ID, 0, r->flags,
+		ret = triad_put(r->ctx, perf_send_area(r), size, PERF_CLIENT, PERF_WIN_ID, 0, r->flags,
 				&req);
 		if (ret) {
-			perr(r, "triad_put", ret);
+			perf_err(r, "triad_put", ret);
 			return ret;
 		}
 	}
@@ -362,30 +395,30 @@ static int put_lat(struct perf_run *r, size_t size, long iters, long warmup)
 	int ret;
 
 	if (r->rank == PERF_CLIENT && !(t = calloc((size_t)iters, sizeof(*t)))) {
-		perr(r, "put_lat", -ENOMEM);
+		perf_err(r, "put_lat", -ENOMEM);
 		return -ENOMEM;
 	}
-	prepare(r, size);
-	ret = barrier(r, r->timeout_ms, "before put_lat");
+	perf_prepare(r, size);
+	ret = perf_barrier(r, r->timeout_ms, "before put_lat");
 	if (!ret && r->rank == PERF_CLIENT)
 		ret = put_lat_client(r, size, iters, warmup, t);
 	else if (!ret && r->rank == PERF_SERVER)
 		ret = put_lat_server(r, size, iters, warmup);
 	if (!ret)
-		ret = barrier(r, phase_timeout_ms(r, size, warmup + iters, 2), "after put_lat");
+		ret = perf_barrier(r, perf_phase_timeout_ms(r, size, warmup + iters, 2), "after put_lat");
 	if (!ret && r->rank <= PERF_SERVER) {
 		/* The last byte carries the iteration value, the rest the pattern. */
-		verify(r, size - 1, size, "put_lat");
-		if (recv_area(r)[size - 1] != iter_value(warmup + iters - 1)) {
+		perf_verify(r, size - 1, size, "put_lat");
+		if (perf_recv_area(r)[size - 1] != perf_iter_value(warmup + iters - 1)) {
 			fprintf(stderr, "triad_perf: rank %d: put_lat %zu B: last byte 0x%02x, "
-				"expected 0x%02x\n", r->rank, size, recv_area(r)[size - 1],
-				iter_value(warmup + iters - 1));
+				"expected 0x%02x\n", r->rank, size, perf_recv_area(r)[size - 1],
+				perf_iter_value(warmup + iters - 1));
 			r->verify_errors++;
 		}
 	}
 	if (!ret && r->rank == PERF_CLIENT) {
 		perf_lat_summarize(t, (size_t)iters, 0.5, &lat);
-		report_lat(r, "put_lat", "half round trip", size, iters, warmup, &lat);
+		perf_report_lat(r, "put_lat", "half round trip", size, iters, warmup, &lat, NULL);
 	}
 	free(t);
 	return ret;
@@ -400,30 +433,30 @@ static int get_lat(struct perf_run *r, size_t size, long iters, long warmup)
 	int ret;
 
 	if (r->rank == PERF_CLIENT && !(t = calloc((size_t)iters, sizeof(*t)))) {
-		perr(r, "get_lat", -ENOMEM);
+		perf_err(r, "get_lat", -ENOMEM);
 		return -ENOMEM;
 	}
-	prepare(r, size);
-	ret = barrier(r, r->timeout_ms, "before get_lat");
+	perf_prepare(r, size);
+	ret = perf_barrier(r, r->timeout_ms, "before get_lat");
 	for (long i = 0; !ret && r->rank == PERF_CLIENT && i < warmup + iters; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = perf_now_ns();
 
-		ret = triad_get(r->ctx, recv_area(r), size, PERF_SERVER, PERF_WIN_ID, r->area,
+		ret = triad_get(r->ctx, perf_recv_area(r), size, PERF_SERVER, PERF_WIN_ID, r->area,
 				r->flags, &req);
 		if (ret) {
-			perr(r, "triad_get", ret);
+			perf_err(r, "triad_get", ret);
 			break;
 		}
 		ret = wait_req(r, req, "get");
 		if (!ret && i >= warmup)
-			t[i - warmup] = now_ns() - t0;
+			t[i - warmup] = perf_now_ns() - t0;
 	}
 	if (!ret)
-		ret = barrier(r, phase_timeout_ms(r, size, warmup + iters, 1), "after get_lat");
+		ret = perf_barrier(r, perf_phase_timeout_ms(r, size, warmup + iters, 1), "after get_lat");
 	if (!ret && r->rank == PERF_CLIENT) {
-		verify(r, size, size, "get_lat");
+		perf_verify(r, size, size, "get_lat");
 		perf_lat_summarize(t, (size_t)iters, 1.0, &lat);
-		report_lat(r, "get_lat", "full get latency", size, iters, warmup, &lat);
+		perf_report_lat(r, "get_lat", "full get latency", size, iters, warmup, &lat, NULL);
 	}
 	free(t);
 	return ret;
@@ -436,38 +469,38 @@ static int put_bw_pass(struct perf_run *r, size_t size, long n, triad_req_t **ri
 		       uint64_t *tpost, uint64_t *tcomp)
 {
 	const long w = r->o->window;
-	uint64_t deadline = now_ns() + (uint64_t)r->timeout_ms * 1000000;
+	uint64_t deadline = perf_now_ns() + (uint64_t)r->timeout_ms * 1000000;
 	long posted = 0, done = 0;
 	int ret = 0;
 
 	while (done < n) {
 		while (posted < n && posted - done < w) {
 			if (tpost)
-				tpost[posted] = now_ns();
-			ret = triad_put(r->ctx, send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0,
+				tpost[posted] = perf_now_ns();
+			ret = triad_put(r->ctx, perf_send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0,
 					r->flags, &ring[posted % w]);
 			if (ret) {
-				perr(r, "triad_put", ret);
+				perf_err(r, "triad_put", ret);
 				goto drain;
 			}
 			posted++;
 		}
 		ret = triad_test(ring[done % w]);
 		if (ret < 0) {
-			perr(r, "triad_test", ret);
+			perf_err(r, "triad_test", ret);
 			goto drain;
 		}
 		if (ret == 1) {
-			uint64_t t = now_ns();
+			uint64_t t = perf_now_ns();
 
 			if (tcomp)
 				tcomp[done] = t;
-			ret = finish_req(r, ring[done % w], "put");
+			ret = perf_finish_req(r, ring[done % w], "put");
 			done++;
 			if (ret)
 				goto drain;
 			deadline = t + (uint64_t)r->timeout_ms * 1000000;
-		} else if (now_ns() > deadline) {
+		} else if (perf_now_ns() > deadline) {
 			fprintf(stderr, "triad_perf: rank %d: put %ld of %ld did not complete in "
 				"%d ms\n", r->rank, done, n, r->timeout_ms);
 			ret = -ETIMEDOUT;
@@ -495,22 +528,22 @@ static int put_bw(struct perf_run *r, size_t size, long iters, long warmup)
 		tcomp = calloc((size_t)iters, sizeof(*tcomp));
 		ring = calloc((size_t)r->o->window, sizeof(*ring));
 		if (!tpost || !tcomp || !ring) {
-			perr(r, "put_bw", -ENOMEM);
+			perf_err(r, "put_bw", -ENOMEM);
 			ret = -ENOMEM;
 			goto out;
 		}
 	}
-	prepare(r, size);
-	ret = barrier(r, r->timeout_ms, "before put_bw");
+	perf_prepare(r, size);
+	ret = perf_barrier(r, r->timeout_ms, "before put_bw");
 	if (!ret && r->rank == PERF_CLIENT) {
 		ret = put_bw_pass(r, size, warmup, ring, NULL, NULL);
 		if (!ret)
 			ret = put_bw_pass(r, size, iters, ring, tpost, tcomp);
 	}
 	if (!ret)
-		ret = barrier(r, phase_timeout_ms(r, size, warmup + iters, 1), "after put_bw");
+		ret = perf_barrier(r, perf_phase_timeout_ms(r, size, warmup + iters, 1), "after put_bw");
 	if (!ret && r->rank == PERF_SERVER)
-		verify(r, size, size, "put_bw");
+		perf_verify(r, size, size, "put_bw");
 	if (!ret && r->rank == PERF_CLIENT) {
 		perf_bw_summarize(tpost, tcomp, (size_t)iters, size, &bw);
 		report_bw(r, "put_bw", size, iters, warmup, &bw);
@@ -523,11 +556,18 @@ out:
 }
 
 const struct perf_cmd perf_cmds[] = {
-	{ "put_lat", put_lat, PERF_LAT, 8,
+	{ "put_lat", put_lat, PERF_LAT, 8, 0,
 	  "put ping-pong; reports half the round trip (like ib_write_lat)" },
-	{ "get_lat", get_lat, PERF_LAT, 8,
+	{ "get_lat", get_lat, PERF_LAT, 8, 0,
 	  "one get at a time; reports the full get latency (like ib_read_lat)" },
-	{ "put_bw", put_bw, PERF_BW, 65536,
+	{ "put_bw", put_bw, PERF_BW, 65536, 0,
 	  "--window puts outstanding to rank 1 (like ib_write_bw)" },
+	{ "am_lat", perf_am_lat, PERF_LAT, 8, PERF_CMD_AM,
+	  "active-message ping-pong, the reply sent from the handler;\n"
+	  "reports half the round trip (like ib_send_lat)" },
+	{ "am_bw", perf_am_bw, PERF_BW, 1024, PERF_CMD_AM,
+	  "--window active messages outstanding to rank 1, whose\n"
+	  "handler only counts; bandwidth, message rate and\n"
+	  "flow-control counters of both sides (like ib_send_bw)" },
 };
 const size_t perf_ncmds = sizeof(perf_cmds) / sizeof(perf_cmds[0]);

@@ -1,7 +1,8 @@
-/* triad_perf: latency and bandwidth of triad's one-sided operations, in the
- * manner of perftest (ib_write_lat, ib_read_lat, ib_write_bw), using only the
- * public API.  Every rank runs the same command line; rank 0 measures and
- * reports, rank 1 is its peer, other ranks only join the barriers.
+/* triad_perf: latency and bandwidth of triad's one-sided operations and
+ * active messages, in the manner of perftest (ib_write_lat, ib_read_lat,
+ * ib_write_bw, ib_send_lat, ib_send_bw), using only the public API.  Every
+ * rank runs the same command line; rank 0 measures and reports, rank 1 is
+ * its peer, other ranks only join the barriers.
  *
  * The option table below drives both getopt_long and the usage text. */
 #include <errno.h>
@@ -30,6 +31,8 @@ enum opt_id {
 	OPT_JSON,
 	OPT_CONFIG,
 	OPT_TIMEOUT,
+	OPT_PRIO,
+	OPT_SLOTS,
 };
 
 struct opt_def {
@@ -43,8 +46,12 @@ struct opt_def {
 static const struct opt_def opt_defs[] = {
 	{ "size", required_argument, OPT_SIZE, "SIZE",
 	  "message size in bytes, k/M/G suffixes (binary);\n"
-	  "default 8 (latency tests), 64k (put_bw)" },
-	{ "all", no_argument, OPT_ALL, NULL, "sweep the sizes 2 B .. 8 MiB (powers of two)" },
+	  "default 8 (latency tests), 64k (put_bw), 1k (am_bw);\n"
+	  "am_*: at most triad_am_max_size() (TRIAD_SLOT_SIZE\n"
+	  "less 36 bytes of headers)" },
+	{ "all", no_argument, OPT_ALL, NULL,
+	  "sweep the sizes 2 B .. 8 MiB (powers of two;\n"
+	  "am_*: up to triad_am_max_size())" },
 	{ "iters", required_argument, OPT_ITERS, "N",
 	  "measured iterations per size (the test VM is\n"
 	  "emulated, ~25 us per operation); default 1000,\n"
@@ -54,10 +61,19 @@ static const struct opt_def opt_defs[] = {
 	{ "warmup", required_argument, OPT_WARMUP, "N",
 	  "unmeasured iterations before each size;\n"
 	  "default N/10, at least 2" },
-	{ "window", required_argument, OPT_WINDOW, "W", "put_bw: puts outstanding (default 64)" },
+	{ "window", required_argument, OPT_WINDOW, "W",
+	  "put_bw, am_bw: operations outstanding (default 64)" },
 	{ "plane", required_argument, OPT_PLANE, "P",
 	  "pin every operation to plane P\n"
-	  "(default: the library chooses)" },
+	  "(default: the library chooses; not for am_*)" },
+	{ "prio", required_argument, OPT_PRIO, "PRIO",
+	  "am_*: priority of the measured messages: high,\n"
+	  "medium or low (default low)" },
+	{ "slots", required_argument, OPT_SLOTS, "K",
+	  "set TRIAD_SLOTS=K (receive slots per connection,\n"
+	  "1..64) before triad_init; give every rank the same\n"
+	  "K.  With K < 3, TRIAD_FC_NEED_MEDIUM and _LOW that\n"
+	  "the environment does not set are lowered to K" },
 	{ "json", no_argument, OPT_JSON, NULL,
 	  "one JSON object per size instead of the table" },
 	{ "config", no_argument, OPT_CONFIG, NULL,
@@ -72,6 +88,18 @@ static const struct opt_def opt_defs[] = {
 
 #define NOPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
+/* Prints text and a newline; continuation lines are indented by col
+ * spaces, under the first. */
+static void print_indented(FILE *out, const char *text, int col)
+{
+	for (; *text; text++) {
+		fputc(*text, out);
+		if (*text == '\n')
+			fprintf(out, "%*s", col, "");
+	}
+	fputc('\n', out);
+}
+
 static void usage(FILE *out)
 {
 	size_t i;
@@ -79,15 +107,17 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: %s COMMAND [options]\n"
 		"\n"
-		"Measures triad's one-sided operations between rank %d (client, reports) and\n"
-		"rank %d (server), like perftest.  Launch one process per rank with the same\n"
-		"command line; each reads TRIAD_RANK and TRIAD_WORLD (see --config).  Other\n"
-		"ranks only take part in the barriers.\n"
+		"Measures triad's one-sided operations and active messages between rank %d\n"
+		"(client, reports) and rank %d (server), like perftest.  Launch one process\n"
+		"per rank with the same command line; each reads TRIAD_RANK and TRIAD_WORLD\n"
+		"(see --config).  Other ranks only take part in the barriers.\n"
 		"\n"
 		"commands:\n",
 		PROG, PERF_CLIENT, PERF_SERVER);
-	for (i = 0; i < perf_ncmds; i++)
-		fprintf(out, "  %-10s %s\n", perf_cmds[i].name, perf_cmds[i].summary);
+	for (i = 0; i < perf_ncmds; i++) {
+		fprintf(out, "  %-10s ", perf_cmds[i].name);
+		print_indented(out, perf_cmds[i].summary, 13);
+	}
 	fprintf(out, "\noptions:\n");
 	for (i = 0; i < NOPTS; i++) {
 		const struct opt_def *d = &opt_defs[i];
@@ -101,22 +131,18 @@ static void usage(FILE *out)
 			n = snprintf(left, sizeof(left), "    --%s", d->name);
 		if (d->metavar)
 			snprintf(left + n, sizeof(left) - (size_t)n, " %s", d->metavar);
-		/* Continuation lines of the help are indented under the first. */
 		fprintf(out, "  %-18s ", left);
-		for (; *h; h++) {
-			fputc(*h, out);
-			if (*h == '\n')
-				fprintf(out, "  %-18s ", "");
-		}
-		fputc('\n', out);
+		print_indented(out, h, 21);
 	}
 	fprintf(out,
 		"\nexit status: 0 ok, 1 a failure (library error, timeout, data mismatch),\n"
 		"2 a usage error.\n"
 		"\nexample (two ranks on one host, pinned to different CPUs):\n"
 		"  TRIAD_RANK=1 taskset -c 1 %s put_lat -s 8 --plane 0 &\n"
-		"  TRIAD_RANK=0 taskset -c 0 %s put_lat -s 8 --plane 0\n",
-		PROG, PROG);
+		"  TRIAD_RANK=0 taskset -c 0 %s put_lat -s 8 --plane 0\n"
+		"  TRIAD_RANK=1 taskset -c 1 %s am_bw -s 1k --slots 16 &\n"
+		"  TRIAD_RANK=0 taskset -c 0 %s am_bw -s 1k --slots 16\n",
+		PROG, PROG, PROG, PROG);
 }
 
 static __attribute__((format(printf, 1, 2))) int usage_error(const char *fmt, ...)
@@ -183,6 +209,18 @@ static int parse_long(const char *s, long min, long max, long *val_p)
 	return 0;
 }
 
+/* "put_lat, get_lat, ...": the command names, for messages. */
+static const char *cmd_list(void)
+{
+	static char list[256];
+	size_t n = 0;
+
+	for (size_t i = 0; i < perf_ncmds && n < sizeof(list); i++)
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
+				      perf_cmds[i].name);
+	return list;
+}
+
 /* Parses argv into o.  0 to run, -1 when --help was printed, or an exit
  * status (PERF_EXIT_USAGE) after printing the error. */
 static int parse_args(int argc, char **argv, struct perf_opts *o)
@@ -194,7 +232,8 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	long v;
 	int c;
 
-	*o = (struct perf_opts){ .warmup = -1, .window = 64, .plane = -1, .timeout_s = 60 };
+	*o = (struct perf_opts){ .warmup = -1, .window = 64, .plane = -1,
+				 .prio = TRIAD_PRIO_LOW, .timeout_s = 60 };
 	for (i = 0; i < NOPTS; i++) {
 		d = &opt_defs[i];
 		longopts[i] = (struct option){ d->name, d->has_arg, NULL, d->id };
@@ -266,6 +305,21 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 						   "to 86400", arg);
 			o->timeout_s = (int)v;
 			break;
+		case OPT_PRIO:
+			if (!strcmp(arg, "high"))
+				o->prio = TRIAD_PRIO_HIGH;
+			else if (!strcmp(arg, "medium"))
+				o->prio = TRIAD_PRIO_MEDIUM;
+			else if (!strcmp(arg, "low"))
+				o->prio = TRIAD_PRIO_LOW;
+			else
+				return usage_error("--prio '%s': not high, medium or low", arg);
+			break;
+		case OPT_SLOTS:
+			if (parse_long(arg, 1, 64, &v))
+				return usage_error("--slots '%s': not a number from 1 to 64", arg);
+			o->slots = (int)v;
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			return -1;
@@ -279,34 +333,40 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			if (!strcmp(argv[optind], perf_cmds[i].name))
 				o->cmd = &perf_cmds[i];
 		if (!o->cmd)
-			return usage_error("unknown command '%s' (put_lat, get_lat, put_bw)",
-					   argv[optind]);
+			return usage_error("unknown command '%s' (%s)", argv[optind], cmd_list());
 		if (optind + 1 < argc)
 			return usage_error("unexpected argument '%s' after the command",
 					   argv[optind + 1]);
 	} else if (!o->config) {
-		return usage_error("no command given (put_lat, get_lat, put_bw)");
+		return usage_error("no command given (%s)", cmd_list());
 	}
 	if (o->all && o->size)
 		return usage_error("--all and --size exclude each other");
+	if (o->cmd && (o->cmd->flags & PERF_CMD_AM) && o->plane >= 0)
+		return usage_error("--plane: %s cannot pin a plane (the library picks the plane "
+				   "of every message)", o->cmd->name);
 	return 0;
 }
 
 /* ---- running ---------------------------------------------------------------------------*/
-static size_t max_size(const struct perf_opts *o)
+/* The largest size to run: the size, or the sweep's end within the
+ * command's limit. */
+static size_t max_size(const struct perf_run *r)
 {
+	const struct perf_opts *o = r->o;
+
 	if (o->all)
-		return SWEEP_MAX;
+		return SWEEP_MAX < r->size_limit ? SWEEP_MAX : r->size_limit;
 	return o->size ? o->size : o->cmd->def_size;
 }
 
 static int run_sizes(struct perf_run *r)
 {
 	const struct perf_opts *o = r->o;
-	size_t size = o->all ? SWEEP_MIN : max_size(o);
+	size_t size = o->all ? SWEEP_MIN : max_size(r);
 	int ret = 0;
 
-	for (; !ret && size <= max_size(o); size *= 2) {
+	for (; !ret && size <= max_size(r); size *= 2) {
 		long iters = o->iters ? o->iters : perf_default_iters(o->cmd->kind, size);
 		long warmup = o->warmup >= 0 ? o->warmup : perf_default_warmup(iters);
 
@@ -314,6 +374,41 @@ static int run_sizes(struct perf_run *r)
 		if (!o->all)
 			break;
 	}
+	return ret;
+}
+
+/* setenv NAME=value unless NAME is set already (force: always).  0, or
+ * PERF_EXIT_FAIL after printing why. */
+static int set_env(const char *name, long value, int force)
+{
+	char v[32];
+
+	if (!force && getenv(name))
+		return 0;
+	snprintf(v, sizeof(v), "%ld", value);
+	if (setenv(name, v, 1)) {
+		fprintf(stderr, "%s: setenv %s=%s: %s\n", PROG, name, v, strerror(errno));
+		return PERF_EXIT_FAIL;
+	}
+	return 0;
+}
+
+/* --slots K: TRIAD_SLOTS for triad_init (and --config).  The library
+ * refuses a connection whose priority thresholds exceed the peer's slot
+ * count (TRIAD_FC_NEED_MEDIUM 2, _LOW 3 by default), so below 3 slots the
+ * thresholds the user did not set are lowered to K, the clamp the flow
+ * control applies to its own defaults. */
+static int set_slots(const struct perf_opts *o)
+{
+	int ret;
+
+	if (!o->slots)
+		return 0;
+	ret = set_env("TRIAD_SLOTS", o->slots, 1);
+	if (!ret && o->slots < 2)
+		ret = set_env("TRIAD_FC_NEED_MEDIUM", o->slots, 0);
+	if (!ret && o->slots < 3)
+		ret = set_env("TRIAD_FC_NEED_LOW", o->slots, 0);
 	return ret;
 }
 
@@ -341,8 +436,23 @@ static int run(const struct perf_opts *o)
 		goto fini;
 	}
 	r.flags = o->plane >= 0 ? TRIAD_F_PLANE(o->plane) : 0;
+	r.size_limit = SIZE_MAX_ALLOWED;
+	if (o->cmd->flags & PERF_CMD_AM) {
+		r.size_limit = triad_am_max_size(r.ctx);
+		if (max_size(&r) > r.size_limit) {
+			fprintf(stderr, "%s: --size %zu: larger than the largest active message, "
+				"%zu bytes (TRIAD_SLOT_SIZE less the headers)\n", PROG,
+				max_size(&r), r.size_limit);
+			status = PERF_EXIT_USAGE;
+			goto fini;
+		}
+		/* Handlers before the first barrier: no message finds its id
+		 * unregistered. */
+		if (perf_am_setup(&r))
+			goto fini;
+	}
 	/* Page-aligned areas: [receive | send]. */
-	r.area = (max_size(o) + 4095) & ~(size_t)4095;
+	r.area = (max_size(&r) + 4095) & ~(size_t)4095;
 	r.buf = aligned_alloc(4096, 2 * r.area);
 	if (!r.buf) {
 		fprintf(stderr, "%s: rank %d: no memory for 2 x %zu bytes\n", PROG, r.rank, r.area);
@@ -386,6 +496,7 @@ free_buf:
 	free(r.buf);
 fini:
 	triad_fini(r.ctx);
+	perf_am_cleanup(&r); /* after triad_fini: no handler runs any more */
 	return status;
 }
 
@@ -396,6 +507,9 @@ int main(int argc, char **argv)
 
 	if (ret < 0)
 		return PERF_EXIT_OK; /* --help */
+	if (ret)
+		return ret;
+	ret = set_slots(&o);
 	if (ret)
 		return ret;
 	if (o.config) {

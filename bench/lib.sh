@@ -1,0 +1,118 @@
+# bench/lib.sh: helpers shared by the benchmark scripts that run INSIDE the
+# VM (run-putget, run-am); sourced, not run.  See bench/README.md.
+#
+# The caller sets PROG, OUT, PERF (triad_perf, absolute), WORLD,
+# DEV0/DEV1 and ADDR0/ADDR1 (client node 0, server node 1), TOOL_TIMEOUT,
+# and calls bench_setup_pair and bench_tsc first.
+# shellcheck shell=bash
+
+say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+usage_die() { echo "$PROG: $*" >&2; echo "try '$PROG --help'" >&2; exit 2; }
+
+# bench_check_tools TOOL...: every tool is on PATH, and we run in the VM.
+bench_check_tools() {
+    local t
+    for t in "$@" taskset timeout; do
+        command -v "$t" >/dev/null || usage_die "$t not found (perftest, util-linux, coreutils)"
+    done
+    if ! command -v fabric-ctl >/dev/null; then
+        usage_die "fabric-ctl not on PATH: run me inside tests/vm/vm1 (see bench/README.md)"
+    fi
+}
+
+# bench_setup_pair LABEL: the pair (client node 0, server node 1, plane 0)
+# and a world of exactly these two ranks, whatever the harness's size.
+bench_setup_pair() {
+    DEV0=$(fabric-ctl dev 0 0) DEV1=$(fabric-ctl dev 1 0)
+    ADDR0=$(fabric-ctl addr 0 0) ADDR1=$(fabric-ctl addr 1 0)
+    WORLD=$OUT/world
+    printf '# bench/%s: node 0 and node 1, plane 0\nport 7471\n0 %s\n1 %s\n' \
+        "$1" "$ADDR0" "$ADDR1" >"$WORLD"
+}
+
+# perftest turns TSC cycles into time with a clock rate it estimates against
+# gettimeofday; under TCG that estimate is noisy (it may fail: "inf", or be
+# off by a few %), so the latency tools report cycles (-C) and we divide by
+# the guest kernel's calibrated TSC rate, the "cpu MHz" of /proc/cpuinfo.
+# (The bandwidth tools have no such option: their figures keep perftest's
+# own estimate.)
+bench_tsc() {
+    TSC_MHZ=$(awk -F: '/^cpu MHz/ { print $2 + 0; exit }' /proc/cpuinfo)
+    awk -v m="${TSC_MHZ:-0}" 'BEGIN { exit !(m > 100) }' ||
+        { say "cannot read the CPU clock rate from /proc/cpuinfo"; exit 1; }
+}
+cycles_to_us() { [[ -n $1 ]] && awk -v c="$1" -v m="$TSC_MHZ" 'BEGIN { printf "%.2f", c / m }'; }
+
+PORT=18515
+
+# perftest NAME TAG ARGS...: one perftest run (server on node 1, vCPU 1,
+# client on node 0, vCPU 0, a fresh port each time); the client's output
+# goes to $OUT/TAG.out.  A failed run is not retried here (the callers do,
+# from scratch): a server whose client died can hang, so it is killed.
+perftest() {
+    local tool=$1 tag=$2 srv rc
+    shift 2
+    PORT=$((PORT + 1))
+    timeout "$TOOL_TIMEOUT" taskset -c 1 "$tool" -R -F -d "$DEV1" --source_ip "$ADDR1" \
+        -p "$PORT" "$@" >"$OUT/$tag.server" 2>&1 &
+    srv=$!
+    sleep 2 # the server needs a moment to listen
+    timeout "$TOOL_TIMEOUT" taskset -c 0 "$tool" -R -F -d "$DEV0" --source_ip "$ADDR0" \
+        -p "$PORT" "$@" "$ADDR1" >"$OUT/$tag.out" 2>&1
+    rc=$?
+    ((rc == 0)) || kill "$srv" 2>/dev/null
+    wait "$srv" 2>/dev/null
+    ((rc == 0)) || say "$tag: $tool failed (status $rc); see $OUT/$tag.out and .server"
+    return "$rc"
+}
+
+# triad TAG ARGS...: one triad_perf run with the same command line on both
+# ranks, rank 1 on vCPU 1 in the background, rank 0 on vCPU 0; rank 0's
+# JSON goes to $OUT/TAG.out.
+triad() {
+    local tag=$1 r1 rc rc1
+    shift
+    TRIAD_WORLD=$WORLD TRIAD_RANK=1 timeout "$TOOL_TIMEOUT" taskset -c 1 "$PERF" "$@" \
+        --json --timeout 30 >"$OUT/$tag.server" 2>&1 &
+    r1=$!
+    TRIAD_WORLD=$WORLD TRIAD_RANK=0 timeout "$TOOL_TIMEOUT" taskset -c 0 "$PERF" "$@" \
+        --json --timeout 30 >"$OUT/$tag.out" 2>"$OUT/$tag.err"
+    rc=$?
+    wait "$r1"
+    rc1=$?
+    ((rc == 0 && rc1 == 0)) && return 0
+    say "$tag: triad_perf failed (rank 0 status $rc, rank 1 status $rc1);" \
+        "see $OUT/$tag.out, .err, .server"
+    return 1
+}
+
+# perftest_col FILE SIZE COL: column COL of perftest's result line for SIZE.
+perftest_col() {
+    awk -v s="$2" -v c="$3" '$1 == s && $2 ~ /^[0-9]+$/ { v = $c } END { if (v != "") print v }' "$1"
+}
+# json_num FILE KEY: a number from triad_perf's JSON line (the last one).
+json_num() {
+    sed -n "s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1" | tail -n1
+}
+median() {
+    printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+        awk '{ a[NR] = $1 } END { if (NR == 0) print "NA"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+# valid V: a finite number >= 0 (perftest prints "inf" when its CPU clock
+# estimate fails, which happens under TCG); positive unless ZERO_OK=1.
+valid() {
+    [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]] &&
+        awk -v v="$1" -v z="${ZERO_OK:-0}" 'BEGIN { exit !(v > 0 || z) }'
+}
+# ratio A B: A / B with 3 decimals, or NA.
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "NA" }'
+}
+# verdict VALUE OP TARGET: ok, MISSED, NA, or (info) without a target.
+verdict() {
+    awk -v r="$1" -v op="$2" -v x="$3" 'BEGIN {
+        if (x == "") { print "(info)"; exit }
+        if (r == "NA") { print "NA"; exit }
+        ok = (op == ">=") ? r + 0 >= x + 0 : r + 0 <= x + 0
+        print ok ? "ok" : "MISSED" }'
+}
