@@ -130,6 +130,9 @@ int triad_get(triad_ctx_t *ctx, void *buf, size_t len, int rank,
 /* ---- requests --------------------------------------------------------------*/
 /* 1 when complete, 0 when not; drives progress once. */
 int triad_test(triad_req_t *req);
+/* Drives progress once (active-message handlers run in it): for a thread
+ * that waits for something other than a request, e.g. an incoming message. */
+int triad_progress(triad_ctx_t *ctx);
 /* 0 when complete, -ETIMEDOUT after timeout_ms (< 0: forever). */
 int triad_wait(triad_req_t *req, int timeout_ms);
 enum triad_status triad_req_status(const triad_req_t *req);

@@ -53,7 +53,7 @@ static const struct var vars[] = {
 	  "free slots a medium-priority message needs (high needs 1)" },
 	{ "TRIAD_FC_NEED_LOW", "3", VAR_INT, F(need_low), 1, 64,
 	  "free slots a low-priority message needs" },
-	{ "TRIAD_BSM_LINGER_US", "200", VAR_INT, F(bsm_linger_us), 0, 1000000,
+	{ "TRIAD_BSM_LINGER_US", "2000", VAR_INT, F(bsm_linger_us), 0, 1000000,
 	  "how long a buffer status may wait to cover more freed slots" },
 	{ "TRIAD_COPY_TIMEOUT_MS", "30000", VAR_INT, F(copy_timeout_ms), 10, INT_MAX,
 	  "a copy that has not completed by then fails with a timeout" },

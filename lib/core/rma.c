@@ -258,6 +258,16 @@ int triad_test(triad_req_t *req)
 	return req_done(req);
 }
 
+int triad_progress(triad_ctx_t *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	tr_progress_app(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
 int triad_wait(triad_req_t *req, int timeout_ms)
 {
 	if (!req)

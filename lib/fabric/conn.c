@@ -178,9 +178,14 @@ static int setup_qp(struct tr_conn *c, struct rdma_cm_id *id)
 static int setup_msgs(struct tr_conn *c, const struct tr_conn_priv *peer)
 {
 	struct triad_ctx *ctx = c->ctx;
-	const unsigned need[TR_FC_NPRIO] = { 1, (unsigned)ctx->cfg.need_medium,
-					     (unsigned)ctx->cfg.need_low };
+	unsigned need[TR_FC_NPRIO] = { 1, (unsigned)ctx->cfg.need_medium,
+				       (unsigned)ctx->cfg.need_low };
 	size_t rsz = ctx->cfg.slot_size, tsz = peer->slot_size, total;
+
+	/* Fewer slots than a threshold: every priority may use all of them. */
+	for (int p = 0; p < TR_FC_NPRIO; p++)
+		if (need[p] > peer->slots)
+			need[p] = peer->slots;
 	int i;
 
 	c->peer_slots = peer->slots;
@@ -731,7 +736,7 @@ bsm:
 }
 
 /* A standalone BSM goes at once when it is urgent (a priority threshold
- * was crossed) or when at least half the slots are unreported (the sender
+ * was crossed) or when two thirds of the slots are unreported (the sender
  * may soon run short); otherwise it lingers up to TRIAD_BSM_LINGER_US to
  * cover more slots (force), so a streaming sender costs a BSM per several
  * messages, not one each.  At most one is in flight, two when urgent. */
@@ -745,7 +750,7 @@ static void pump_bsm(struct tr_conn *c, const unsigned *need, int force)
 	urgent = tr_fc_rx_bsm_urgent(&c->fc_rx, need);
 	if (c->bsm_inflight >= 2 || (c->bsm_inflight == 1 && !urgent))
 		return; /* its completion pumps again */
-	if (!urgent && !force && 2 * unreported < c->fc_rx.nslots) {
+	if (!urgent && !force && 3 * unreported < 2 * c->fc_rx.nslots) {
 		if (!c->bsm_linger) {
 			c->bsm_linger = 1;
 			tr_core_bsm_linger(c);
