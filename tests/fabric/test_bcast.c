@@ -11,6 +11,7 @@
  * ranks only start the broadcast and wait for it.
  */
 #include <getopt.h>
+#include <unistd.h>
 
 #include "ft.h"
 
@@ -18,6 +19,7 @@
 #define WIN_B 2
 
 static uint64_t max_size = 16u << 20;
+static int kill_mode;
 
 static void one(triad_ctx_t *ctx, char *buf, uint64_t buflen, int root, uint64_t len,
 		enum triad_bcast_algo algo, uint32_t seed)
@@ -49,9 +51,58 @@ static void one(triad_ctx_t *ctx, char *buf, uint64_t buflen, int root, uint64_t
 	}
 }
 
+/* --kill: the last rank dies right after it called a 16 MiB greedy broadcast
+ * from rank 0.  The root's request must complete with an error naming a
+ * rank, every other survivor's request must complete (OK if its data made
+ * it, else the root's error), and nobody may hang. */
+static int killed_broadcast(triad_ctx_t *ctx)
+{
+	int rank = triad_rank(ctx), size = triad_size(ctx), victim = size - 1;
+	uint64_t len = 16u << 20;
+	char *buf = calloc(1, len);
+	triad_win_t *w;
+	triad_req_t *req;
+	enum triad_status st;
+
+	if (!buf || size < 3) {
+		fprintf(stderr, "--kill needs 3 ranks or more\n");
+		return 1;
+	}
+	FT_CHECK(triad_win_create(ctx, WIN_A, buf, len, NULL, &w) == 0, "window");
+	if (rank == 0)
+		ft_fill(buf, len, 5, 0);
+	ft_barrier(ctx);
+	FT_CHECK(triad_bcast(ctx, 0, WIN_A, 0, len, TRIAD_BCAST_GREEDY, &req) == 0, "bcast");
+	if (rank == victim) {
+		printf("rank %d: dying in the middle of the broadcast\n", rank);
+		fflush(stdout);
+		_exit(0);
+	}
+	if (triad_wait(req, 120000)) {
+		FT_CHECK(0, "the broadcast did not complete in 120 s with rank %d dead", victim);
+		return 1;
+	}
+	st = triad_req_status(req);
+	if (rank == 0) {
+		FT_CHECK(st != TRIAD_S_OK && triad_req_failed_rank(req) >= 0,
+			 "root: %s, failed rank %d", triad_status_str(st), triad_req_failed_rank(req));
+		printf("bcast --kill: root: %s, naming rank %d\n", triad_status_str(st),
+		       triad_req_failed_rank(req));
+	} else if (st == TRIAD_S_OK) {
+		FT_CHECK(ft_verify(buf, len, 5, 0) < 0, "rank %d: told OK, data wrong", rank);
+	}
+	printf("bcast --kill: rank %d completed: %s\n", rank, triad_status_str(st));
+	triad_req_free(req);
+	/* No barrier with a dead rank; leave after the others had time to finish. */
+	sleep(2);
+	triad_fini(ctx);
+	return ft_failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "max-size", required_argument, NULL, 's' },
+					      { "kill", no_argument, NULL, 'k' },
 					      { NULL, 0, NULL, 0 } };
 	static const enum triad_bcast_algo algos[] = { TRIAD_BCAST_GREEDY, TRIAD_BCAST_BINOMIAL,
 						       TRIAD_BCAST_PIPELINED, TRIAD_BCAST_AUTO };
@@ -63,14 +114,19 @@ int main(int argc, char **argv)
 	int c, rank, size, count = 0;
 	uint64_t alen;
 
-	while ((c = getopt_long(argc, argv, "s:", opts, NULL)) != -1) {
-		if (c != 's')
+	while ((c = getopt_long(argc, argv, "s:k", opts, NULL)) != -1) {
+		if (c == 'k')
+			kill_mode = 1;
+		else if (c == 's')
+			max_size = strtoull(optarg, NULL, 0);
+		else
 			return 2;
-		max_size = strtoull(optarg, NULL, 0);
 	}
 	ctx = ft_init();
 	rank = triad_rank(ctx);
 	size = triad_size(ctx);
+	if (kill_mode)
+		return killed_broadcast(ctx);
 	alen = max_size + 4096;
 	a = calloc(1, alen);
 	b = calloc(1, 1 << 20);
