@@ -340,6 +340,7 @@ int main(int argc, char **argv)
 	if (!win)
 		return 1;
 	ft_fill(win, SRC_LEN, (uint32_t)rank, 0);
+	memset(win + DONE_OFF, 0, 32); /* the --kill "done" flags start clear */
 	FT_CHECK(triad_win_create(ctx, WIN, win, win_len, NULL, &w) == 0, "window");
 	ft_barrier(ctx);
 	phase_storm(ctx);
@@ -358,7 +359,7 @@ int main(int argc, char **argv)
 				FT_CHECK(ft_wait(req, 60000) == TRIAD_S_OK, "done flag to %d", r);
 		}
 		done[rank] = 1;
-		for (int i = 0; i < 6000; i++) {
+		for (int i = 0; i < 60000; i++) { /* 600 s: a survivor may wait out copy timeouts */
 			int all = 1;
 
 			for (int r = 0; r < size - 1; r++)
