@@ -31,6 +31,11 @@ enum {
 	/* Active messages: sizes up to triad_am_max_size(), --prio applies,
 	 * --plane does not (the library picks the plane of a message). */
 	PERF_CMD_AM = 1u << 0,
+	/* bcast: every rank takes part; --algo and --root apply. */
+	PERF_CMD_BCAST = 1u << 1,
+	/* copy_*: three ranks (PERF_COPY_*); --mode applies, --plane does
+	 * not (triad_copy takes no plane). */
+	PERF_CMD_COPY = 1u << 2,
 };
 
 struct perf_cmd {
@@ -55,6 +60,9 @@ struct perf_opts {
 	int json;
 	int config;
 	int timeout_s;		    /* bound on every single wait */
+	int algo;		    /* bcast: enum triad_bcast_algo */
+	int root;		    /* bcast: the root rank */
+	unsigned copy_mode;	    /* copy_*: enum triad_copy_flags */
 };
 
 struct perf_run {
@@ -131,5 +139,17 @@ int perf_am_setup(struct perf_run *r);	 /* registers the handlers */
 void perf_am_cleanup(struct perf_run *r);
 int perf_am_lat(struct perf_run *r, size_t size, long iters, long warmup);
 int perf_am_bw(struct perf_run *r, size_t size, long iters, long warmup);
+
+/* perf_bcast.c */
+int perf_bcast(struct perf_run *r, size_t size, long iters, long warmup);
+
+/* perf_copy.c: rank 0 orders rank 1 to copy into rank 2. */
+#define PERF_COPY_INITIATOR 0
+#define PERF_COPY_SOURCE 1
+#define PERF_COPY_DEST 2
+int perf_copy_lat(struct perf_run *r, size_t size, long iters, long warmup);
+int perf_copy_bw(struct perf_run *r, size_t size, long iters, long warmup);
+/* "relay", "direct", "transport-ack". */
+const char *perf_copy_mode_str(unsigned mode);
 
 #endif

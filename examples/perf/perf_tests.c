@@ -569,5 +569,16 @@ const struct perf_cmd perf_cmds[] = {
 	  "--window active messages outstanding to rank 1, whose\n"
 	  "handler only counts; bandwidth, message rate and\n"
 	  "flow-control counters of both sides (like ib_send_bw)" },
+	{ "copy_lat", perf_copy_lat, PERF_LAT, 8, PERF_CMD_COPY,
+	  "3 ranks: rank 0 orders one triad_copy at a time from rank 1\n"
+	  "to rank 2 (--mode); reports the full completion time" },
+	{ "copy_bw", perf_copy_bw, PERF_BW, 65536, PERF_CMD_COPY,
+	  "3 ranks: --window copies outstanding from rank 1 to rank 2,\n"
+	  "ordered by rank 0 (--mode)" },
+	{ "bcast", perf_bcast, PERF_BW, 1u << 20, PERF_CMD_BCAST,
+	  "triad_bcast among all ranks from --root: time, algbw, busbw\n"
+	  "(like nccl-tests) and the non-roots' compute fraction\n"
+	  "(work rate during a bcast / idle); default 1 MiB,\n"
+	  "-n 20 scaled down by 1 MiB/SIZE (at least 3), -w 2" },
 };
 const size_t perf_ncmds = sizeof(perf_cmds) / sizeof(perf_cmds[0]);

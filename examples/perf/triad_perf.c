@@ -33,6 +33,9 @@ enum opt_id {
 	OPT_TIMEOUT,
 	OPT_PRIO,
 	OPT_SLOTS,
+	OPT_ALGO,
+	OPT_ROOT,
+	OPT_MODE,
 };
 
 struct opt_def {
@@ -46,7 +49,8 @@ struct opt_def {
 static const struct opt_def opt_defs[] = {
 	{ "size", required_argument, OPT_SIZE, "SIZE",
 	  "message size in bytes, k/M/G suffixes (binary);\n"
-	  "default 8 (latency tests), 64k (put_bw), 1k (am_bw);\n"
+	  "default 8 (latency tests), 64k (put_bw, copy_bw),\n"
+	  "1k (am_bw);\n"
 	  "am_*: at most triad_am_max_size() (TRIAD_SLOT_SIZE\n"
 	  "less 36 bytes of headers)" },
 	{ "all", no_argument, OPT_ALL, NULL,
@@ -56,16 +60,18 @@ static const struct opt_def opt_defs[] = {
 	  "measured iterations per size (the test VM is\n"
 	  "emulated, ~25 us per operation); default 1000,\n"
 	  "scaled down for big sizes: latency tests by\n"
-	  "8 KiB/SIZE above 8 KiB (at least 10), put_bw by\n"
-	  "64 KiB/SIZE above 64 KiB (at least 20)" },
+	  "8 KiB/SIZE above 8 KiB (at least 10), put_bw and\n"
+	  "copy_bw by 64 KiB/SIZE above 64 KiB (at least 20)" },
 	{ "warmup", required_argument, OPT_WARMUP, "N",
 	  "unmeasured iterations before each size;\n"
 	  "default N/10, at least 2" },
 	{ "window", required_argument, OPT_WINDOW, "W",
-	  "put_bw, am_bw: operations outstanding (default 64)" },
+	  "put_bw, am_bw, copy_bw: operations outstanding\n"
+	  "(default 64)" },
 	{ "plane", required_argument, OPT_PLANE, "P",
 	  "pin every operation to plane P\n"
-	  "(default: the library chooses; not for am_*)" },
+	  "(default: the library chooses; not for am_*,\n"
+	  "copy_*)" },
 	{ "prio", required_argument, OPT_PRIO, "PRIO",
 	  "am_*: priority of the measured messages: high,\n"
 	  "medium or low (default low)" },
@@ -74,6 +80,14 @@ static const struct opt_def opt_defs[] = {
 	  "1..64) before triad_init; give every rank the same\n"
 	  "K.  With K < 3, TRIAD_FC_NEED_MEDIUM and _LOW that\n"
 	  "the environment does not set are lowered to K" },
+	{ "algo", required_argument, OPT_ALGO, "ALGO",
+	  "bcast: greedy, binomial, pipelined or auto\n"
+	  "(default auto: the library picks)" },
+	{ "root", required_argument, OPT_ROOT, "R",
+	  "bcast: the root rank (default 0)" },
+	{ "mode", required_argument, OPT_MODE, "MODE",
+	  "copy_*: relay, direct or transport-ack\n"
+	  "(default relay; see triad_copy in triad.h)" },
 	{ "json", no_argument, OPT_JSON, NULL,
 	  "one JSON object per size instead of the table" },
 	{ "config", no_argument, OPT_CONFIG, NULL,
@@ -229,6 +243,8 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	char shortopts[2 * NOPTS + 2] = ":"; /* ':' first: report missing values */
 	const struct opt_def *d;
 	size_t i, k = 1;
+	const char *bcast_opt = NULL; /* the last bcast-only option given */
+	int mode_given = 0;	      /* --mode (copy_* only) */
 	long v;
 	int c;
 
@@ -320,6 +336,38 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 				return usage_error("--slots '%s': not a number from 1 to 64", arg);
 			o->slots = (int)v;
 			break;
+		case OPT_ALGO:
+			if (!strcmp(arg, "greedy"))
+				o->algo = TRIAD_BCAST_GREEDY;
+			else if (!strcmp(arg, "binomial"))
+				o->algo = TRIAD_BCAST_BINOMIAL;
+			else if (!strcmp(arg, "pipelined"))
+				o->algo = TRIAD_BCAST_PIPELINED;
+			else if (!strcmp(arg, "auto"))
+				o->algo = TRIAD_BCAST_AUTO;
+			else
+				return usage_error("--algo '%s': not greedy, binomial, pipelined "
+						   "or auto", arg);
+			bcast_opt = d->name;
+			break;
+		case OPT_ROOT:
+			if (parse_long(arg, 0, INT_MAX, &v))
+				return usage_error("--root '%s': not a rank number", arg);
+			o->root = (int)v;
+			bcast_opt = d->name;
+			break;
+		case OPT_MODE:
+			if (!strcmp(arg, "relay"))
+				o->copy_mode = TRIAD_COPY_RELAY;
+			else if (!strcmp(arg, "direct"))
+				o->copy_mode = TRIAD_COPY_DIRECT;
+			else if (!strcmp(arg, "transport-ack"))
+				o->copy_mode = TRIAD_COPY_TRANSPORT_ACK;
+			else
+				return usage_error("--mode '%s': not relay, direct or transport-ack",
+						   arg);
+			mode_given = 1;
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			return -1;
@@ -345,6 +393,13 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	if (o->cmd && (o->cmd->flags & PERF_CMD_AM) && o->plane >= 0)
 		return usage_error("--plane: %s cannot pin a plane (the library picks the plane "
 				   "of every message)", o->cmd->name);
+	if (o->cmd && !(o->cmd->flags & PERF_CMD_BCAST) && bcast_opt)
+		return usage_error("--%s: only for bcast", bcast_opt);
+	if (o->cmd && (o->cmd->flags & PERF_CMD_COPY) && o->plane >= 0)
+		return usage_error("--plane: %s cannot pin a plane (triad_copy takes no plane "
+				   "flag)", o->cmd->name);
+	if (o->cmd && !(o->cmd->flags & PERF_CMD_COPY) && mode_given)
+		return usage_error("--mode: only for copy_lat and copy_bw");
 	return 0;
 }
 

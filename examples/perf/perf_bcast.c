@@ -1,0 +1,372 @@
+/* bcast: triad_bcast among all ranks, in the manner of nccl-tests'
+ * broadcast_perf, plus how much computing the non-root ranks keep while a
+ * broadcast runs under them.
+ *
+ * Every rank broadcasts [0, size) of its window's receive area from --root
+ * (which holds the pattern; the others start zeroed).  Three steps per size:
+ *  1. time: warmup + iters times: barrier, every rank calls triad_bcast
+ *     and waits.  A sample is the root's time from its call to its
+ *     request's completion (every rank holds the data).  Afterwards every
+ *     non-root checks its window (outside the timing).
+ *  2. compute: iters times, two phases each, interleaved so that drifts of
+ *     the host hit both alike:
+ *     idle:  barrier; every non-root runs work slices (a fixed unit of
+ *            integer arithmetic, WORK_UNIT steps) for as long as its own
+ *            median broadcast took in step 1, and counts them; the root
+ *            sleeps as long as its own median.  No broadcast runs.
+ *     bcast: barrier; every rank calls triad_bcast; the root waits; every
+ *            non-root runs the same slices, calling only triad_test
+ *            between two slices, until its request completes.
+ *     A non-root's fraction = (slices/s during bcast) / (slices/s idle).
+ *  3. every non-root puts its figures into the root's send area; barrier;
+ *     the root reports: time (median and average of step 1), algbw =
+ *     size / median time, busbw = algbw * (n - 1) / n (nccl-tests'
+ *     definitions; MB/s = 10^6 bytes/s), and the non-roots' compute
+ *     fraction (median and minimum over the non-roots).
+ * The CPUs are shared by every rank's threads: on the emulated test VM
+ * (8 ranks, 2 vCPUs) the idle baseline has the root asleep, the bcast
+ * phase has the root and the progress engines running, so the fraction
+ * includes the CPU the broadcast machinery takes on a shared CPU. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "perf.h"
+
+/* One work slice: WORK_UNIT dependent multiply-xorshift steps. */
+#define WORK_UNIT 8192
+/* Default iterations (-n not given): 20 up to 1 MiB, scaled by 1 MiB/size
+ * above, at least 3; warm-up 2. */
+#define BCAST_ITERS 20
+#define BCAST_MIN_ITERS 3
+#define BCAST_WARMUP 2
+
+/* What a non-root sends the root after step 2. */
+struct bc_share {
+	double fraction;      /* (slices/s during bcast) / (slices/s idle) */
+	double rate_idle;     /* slices per second */
+	double rate_bcast;
+	double slice_ns;      /* one idle slice */
+};
+
+static volatile uint64_t work_sink;
+
+static uint64_t work_slice(uint64_t x)
+{
+	for (int i = 0; i < WORK_UNIT; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		x ^= x >> 29;
+	}
+	return x;
+}
+
+static const char *algo_str(enum triad_bcast_algo a)
+{
+	switch (a) {
+	case TRIAD_BCAST_AUTO: return "auto";
+	case TRIAD_BCAST_GREEDY: return "greedy";
+	case TRIAD_BCAST_BINOMIAL: return "binomial";
+	case TRIAD_BCAST_PIPELINED: return "pipelined";
+	}
+	return "?";
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
+			       .tv_nsec = (long)(ns % 1000000000ull) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static int start_bcast(struct perf_run *r, size_t size, triad_req_t **req_p)
+{
+	int ret = triad_bcast(r->ctx, r->o->root, PERF_WIN_ID, 0, size,
+			      (enum triad_bcast_algo)r->o->algo, req_p);
+
+	if (ret)
+		perf_err(r, "triad_bcast", ret);
+	return ret;
+}
+
+static int finish_bcast(struct perf_run *r, triad_req_t *req)
+{
+	int ret = triad_wait(req, r->timeout_ms);
+
+	if (ret) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "triad_wait (bcast, %d ms)", r->timeout_ms);
+		perf_err(r, msg, ret);
+		return ret; /* leaked on purpose: the library may still complete it */
+	}
+	if (triad_req_status(req) != TRIAD_S_OK && r->rank == r->o->root)
+		fprintf(stderr, "triad_perf: rank %d: bcast did not reach rank %d\n", r->rank,
+			triad_req_failed_rank(req));
+	return perf_finish_req(r, req, "bcast");
+}
+
+/* Step 1: t[i] = this rank's time from its call to its completion. */
+static int time_pass(struct perf_run *r, size_t size, long iters, long warmup, int bar_ms,
+		     uint64_t *t)
+{
+	triad_req_t *req;
+	int ret;
+
+	for (long i = 0; i < warmup + iters; i++) {
+		uint64_t t0;
+
+		ret = perf_barrier(r, bar_ms, "before bcast");
+		if (ret)
+			return ret;
+		t0 = perf_now_ns();
+		ret = start_bcast(r, size, &req);
+		if (!ret)
+			ret = finish_bcast(r, req);
+		if (ret)
+			return ret;
+		if (i >= warmup)
+			t[i - warmup] = perf_now_ns() - t0;
+	}
+	return 0;
+}
+
+/* Step 2 (see the top of the file); med_ns: this rank's median of step 1;
+ * the root's broadcast times go to tb[]. */
+static int compute_pass(struct perf_run *r, size_t size, long iters, int bar_ms, uint64_t med_ns,
+			uint64_t *tb, struct bc_share *sh)
+{
+	int root = r->rank == r->o->root;
+	uint64_t x = (uint64_t)r->rank + 1, idle_n = 0, idle_ns = 0, bc_n = 0, bc_ns = 0;
+	triad_req_t *req;
+	int ret;
+
+	if (med_ns < 1000000)
+		med_ns = 1000000; /* at least 1 ms of idle work per iteration */
+	for (long i = 0; i < iters; i++) {
+		uint64_t t0, t1;
+
+		ret = perf_barrier(r, bar_ms, "before idle compute");
+		if (ret)
+			return ret;
+		t0 = perf_now_ns();
+		if (root) {
+			sleep_ns(med_ns);
+		} else {
+			do {
+				x = work_slice(x);
+				idle_n++;
+				t1 = perf_now_ns();
+			} while (t1 - t0 < med_ns);
+			idle_ns += t1 - t0;
+		}
+		ret = perf_barrier(r, bar_ms, "before bcast with compute");
+		if (ret)
+			return ret;
+		t0 = perf_now_ns();
+		ret = start_bcast(r, size, &req);
+		if (ret)
+			return ret;
+		if (root) {
+			ret = finish_bcast(r, req);
+			tb[i] = perf_now_ns() - t0;
+		} else {
+			uint64_t deadline = t0 + (uint64_t)r->timeout_ms * 1000000ull;
+
+			for (;;) {
+				x = work_slice(x);
+				bc_n++;
+				ret = triad_test(req);
+				if (ret < 0) {
+					perf_err(r, "triad_test (bcast)", ret);
+					return ret;
+				}
+				if (ret)
+					break;
+				if (!(bc_n & 63) && perf_now_ns() > deadline) {
+					fprintf(stderr, "triad_perf: rank %d: bcast with compute: not "
+						"complete after %d ms\n", r->rank, r->timeout_ms);
+					return -ETIMEDOUT;
+				}
+			}
+			bc_ns += perf_now_ns() - t0;
+			ret = perf_finish_req(r, req, "bcast (with compute)");
+		}
+		if (ret)
+			return ret;
+	}
+	work_sink = x;
+	*sh = (struct bc_share){ 0 };
+	if (!root && idle_n && idle_ns && bc_ns) {
+		sh->rate_idle = (double)idle_n / ((double)idle_ns / 1e9);
+		sh->rate_bcast = (double)bc_n / ((double)bc_ns / 1e9);
+		sh->fraction = sh->rate_bcast / sh->rate_idle;
+		sh->slice_ns = (double)idle_ns / (double)idle_n;
+	}
+	return 0;
+}
+
+/* Step 3: the non-roots' figures land in the root's send area, slot = rank. */
+static int share(struct perf_run *r, const struct bc_share *sh)
+{
+	struct bc_share *mine = (struct bc_share *)(void *)perf_send_area(r);
+	triad_req_t *req;
+	int ret;
+
+	if (r->rank == r->o->root)
+		return 0;
+	*mine = *sh;
+	ret = triad_put(r->ctx, mine, sizeof(*mine), r->o->root, PERF_WIN_ID,
+			r->area + (uint64_t)r->rank * sizeof(*mine), 0, &req);
+	if (ret) {
+		perf_err(r, "triad_put (figures to the root)", ret);
+		return ret;
+	}
+	ret = triad_wait(req, r->timeout_ms);
+	if (ret) {
+		perf_err(r, "triad_wait (figures to the root)", ret);
+		return ret;
+	}
+	return perf_finish_req(r, req, "put (figures to the root)");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void report(struct perf_run *r, size_t size, long iters, long warmup,
+		   const struct perf_lat *l, const struct perf_lat *lb)
+{
+	int n = triad_size(r->ctx), k = 0;
+	const struct bc_share *sh = (const struct bc_share *)(const void *)perf_send_area(r);
+	double f[n], fmed = 0, fmin = 0, slice = 0;
+	double algbw = l->typical > 0 ? (double)size / l->typical : 0; /* bytes/us = MB/s */
+	double busbw = algbw * (n - 1) / n;
+	const char *algo = algo_str((enum triad_bcast_algo)r->o->algo);
+
+	for (int i = 0; i < n; i++) {
+		if (i == r->o->root)
+			continue;
+		f[k++] = sh[i].fraction;
+		slice += sh[i].slice_ns;
+	}
+	if (k) {
+		qsort(f, (size_t)k, sizeof(f[0]), cmp_double);
+		fmed = k % 2 ? f[k / 2] : (f[k / 2 - 1] + f[k / 2]) / 2;
+		fmin = f[0];
+		slice /= k;
+	}
+	if (r->o->json) {
+		printf("{\"test\":\"bcast\",\"algo\":\"%s\",\"bytes\":%zu,\"iterations\":%ld,"
+		       "\"warmup\":%ld,\"ranks\":%d,\"root\":%d,"
+		       "\"t_median_us\":%.3f,\"t_avg_us\":%.3f,\"t_min_us\":%.3f,"
+		       "\"t_max_us\":%.3f,\"algbw_mb_s\":%.3f,\"busbw_mb_s\":%.3f,"
+		       "\"t_busy_median_us\":%.3f,\"compute_fraction_median\":%.4f,"
+		       "\"compute_fraction_min\":%.4f,\"compute_fractions\":[",
+		       algo, size, iters, warmup, n, r->o->root, l->typical, l->avg, l->min,
+		       l->max, algbw, busbw, lb->typical, fmed, fmin);
+		for (int i = 0, first = 1; i < n; i++) {
+			if (i == r->o->root)
+				continue;
+			printf("%s%.4f", first ? "" : ",", sh[i].fraction);
+			first = 0;
+		}
+		printf("],\"slice_us\":%.3f,\"work_unit\":%d}\n", slice / 1000.0, WORK_UNIT);
+		fflush(stdout);
+		return;
+	}
+	if (!r->header_done) {
+		perf_print_rule();
+		printf(" triad bcast (%s) from rank %d to %d ranks; time = the root's, from its "
+		       "call to every rank holding the data;\n"
+		       " algbw = size/t_median, busbw = algbw*(n-1)/n (MB/s = 10^6 B/s); "
+		       "compute = non-roots' work rate during the bcast / idle\n",
+		       algo, r->o->root, n);
+		perf_print_rule();
+		printf(" %-9s %-11s %15s %12s %13s %13s %16s %12s %11s\n", "#bytes", "#iterations",
+		       "t_median[usec]", "t_avg[usec]", "algbw[MB/s]", "busbw[MB/s]",
+		       "t_busy_med[usec]", "compute_med", "compute_min");
+		r->header_done = 1;
+	}
+	printf(" %-9zu %-11ld %15.2f %12.2f %13.3f %13.3f %16.2f %12.3f %11.3f\n", size, iters,
+	       l->typical, l->avg, algbw, busbw, lb->typical, fmed, fmin);
+	fflush(stdout);
+}
+
+int perf_bcast(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	const struct perf_opts *o = r->o;
+	int n = triad_size(r->ctx), root = r->rank == o->root, ret;
+	uint64_t *t = NULL, *tb = NULL, med_ns;
+	struct bc_share sh = { 0 };
+	struct perf_lat l, lb;
+	int bar_ms;
+
+	if (o->root >= n) {
+		if (r->rank == 0)
+			fprintf(stderr, "triad_perf: --root %d: the world has %d ranks\n", o->root, n);
+		return -EINVAL;
+	}
+	if ((size_t)n * sizeof(struct bc_share) > r->area) {
+		if (r->rank == 0)
+			fprintf(stderr, "triad_perf: bcast: %d ranks do not fit the report area\n", n);
+		return -EINVAL;
+	}
+	if (!o->iters) {
+		iters = BCAST_ITERS;
+		if (size > (1u << 20))
+			iters = (long)((double)BCAST_ITERS * (1u << 20) / (double)size);
+		if (iters < BCAST_MIN_ITERS)
+			iters = BCAST_MIN_ITERS;
+	}
+	if (o->warmup < 0)
+		warmup = BCAST_WARMUP;
+	t = calloc((size_t)iters, sizeof(*t));
+	tb = calloc((size_t)iters, sizeof(*tb));
+	if (!t || !tb) {
+		perf_err(r, "bcast", -ENOMEM);
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* The root holds the pattern, the others zeroes. */
+	if (root)
+		for (size_t i = 0; i < size; i++)
+			perf_recv_area(r)[i] = perf_pattern(i, size);
+	else
+		memset(perf_recv_area(r), 0, size);
+	/* A barrier waits for the slowest rank's whole broadcast. */
+	bar_ms = perf_phase_timeout_ms(r, size, 1, n);
+	ret = perf_barrier(r, bar_ms, "before bcast");
+	if (!ret)
+		ret = time_pass(r, size, iters, warmup, bar_ms, t);
+	if (!ret && !root)
+		perf_verify(r, size, size, "bcast");
+	if (ret)
+		goto out;
+	/* This rank's own median of step 1: how long the idle phase computes. */
+	memcpy(tb, t, (size_t)iters * sizeof(*t));
+	perf_lat_summarize(tb, (size_t)iters, 1.0, &l);
+	med_ns = (uint64_t)(l.typical * 1000.0);
+	ret = compute_pass(r, size, iters, bar_ms, med_ns, tb, &sh);
+	if (!ret)
+		ret = share(r, &sh);
+	if (!ret)
+		ret = perf_barrier(r, bar_ms, "after bcast");
+	if (!ret && !root)
+		perf_verify(r, size, size, "bcast (with compute)");
+	if (!ret && root) {
+		perf_lat_summarize(t, (size_t)iters, 1.0, &l);
+		perf_lat_summarize(tb, (size_t)iters, 1.0, &lb); /* step 2: t_busy */
+		report(r, size, iters, warmup, &l, &lb);
+	}
+out:
+	free(t);
+	free(tb);
+	return ret;
+}

@@ -1,0 +1,302 @@
+/* The third-party copy measurements: copy_lat and copy_bw, one size per
+ * call.  Three ranks take part: rank 0 (PERF_COPY_INITIATOR) orders rank 1
+ * (PERF_COPY_SOURCE) to write its send area into the receive area of rank 2
+ * (PERF_COPY_DEST).  Ranks 1 and 2 make no triad call while the copies run:
+ * they wait in the barrier that ends the measurement, and their progress
+ * engines serve the copies.  Ranks beyond 2 only join the barriers.
+ *
+ * Same steps as the one-sided tests (perf_tests.c): prepare -> barrier ->
+ * measure (rank 0) -> barrier -> verify (rank 2) -> report (rank 0).
+ * Rank 0 polls triad_test() on its request, as put_lat and put_bw poll on
+ * theirs, so the figure is the library's, not a wake-up's. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "perf.h"
+
+/* Messages a copy costs at most (START, DATA, RESP, DONE), for the bound
+ * on how long ranks 1 and 2 wait in the barrier. */
+#define COPY_TRANSFERS 4
+
+const char *perf_copy_mode_str(unsigned mode)
+{
+	switch (mode) {
+	case TRIAD_COPY_RELAY: return "relay";
+	case TRIAD_COPY_DIRECT: return "direct";
+	case TRIAD_COPY_TRANSPORT_ACK: return "transport-ack";
+	}
+	return "?";
+}
+
+/* The world must have the three roles. */
+static int check_world(struct perf_run *r, const char *test)
+{
+	if (triad_size(r->ctx) > PERF_COPY_DEST)
+		return 0;
+	fprintf(stderr, "triad_perf: rank %d: %s needs %d ranks (initiator %d, source %d, "
+		"destination %d); the world has %d\n", r->rank, test, PERF_COPY_DEST + 1,
+		PERF_COPY_INITIATOR, PERF_COPY_SOURCE, PERF_COPY_DEST, triad_size(r->ctx));
+	return -EINVAL;
+}
+
+/* Orders one copy of size bytes: rank 1's send area -> rank 2's receive
+ * area. */
+static int post_copy(struct perf_run *r, size_t size, triad_req_t **req_p)
+{
+	int ret = triad_copy(r->ctx, PERF_COPY_SOURCE, PERF_WIN_ID, r->area, PERF_COPY_DEST,
+			     PERF_WIN_ID, 0, size, r->o->copy_mode, req_p);
+
+	if (ret == -EAGAIN)
+		fprintf(stderr, "triad_perf: rank %d: triad_copy: too many copies outstanding "
+			"(raise TRIAD_COPY_OPS or lower --window)\n", r->rank);
+	else if (ret)
+		perf_err(r, "triad_copy", ret);
+	return ret;
+}
+
+/* Checks a completed copy's status (and names the leg that failed), frees
+ * it. */
+static int finish_copy(struct perf_run *r, triad_req_t *req)
+{
+	enum triad_status st = triad_req_status(req);
+	enum triad_copy_leg leg = triad_req_copy_leg(req);
+	int ret = triad_req_free(req);
+
+	if (ret) {
+		perf_err(r, "triad_req_free", ret);
+		return ret;
+	}
+	if (st != TRIAD_S_OK) {
+		fprintf(stderr, "triad_perf: rank %d: copy (%s) failed: %s, leg %s\n", r->rank,
+			perf_copy_mode_str(r->o->copy_mode), triad_status_str(st),
+			triad_copy_leg_str(leg));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Polls req until it completes (bounded by --timeout), then finishes it.
+ * On timeout the request is leaked on purpose: the library may still write
+ * into it. */
+static int poll_copy(struct perf_run *r, triad_req_t *req, long iter)
+{
+	uint64_t deadline = 0;
+	unsigned spins = 0;
+	int ret;
+
+	while ((ret = triad_test(req)) == 0) {
+		if (++spins % 64)
+			continue;
+		if (!deadline) {
+			deadline = perf_now_ns() + (uint64_t)r->timeout_ms * 1000000;
+		} else if (perf_now_ns() > deadline) {
+			fprintf(stderr, "triad_perf: rank %d: copy %ld did not complete in %d ms\n",
+				r->rank, iter, r->timeout_ms);
+			return -ETIMEDOUT;
+		}
+	}
+	if (ret < 0) {
+		perf_err(r, "triad_test", ret);
+		return ret;
+	}
+	return finish_copy(r, req);
+}
+
+/* ",\"mode\":...,\"initiator\":0,...": the JSON fields of every copy test. */
+static void json_roles(const struct perf_run *r, char *buf, size_t len)
+{
+	snprintf(buf, len, ",\"mode\":\"%s\",\"initiator\":%d,\"source\":%d,\"destination\":%d",
+		 perf_copy_mode_str(r->o->copy_mode), PERF_COPY_INITIATOR, PERF_COPY_SOURCE,
+		 PERF_COPY_DEST);
+}
+
+/* The first line of a copy table: who copies to whom, in which mode. */
+static void print_title(struct perf_run *r, const char *test, const char *tail)
+{
+	char path[128];
+
+	perf_describe_path(r, path, sizeof(path));
+	perf_print_rule();
+	printf(" triad %s, %s mode: rank %d orders rank %d -> rank %d, %s, %d ranks%s\n", test,
+	       perf_copy_mode_str(r->o->copy_mode), PERF_COPY_INITIATOR, PERF_COPY_SOURCE,
+	       PERF_COPY_DEST, path, triad_size(r->ctx), tail);
+	perf_print_rule();
+}
+
+/* The end of a size: barrier (ranks 1 and 2 wait here while rank 0
+ * measures), then rank 2 checks what landed. */
+static int end_phase(struct perf_run *r, size_t size, long ops, const char *where,
+		     const char *test)
+{
+	int ret = perf_barrier(r, perf_phase_timeout_ms(r, size, ops, COPY_TRANSFERS), where);
+
+	if (!ret && r->rank == PERF_COPY_DEST)
+		perf_verify(r, size, size, test);
+	return ret;
+}
+
+/* ---- copy_lat: one copy at a time -----------------------------------------------------*/
+int perf_copy_lat(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	char extra[160];
+	uint64_t *t = NULL;
+	struct perf_lat lat;
+	triad_req_t *req;
+	int ret = check_world(r, "copy_lat");
+
+	if (ret)
+		return ret;
+	if (r->rank == PERF_COPY_INITIATOR && !(t = calloc((size_t)iters, sizeof(*t)))) {
+		perf_err(r, "copy_lat", -ENOMEM);
+		return -ENOMEM;
+	}
+	perf_prepare(r, size);
+	ret = perf_barrier(r, r->timeout_ms, "before copy_lat");
+	for (long i = 0; !ret && r->rank == PERF_COPY_INITIATOR && i < warmup + iters; i++) {
+		uint64_t t0 = perf_now_ns();
+
+		ret = post_copy(r, size, &req);
+		if (!ret)
+			ret = poll_copy(r, req, i);
+		if (!ret && i >= warmup)
+			t[i - warmup] = perf_now_ns() - t0;
+	}
+	if (!ret)
+		ret = end_phase(r, size, warmup + iters, "after copy_lat", "copy_lat");
+	if (!ret && r->rank == PERF_COPY_INITIATOR) {
+		perf_lat_summarize(t, (size_t)iters, 1.0, &lat);
+		if (!r->o->json && !r->header_done) {
+			print_title(r, "copy_lat", "; times are the full copy completion time");
+			printf(" %-8s %-11s %12s %12s %16s %12s %14s %14s %16s\n", "#bytes",
+			       "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]",
+			       "t_avg[usec]", "t_stdev[usec]", "99% [usec]", "99.9% [usec]");
+			r->header_done = 1;
+		}
+		json_roles(r, extra, sizeof(extra));
+		perf_report_lat(r, "copy_lat", "full copy completion time", size, iters, warmup,
+				&lat, extra);
+	}
+	free(t);
+	return ret;
+}
+
+/* ---- copy_bw: a window of outstanding copies ---------------------------------------------*/
+/* Orders n copies keeping at most --window outstanding, reaped in order;
+ * tpost/tcomp (may be NULL) get each one's post and completion time. */
+static int copy_bw_pass(struct perf_run *r, size_t size, long n, triad_req_t **ring,
+			uint64_t *tpost, uint64_t *tcomp)
+{
+	const long w = r->o->window;
+	uint64_t deadline = perf_now_ns() + (uint64_t)r->timeout_ms * 1000000;
+	long posted = 0, done = 0;
+	int ret = 0;
+
+	while (done < n) {
+		while (posted < n && posted - done < w) {
+			if (tpost)
+				tpost[posted] = perf_now_ns();
+			ret = post_copy(r, size, &ring[posted % w]);
+			if (ret)
+				goto drain;
+			posted++;
+		}
+		ret = triad_test(ring[done % w]);
+		if (ret < 0) {
+			perf_err(r, "triad_test", ret);
+			goto drain;
+		}
+		if (ret == 1) {
+			uint64_t t = perf_now_ns();
+
+			if (tcomp)
+				tcomp[done] = t;
+			ret = finish_copy(r, ring[done % w]);
+			done++;
+			if (ret)
+				goto drain;
+			deadline = t + (uint64_t)r->timeout_ms * 1000000;
+		} else if (perf_now_ns() > deadline) {
+			fprintf(stderr, "triad_perf: rank %d: copy %ld of %ld did not complete in "
+				"%d ms\n", r->rank, done, n, r->timeout_ms);
+			ret = -ETIMEDOUT;
+			goto drain;
+		}
+	}
+	return 0;
+drain:
+	/* Let what is still outstanding finish before the buffers go away. */
+	for (; done < posted; done++)
+		if (!triad_wait(ring[done % w], r->timeout_ms))
+			(void)triad_req_free(ring[done % w]); /* complete: cannot fail */
+	return ret;
+}
+
+static void report_bw(struct perf_run *r, size_t size, long iters, long warmup,
+		      const struct perf_bw *b)
+{
+	char path[128], extra[160];
+
+	if (r->o->json) {
+		perf_json_path(r, path, sizeof(path));
+		json_roles(r, extra, sizeof(extra));
+		printf("{\"test\":\"copy_bw\",\"bytes\":%zu,\"iterations\":%ld,\"warmup\":%ld,"
+		       "%s,\"ranks\":%d,\"window\":%d,\"bw_peak_mib_s\":%.3f,"
+		       "\"bw_avg_mib_s\":%.3f,\"msg_rate_mpps\":%.6f%s}\n",
+		       size, iters, warmup, path, triad_size(r->ctx), r->o->window, b->peak_mib_s,
+		       b->avg_mib_s, b->mpps, extra);
+		fflush(stdout);
+		return;
+	}
+	if (!r->header_done) {
+		char tail[64];
+
+		snprintf(tail, sizeof(tail), ", %d copies outstanding", r->o->window);
+		print_title(r, "copy_bw", tail);
+		printf(" %-8s %-11s %18s %20s %15s\n", "#bytes", "#iterations", "BW peak[MiB/s]",
+		       "BW average[MiB/s]", "MsgRate[Mpps]");
+		r->header_done = 1;
+	}
+	printf(" %-8zu %-11ld %18.2f %20.2f %15.6f\n", size, iters, b->peak_mib_s, b->avg_mib_s,
+	       b->mpps);
+	fflush(stdout);
+}
+
+int perf_copy_bw(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	uint64_t *tpost = NULL, *tcomp = NULL;
+	triad_req_t **ring = NULL;
+	struct perf_bw bw;
+	int ret = check_world(r, "copy_bw");
+
+	if (ret)
+		return ret;
+	if (r->rank == PERF_COPY_INITIATOR) {
+		tpost = calloc((size_t)iters, sizeof(*tpost));
+		tcomp = calloc((size_t)iters, sizeof(*tcomp));
+		ring = calloc((size_t)r->o->window, sizeof(*ring));
+		if (!tpost || !tcomp || !ring) {
+			perf_err(r, "copy_bw", -ENOMEM);
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	perf_prepare(r, size);
+	ret = perf_barrier(r, r->timeout_ms, "before copy_bw");
+	if (!ret && r->rank == PERF_COPY_INITIATOR) {
+		ret = copy_bw_pass(r, size, warmup, ring, NULL, NULL);
+		if (!ret)
+			ret = copy_bw_pass(r, size, iters, ring, tpost, tcomp);
+	}
+	if (!ret)
+		ret = end_phase(r, size, warmup + iters, "after copy_bw", "copy_bw");
+	if (!ret && r->rank == PERF_COPY_INITIATOR) {
+		perf_bw_summarize(tpost, tcomp, (size_t)iters, size, &bw);
+		report_bw(r, size, iters, warmup, &bw);
+	}
+out:
+	free(tpost);
+	free(tcomp);
+	free(ring);
+	return ret;
+}
