@@ -59,6 +59,8 @@ static const struct var vars[] = {
 	  "a copy that has not completed by then fails with a timeout" },
 	{ "TRIAD_COPY_OPS", "1024", VAR_INT, F(copy_ops), 1, 1 << 20,
 	  "copies this rank may have outstanding as initiator, and serve as source" },
+	{ "TRIAD_BG_SPIN_US", "100", VAR_INT, F(bg_spin_us), 0, 1000000,
+	  "how long the progress thread keeps polling after it served something" },
 };
 
 #undef F

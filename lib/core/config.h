@@ -27,6 +27,7 @@ struct tr_config {
 	int bsm_linger_us;	  /* TRIAD_BSM_LINGER_US */
 	int copy_timeout_ms;	  /* TRIAD_COPY_TIMEOUT_MS */
 	int copy_ops;		  /* TRIAD_COPY_OPS */
+	int bg_spin_us;		  /* TRIAD_BG_SPIN_US */
 };
 
 /* Returns the value of a variable, or NULL when it is unset. */

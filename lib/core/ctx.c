@@ -39,13 +39,16 @@ uint64_t tr_now_ns(void)
 }
 
 /* ---- engine -------------------------------------------------------------------*/
-void tr_progress(struct triad_ctx *ctx)
+int tr_progress(struct triad_ctx *ctx)
 {
+	int n = 0;
+
 	for (int i = 0; i < ctx->nplanes; i++)
-		tr_plane_poll(&ctx->plane[i]);
+		n += tr_plane_poll(&ctx->plane[i]);
 	if (ctx->nqueries)
 		tr_win_check_timeouts(ctx);
 	tr_copy_progress(ctx);
+	return n;
 }
 
 void tr_progress_app(struct triad_ctx *ctx)

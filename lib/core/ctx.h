@@ -154,8 +154,8 @@ struct triad_ctx {
 
 uint64_t tr_now_ns(void);
 
-/* Engine: poll everything once (lock held). */
-void tr_progress(struct triad_ctx *ctx);
+/* Engine: poll everything once (lock held); completions handled. */
+int tr_progress(struct triad_ctx *ctx);
 /* The same, from an application thread: the progress thread then leaves
  * completion events off for TRIAD_SPIN_US, since this thread reaps them. */
 void tr_progress_app(struct triad_ctx *ctx);

@@ -108,7 +108,7 @@ struct tr_conn {
 int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
 		  struct in_addr addr, uint16_t port);
 void tr_plane_close(struct tr_plane *pl);
-void tr_plane_poll(struct tr_plane *pl); /* drain the CQ */
+int tr_plane_poll(struct tr_plane *pl); /* drain the CQ; completions handled */
 void tr_plane_arm(struct tr_plane *pl);	 /* events on, if they were off */
 /* Event callbacks for the progress loop. */
 void tr_cm_cb(struct ev_loop *loop, ev_io *w, int revents);

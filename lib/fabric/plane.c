@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 
 #include "core/ctx.h"
@@ -187,22 +188,24 @@ static void handle_wc(struct triad_ctx *ctx, const struct ibv_wc *wc)
 	}
 }
 
-void tr_plane_poll(struct tr_plane *pl)
+int tr_plane_poll(struct tr_plane *pl)
 {
 	struct ibv_wc wc[32];
-	int n, i;
+	int n, i, total = 0;
 
 	if (!pl->cq)
-		return;
+		return 0;
 	do {
 		n = ibv_poll_cq(pl->cq, 32, wc);
 		if (n < 0) {
 			tr_error("plane %d: ibv_poll_cq failed", pl->index);
-			return;
+			return total;
 		}
 		for (i = 0; i < n; i++)
 			handle_wc(pl->ctx, &wc[i]);
+		total += n;
 	} while (n == 32);
+	return total;
 }
 
 void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -230,6 +233,21 @@ void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 			tr_ctx_rearm_later(ctx);
 	}
 	tr_progress(ctx);
+	/* Serving a remote request usually brings a completion of our own or
+	 * the next message within tens of microseconds (a copy's WRITE, the
+	 * destination's answer): poll a little longer before sleeping, since a
+	 * wake-up costs far more than that (TRIAD_BG_SPIN_US). */
+	if (ctx->cfg.bg_spin_us && !tr_ctx_app_polling(ctx)) {
+		uint64_t end = tr_now_ns() + (uint64_t)ctx->cfg.bg_spin_us * 1000;
+
+		while (tr_now_ns() < end) {
+			pthread_mutex_unlock(&ctx->lock);
+			sched_yield();
+			pthread_mutex_lock(&ctx->lock);
+			if (tr_progress(ctx) > 0)
+				end = tr_now_ns() + (uint64_t)ctx->cfg.bg_spin_us * 1000;
+		}
+	}
 	pthread_mutex_unlock(&ctx->lock);
 }
 
