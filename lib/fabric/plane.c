@@ -240,7 +240,7 @@ void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (ctx->cfg.bg_spin_us && !tr_ctx_app_polling(ctx)) {
 		uint64_t end = tr_now_ns() + (uint64_t)ctx->cfg.bg_spin_us * 1000;
 
-		while (tr_now_ns() < end) {
+		while (tr_now_ns() < end && !tr_ctx_app_polling(ctx)) {
 			pthread_mutex_unlock(&ctx->lock);
 			sched_yield();
 			pthread_mutex_lock(&ctx->lock);
