@@ -136,7 +136,24 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 
 	m.u.copy.kind = (uint8_t)a->msg;
 	m.u.copy.hdr = a->hdr;
-	/* DATA follows the chunks: both take tr_plane_choose()'s plane. */
+	/* DATA must follow the op's chunks on their QP (both take
+	 * tr_plane_choose()'s plane).  Chunks still waiting for send-queue room
+	 * would be overtaken by a message: hang DATA on the last of them. */
+	if (a->msg == TR_COPY_DATA) {
+		struct tr_conn *c = &ctx->peers[a->to].conn[tr_plane_choose(ctx, (int)a->to, 0)];
+
+		if (!tr_list_empty(&c->rmaq)) {
+			struct triad_req *last = tr_container_of(c->rmaq.prev, struct triad_req, link);
+			struct tr_msg *then = malloc(sizeof(*then));
+
+			if (then && !last->then) {
+				*then = m;
+				last->then = then;
+				return;
+			}
+			free(then); /* cannot defer: the chunks' failure will fail the op */
+		}
+	}
 	if (tr_send_msg(ctx, (int)a->to, &m, prio[a->msg], NULL))
 		tr_copy_peer_lost(ctx, (int)a->to);
 }

@@ -101,6 +101,9 @@ struct triad_req {
 	uint32_t cb_src, cb_dst;
 	uint64_t cb_chunk;
 	int failed_rank; /* BCAST */
+	/* A message that must follow this request's last chunk on its QP (a
+	 * copy's COPY_DATA behind WRITEs still queued): sent once it is posted. */
+	struct tr_msg *then;
 };
 
 struct triad_ctx {

@@ -16,6 +16,8 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 {
 	struct triad_ctx *ctx = req->ctx;
 
+	free(req->then); /* never posted: its op fails with this request */
+	req->then = NULL;
 	if (req->kind == TR_REQ_CHUNK && st == TRIAD_S_OK && req->conn) {
 		req->conn->stats.tx_bytes += req->len;
 		req->conn->stats.copy_bytes += req->len;
@@ -109,6 +111,15 @@ void tr_core_sq_room(struct tr_conn *c)
 			req->inflight++;
 		}
 		tr_list_del(&req->link);
+		if (req->then) { /* it waited for this request's last chunk */
+			struct tr_msg *m = req->then;
+
+			req->then = NULL;
+			if (tr_conn_send(c, m, TR_FC_MEDIUM, NULL))
+				tr_warn("peer %d plane %d: %s after the data could not be sent",
+					c->peer, c->plane, tr_msg_type_str(m->type));
+			free(m);
+		}
 	}
 }
 
