@@ -124,6 +124,20 @@ int perf_phase_timeout_ms(const struct perf_run *r, size_t size, long ops, int t
 int perf_barrier(struct perf_run *r, int timeout_ms, const char *where);
 /* Checks a completed request's status and frees it. */
 int perf_finish_req(struct perf_run *r, triad_req_t *req, const char *what);
+
+/* A stream of n requests with at most --window outstanding, reaped in
+ * order (like ib_write_bw): post makes request i, finish (NULL: check the
+ * status and free) takes a completed one.  tpost/tcomp (may be NULL) get
+ * each one's post and completion time.  On an error, what is outstanding
+ * completes before it returns. */
+struct perf_stream_ops {
+	const char *what;
+	int (*post)(struct perf_run *r, size_t size, long i, triad_req_t **req_p, void *arg);
+	int (*finish)(struct perf_run *r, triad_req_t *req, void *arg);
+	void *arg;
+};
+int perf_stream(struct perf_run *r, size_t size, long n, triad_req_t **ring, uint64_t *tpost,
+		uint64_t *tcomp, const struct perf_stream_ops *ops);
 void perf_print_rule(void);
 /* "high", "medium", "low". */
 const char *perf_prio_str(enum triad_prio prio);

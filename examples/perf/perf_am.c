@@ -478,61 +478,30 @@ int perf_am_lat(struct perf_run *r, size_t size, long iters, long warmup)
 }
 
 /* ---- am_bw: a window of outstanding active messages, like ib_send_bw ---------------------*/
-/* Sends messages first .. first + n - 1 keeping at most --window requests
- * outstanding (a request completes when its message reached rank 1; the
- * library queues what flow control holds back); tpost/tcomp (may be NULL)
- * get each one's send and completion time.  Testing the oldest request
- * drives progress on this thread: BSMs from rank 1 free slots here. */
+/* Message i of a stream starting at *first: its value goes in the last
+ * byte (triad_am_send copies it).  A request completes when its message
+ * reached rank 1 (the library queues what flow control holds back);
+ * testing the oldest drives progress here: BSMs from rank 1 free slots. */
+static int post_am(struct perf_run *r, size_t size, long i, triad_req_t **req_p, void *arg)
+{
+	long first = *(const long *)arg;
+	int ret;
+
+	perf_send_area(r)[size - 1] = perf_iter_value(first + i);
+	ret = triad_am_send(r->ctx, PERF_SERVER, AM_STREAM, perf_send_area(r), size, r->o->prio,
+			    req_p);
+	if (ret)
+		perf_err(r, "triad_am_send", ret);
+	return ret;
+}
+
 static int am_bw_pass(struct perf_run *r, size_t size, long first, long n, triad_req_t **ring,
 		      uint64_t *tpost, uint64_t *tcomp)
 {
-	const long w = r->o->window;
-	uint8_t *out = perf_send_area(r) + size - 1;
-	uint64_t deadline = perf_now_ns() + (uint64_t)r->timeout_ms * 1000000;
-	long posted = 0, done = 0;
-	int ret = 0;
+	const struct perf_stream_ops ops = { .what = "active message", .post = post_am,
+					     .arg = &first };
 
-	while (done < n) {
-		while (posted < n && posted - done < w) {
-			if (tpost)
-				tpost[posted] = perf_now_ns();
-			*out = perf_iter_value(first + posted); /* triad_am_send copies it */
-			ret = triad_am_send(r->ctx, PERF_SERVER, AM_STREAM, perf_send_area(r), size,
-					    r->o->prio, &ring[posted % w]);
-			if (ret) {
-				perf_err(r, "triad_am_send", ret);
-				goto drain;
-			}
-			posted++;
-		}
-		ret = triad_test(ring[done % w]);
-		if (ret < 0) {
-			perf_err(r, "triad_test", ret);
-			goto drain;
-		}
-		if (ret == 1) {
-			uint64_t t = perf_now_ns();
-
-			if (tcomp)
-				tcomp[done] = t;
-			ret = perf_finish_req(r, ring[done % w], "active message");
-			done++;
-			if (ret)
-				goto drain;
-			deadline = t + (uint64_t)r->timeout_ms * 1000000;
-		} else if (perf_now_ns() > deadline) {
-			fprintf(stderr, "triad_perf: rank %d: active message %ld of %ld did not "
-				"complete in %d ms\n", r->rank, done, n, r->timeout_ms);
-			ret = -ETIMEDOUT;
-			goto drain;
-		}
-	}
-	return 0;
-drain:
-	for (; done < posted; done++)
-		if (!triad_wait(ring[done % w], r->timeout_ms))
-			(void)triad_req_free(ring[done % w]); /* complete: cannot fail */
-	return ret;
+	return perf_stream(r, size, n, ring, tpost, tcomp, &ops);
 }
 
 /* Client: stream, then collect the server's counters. */

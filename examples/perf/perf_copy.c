@@ -182,55 +182,23 @@ int perf_copy_lat(struct perf_run *r, size_t size, long iters, long warmup)
 }
 
 /* ---- copy_bw: a window of outstanding copies ---------------------------------------------*/
-/* Orders n copies keeping at most --window outstanding, reaped in order;
- * tpost/tcomp (may be NULL) get each one's post and completion time. */
-static int copy_bw_pass(struct perf_run *r, size_t size, long n, triad_req_t **ring,
-			uint64_t *tpost, uint64_t *tcomp)
+static int stream_post_copy(struct perf_run *r, size_t size, long i, triad_req_t **req_p,
+			    void *arg)
 {
-	const long w = r->o->window;
-	uint64_t deadline = perf_now_ns() + (uint64_t)r->timeout_ms * 1000000;
-	long posted = 0, done = 0;
-	int ret = 0;
-
-	while (done < n) {
-		while (posted < n && posted - done < w) {
-			if (tpost)
-				tpost[posted] = perf_now_ns();
-			ret = post_copy(r, size, &ring[posted % w]);
-			if (ret)
-				goto drain;
-			posted++;
-		}
-		ret = triad_test(ring[done % w]);
-		if (ret < 0) {
-			perf_err(r, "triad_test", ret);
-			goto drain;
-		}
-		if (ret == 1) {
-			uint64_t t = perf_now_ns();
-
-			if (tcomp)
-				tcomp[done] = t;
-			ret = finish_copy(r, ring[done % w]);
-			done++;
-			if (ret)
-				goto drain;
-			deadline = t + (uint64_t)r->timeout_ms * 1000000;
-		} else if (perf_now_ns() > deadline) {
-			fprintf(stderr, "triad_perf: rank %d: copy %ld of %ld did not complete in "
-				"%d ms\n", r->rank, done, n, r->timeout_ms);
-			ret = -ETIMEDOUT;
-			goto drain;
-		}
-	}
-	return 0;
-drain:
-	/* Let what is still outstanding finish before the buffers go away. */
-	for (; done < posted; done++)
-		if (!triad_wait(ring[done % w], r->timeout_ms))
-			(void)triad_req_free(ring[done % w]); /* complete: cannot fail */
-	return ret;
+	(void)i;
+	(void)arg;
+	return post_copy(r, size, req_p);
 }
+
+static int stream_finish_copy(struct perf_run *r, triad_req_t *req, void *arg)
+{
+	(void)arg;
+	return finish_copy(r, req);
+}
+
+static const struct perf_stream_ops copy_stream = {
+	.what = "copy", .post = stream_post_copy, .finish = stream_finish_copy,
+};
 
 static void report_bw(struct perf_run *r, size_t size, long iters, long warmup,
 		      const struct perf_bw *b)
@@ -284,9 +252,9 @@ int perf_copy_bw(struct perf_run *r, size_t size, long iters, long warmup)
 	perf_prepare(r, size);
 	ret = perf_barrier(r, r->timeout_ms, "before copy_bw");
 	if (!ret && r->rank == PERF_COPY_INITIATOR) {
-		ret = copy_bw_pass(r, size, warmup, ring, NULL, NULL);
+		ret = perf_stream(r, size, warmup, ring, NULL, NULL, &copy_stream);
 		if (!ret)
-			ret = copy_bw_pass(r, size, iters, ring, tpost, tcomp);
+			ret = perf_stream(r, size, iters, ring, tpost, tcomp, &copy_stream);
 	}
 	if (!ret)
 		ret = end_phase(r, size, warmup + iters, "after copy_bw", "copy_bw");

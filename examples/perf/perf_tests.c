@@ -463,10 +463,8 @@ static int get_lat(struct perf_run *r, size_t size, long iters, long warmup)
 }
 
 /* ---- put_bw: a window of outstanding puts, like ib_write_bw -------------------------------*/
-/* Posts n puts keeping at most --window outstanding; tpost/tcomp (may be
- * NULL) get each one's post and completion time. */
-static int put_bw_pass(struct perf_run *r, size_t size, long n, triad_req_t **ring,
-		       uint64_t *tpost, uint64_t *tcomp)
+int perf_stream(struct perf_run *r, size_t size, long n, triad_req_t **ring, uint64_t *tpost,
+		uint64_t *tcomp, const struct perf_stream_ops *ops)
 {
 	const long w = r->o->window;
 	uint64_t deadline = perf_now_ns() + (uint64_t)r->timeout_ms * 1000000;
@@ -477,12 +475,9 @@ static int put_bw_pass(struct perf_run *r, size_t size, long n, triad_req_t **ri
 		while (posted < n && posted - done < w) {
 			if (tpost)
 				tpost[posted] = perf_now_ns();
-			ret = triad_put(r->ctx, perf_send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0,
-					r->flags, &ring[posted % w]);
-			if (ret) {
-				perf_err(r, "triad_put", ret);
+			ret = ops->post(r, size, posted, &ring[posted % w], ops->arg);
+			if (ret)
 				goto drain;
-			}
 			posted++;
 		}
 		ret = triad_test(ring[done % w]);
@@ -495,14 +490,15 @@ static int put_bw_pass(struct perf_run *r, size_t size, long n, triad_req_t **ri
 
 			if (tcomp)
 				tcomp[done] = t;
-			ret = perf_finish_req(r, ring[done % w], "put");
+			ret = ops->finish ? ops->finish(r, ring[done % w], ops->arg)
+					  : perf_finish_req(r, ring[done % w], ops->what);
 			done++;
 			if (ret)
 				goto drain;
 			deadline = t + (uint64_t)r->timeout_ms * 1000000;
 		} else if (perf_now_ns() > deadline) {
-			fprintf(stderr, "triad_perf: rank %d: put %ld of %ld did not complete in "
-				"%d ms\n", r->rank, done, n, r->timeout_ms);
+			fprintf(stderr, "triad_perf: rank %d: %s %ld of %ld did not complete in "
+				"%d ms\n", r->rank, ops->what, done, n, r->timeout_ms);
 			ret = -ETIMEDOUT;
 			goto drain;
 		}
@@ -515,6 +511,20 @@ drain:
 			(void)triad_req_free(ring[done % w]); /* complete: cannot fail */
 	return ret;
 }
+
+static int post_put(struct perf_run *r, size_t size, long i, triad_req_t **req_p, void *arg)
+{
+	int ret = triad_put(r->ctx, perf_send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0, r->flags,
+			    req_p);
+
+	(void)i;
+	(void)arg;
+	if (ret)
+		perf_err(r, "triad_put", ret);
+	return ret;
+}
+
+static const struct perf_stream_ops put_stream = { .what = "put", .post = post_put };
 
 static int put_bw(struct perf_run *r, size_t size, long iters, long warmup)
 {
@@ -536,9 +546,9 @@ static int put_bw(struct perf_run *r, size_t size, long iters, long warmup)
 	perf_prepare(r, size);
 	ret = perf_barrier(r, r->timeout_ms, "before put_bw");
 	if (!ret && r->rank == PERF_CLIENT) {
-		ret = put_bw_pass(r, size, warmup, ring, NULL, NULL);
+		ret = perf_stream(r, size, warmup, ring, NULL, NULL, &put_stream);
 		if (!ret)
-			ret = put_bw_pass(r, size, iters, ring, tpost, tcomp);
+			ret = perf_stream(r, size, iters, ring, tpost, tcomp, &put_stream);
 	}
 	if (!ret)
 		ret = perf_barrier(r, perf_phase_timeout_ms(r, size, warmup + iters, 1), "after put_bw");

@@ -48,7 +48,6 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 
 void tr_rma_start(struct triad_req *req)
 {
-	struct triad_ctx *ctx = req->ctx;
 	struct tr_rwin *rw = req->rwin;
 	struct tr_conn *c = req->conn;
 	uint32_t need = req->kind == TR_REQ_GET ? TRIAD_WIN_READ : TRIAD_WIN_WRITE;
@@ -81,7 +80,6 @@ void tr_rma_start(struct triad_req *req)
 	}
 	tr_list_add_tail(&c->rmaq, &req->link);
 	tr_core_sq_room(c);
-	(void)ctx;
 }
 
 void tr_core_sq_room(struct tr_conn *c)

@@ -175,18 +175,27 @@ static int setup_qp(struct tr_conn *c, struct rdma_cm_id *id)
 
 /* At ESTABLISHED, once the peer's slots are known: message buffers (ours
  * for the peer's messages, the peer's size for ours) and flow control. */
+/* The free slots each priority needs (TRIAD_FC_NEED_*), for nslots slots:
+ * with fewer slots than a threshold, every priority may use all of them. */
+static void fc_need(const struct tr_config *cfg, unsigned nslots, unsigned need[TR_FC_NPRIO])
+{
+	need[TR_FC_HIGH] = 1;
+	need[TR_FC_MEDIUM] = (unsigned)cfg->need_medium;
+	need[TR_FC_LOW] = (unsigned)cfg->need_low;
+	for (int p = 0; p < TR_FC_NPRIO; p++)
+		if (need[p] > nslots)
+			need[p] = nslots;
+}
+
 static int setup_msgs(struct tr_conn *c, const struct tr_conn_priv *peer)
 {
 	struct triad_ctx *ctx = c->ctx;
-	unsigned need[TR_FC_NPRIO] = { 1, (unsigned)ctx->cfg.need_medium,
-				       (unsigned)ctx->cfg.need_low };
 	size_t rsz = ctx->cfg.slot_size, tsz = peer->slot_size, total;
-
-	/* Fewer slots than a threshold: every priority may use all of them. */
-	for (int p = 0; p < TR_FC_NPRIO; p++)
-		if (need[p] > peer->slots)
-			need[p] = peer->slots;
+	unsigned need[TR_FC_NPRIO];
 	int i;
+
+	fc_need(&ctx->cfg, peer->slots, need);		       /* the peer's slots, for our sends */
+	fc_need(&ctx->cfg, (unsigned)ctx->cfg.slots, c->rx_need); /* ours, for its sends */
 
 	c->peer_slots = peer->slots;
 	c->peer_slot_size = peer->slot_size;
@@ -678,7 +687,7 @@ static int post_msg(struct tr_conn *c, const void *data, int len, int slot, unsi
 	return 0;
 }
 
-static void pump_bsm(struct tr_conn *c, const unsigned *need, int force);
+static void pump_bsm(struct tr_conn *c, int force);
 
 static int post_bsm(struct tr_conn *c)
 {
@@ -706,8 +715,6 @@ static int post_bsm(struct tr_conn *c)
  * it. */
 static void pump(struct tr_conn *c)
 {
-	const unsigned need[TR_FC_NPRIO] = { 1, (unsigned)c->ctx->cfg.need_medium,
-					     (unsigned)c->ctx->cfg.need_low };
 	unsigned p;
 
 	if (c->state != TR_CONN_UP)
@@ -732,7 +739,7 @@ static void pump(struct tr_conn *c)
 		}
 	}
 bsm:
-	pump_bsm(c, need, 0);
+	pump_bsm(c, 0);
 }
 
 /* A standalone BSM goes at once when it is urgent (a priority threshold
@@ -740,14 +747,14 @@ bsm:
  * may soon run short); otherwise it lingers up to TRIAD_BSM_LINGER_US to
  * cover more slots (force), so a streaming sender costs a BSM per several
  * messages, not one each.  At most one is in flight, two when urgent. */
-static void pump_bsm(struct tr_conn *c, const unsigned *need, int force)
+static void pump_bsm(struct tr_conn *c, int force)
 {
 	unsigned unreported = (unsigned)__builtin_popcountll(c->fc_rx.nmtsr);
 	int urgent;
 
 	if (!tr_fc_rx_bsm_due(&c->fc_rx) || !c->tx_free || !c->sq_avail)
 		return;
-	urgent = tr_fc_rx_bsm_urgent(&c->fc_rx, need);
+	urgent = tr_fc_rx_bsm_urgent(&c->fc_rx, c->rx_need);
 	if (c->bsm_inflight >= 2 || (c->bsm_inflight == 1 && !urgent))
 		return; /* its completion pumps again */
 	if (!urgent && !force && 3 * unreported < 2 * c->fc_rx.nslots) {
@@ -764,13 +771,10 @@ static void pump_bsm(struct tr_conn *c, const unsigned *need, int force)
 
 void tr_conn_bsm_flush(struct tr_conn *c)
 {
-	const unsigned need[TR_FC_NPRIO] = { 1, (unsigned)c->ctx->cfg.need_medium,
-					     (unsigned)c->ctx->cfg.need_low };
-
 	if (c->state != TR_CONN_UP || !c->bsm_linger)
 		return;
 	c->bsm_linger = 0;
-	pump_bsm(c, need, 1);
+	pump_bsm(c, 1);
 }
 
 int tr_conn_send_raw(struct tr_conn *c, const void *data, int len, unsigned prio,

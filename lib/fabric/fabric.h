@@ -89,6 +89,7 @@ struct tr_conn {
 	/* Flow control: our sends into the peer's slots, and the peer's into ours. */
 	struct tr_fc_tx fc_tx;
 	struct tr_fc_rx fc_rx;
+	unsigned rx_need[TR_FC_NPRIO]; /* the peer's thresholds on our slots */
 	unsigned peer_slots, peer_slot_size; /* from the peer's connect data */
 	struct tr_conn_priv accept_priv;     /* passive side: the request's */
 	int bsm_inflight; /* standalone BSMs posted, not completed */
