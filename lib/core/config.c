@@ -53,14 +53,17 @@ static const struct var vars[] = {
 	  "free slots a medium-priority message needs (high needs 1)" },
 	{ "TRIAD_FC_NEED_LOW", "3", VAR_INT, F(need_low), 1, 64,
 	  "free slots a low-priority message needs" },
-	{ "TRIAD_BSM_LINGER_US", "2000", VAR_INT, F(bsm_linger_us), 0, 1000000,
-	  "how long a buffer status may wait to cover more freed slots" },
+	{ "TRIAD_BSM_LINGER_US", "20000", VAR_INT, F(bsm_linger_us), 0, 1000000,
+	  "how long a buffer status may wait to cover more freed slots\n"
+	  "    (or ride on a message); at most a quarter of TRIAD_FC_TIMER_MS" },
 	{ "TRIAD_COPY_TIMEOUT_MS", "30000", VAR_INT, F(copy_timeout_ms), 10, INT_MAX,
 	  "a copy that has not completed by then fails with a timeout" },
 	{ "TRIAD_COPY_OPS", "1024", VAR_INT, F(copy_ops), 1, 1 << 20,
 	  "copies this rank may have outstanding as initiator, and serve as source" },
 	{ "TRIAD_BG_SPIN_US", "100", VAR_INT, F(bg_spin_us), 0, 1000000,
 	  "how long the progress thread keeps polling after it served something" },
+	{ "TRIAD_TRACE", "", VAR_STRING, F(trace), 0, 0,
+	  "directory for an event trace (triad-trace.RANK, written at triad_fini)" },
 };
 
 #undef F
@@ -119,9 +122,10 @@ static int set_var(struct tr_config *cfg, const struct var *v, const char *s,
 
 	switch (v->type) {
 	case VAR_STRING:
-		if (strlen(s) >= sizeof(cfg->world)) {
-			snprintf(err, errlen, "%s: value longer than %zu characters",
-				 v->name, sizeof(cfg->world) - 1);
+		/* Every string field is a char[TR_CONFIG_STR]. */
+		if (strlen(s) >= TR_CONFIG_STR) {
+			snprintf(err, errlen, "%s: value longer than %d characters",
+				 v->name, TR_CONFIG_STR - 1);
 			return -EINVAL;
 		}
 		strcpy(field, s);

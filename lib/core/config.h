@@ -8,9 +8,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#define TR_CONFIG_STR 256 /* the size of every string field */
+
 struct tr_config {
 	int rank;		  /* TRIAD_RANK (-1: not given) */
-	char world[256];	  /* TRIAD_WORLD */
+	char world[TR_CONFIG_STR];	  /* TRIAD_WORLD */
 	int log_level;		  /* TRIAD_LOG */
 	uint64_t chunk_size;	  /* TRIAD_CHUNK_SIZE */
 	int connect_timeout_ms;	  /* TRIAD_CONNECT_TIMEOUT_MS */
@@ -28,6 +30,7 @@ struct tr_config {
 	int copy_timeout_ms;	  /* TRIAD_COPY_TIMEOUT_MS */
 	int copy_ops;		  /* TRIAD_COPY_OPS */
 	int bg_spin_us;		  /* TRIAD_BG_SPIN_US */
+	char trace[TR_CONFIG_STR];	  /* TRIAD_TRACE */
 };
 
 /* Returns the value of a variable, or NULL when it is unset. */

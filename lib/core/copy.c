@@ -286,6 +286,7 @@ void tr_copy_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 	int n = tr_copy_recv(&ctx->copy, (enum tr_copy_msg)m->u.copy.kind, (uint32_t)peer,
 			     &m->u.copy.hdr, acts, TR_COPY_ACTS);
 
+	TR_EV(ctx, "copy_rx", peer, m->u.copy.kind);
 	if (n > 0)
 		exec(ctx, acts, n);
 }
@@ -322,7 +323,9 @@ int triad_copy(triad_ctx_t *ctx, int src_rank, uint32_t src_win, uint64_t src_of
 	req->kind = TR_REQ_COPY;
 	req->len = len;
 	tr_list_init(&req->link);
+	TR_EV(ctx, "api_copy", src_rank, dst_rank);
 	pthread_mutex_lock(&ctx->lock);
+	TR_EV(ctx, "api_locked", 0, 0);
 	n = tr_copy_submit(ctx, &order, req);
 	if (!n)
 		*req_p = req;

@@ -98,11 +98,55 @@ static void rearm_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/* A thread asleep in tr_wait_until.  The signaller checks its condition
+ * and wakes it only when that holds: a thread waiting in a barrier sleeps
+ * through the copies its progress thread serves, instead of waking (and
+ * taking the lock and the CPU) for every message. */
+struct tr_waiter {
+	struct tr_list link;
+	pthread_cond_t cond;
+	int (*pred)(void *);
+	void *arg;
+	int woken;
+};
+
 void tr_ctx_signal(struct triad_ctx *ctx)
 {
-	ctx->events++;
-	if (ctx->sleepers)
-		pthread_cond_broadcast(&ctx->cond);
+	for (struct tr_list *l = ctx->waiters.next; l != &ctx->waiters; l = l->next) {
+		struct tr_waiter *w = tr_container_of(l, struct tr_waiter, link);
+
+		if (!w->woken && w->pred(w->arg)) {
+			w->woken = 1;
+			pthread_cond_signal(&w->cond);
+		}
+	}
+}
+
+/* Sleeps until signalled for pred, or until the absolute CLOCK_MONOTONIC
+ * deadline ts (lock held).  Returns 1 when pred was seen to hold, by the
+ * signaller or here: it is evaluated once to true, never again (the
+ * barrier's releases the epoch when it does). */
+static int sleep_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg,
+			const struct timespec *ts)
+{
+	struct tr_waiter w = { .pred = pred, .arg = arg };
+	pthread_condattr_t attr;
+	int held = 0;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&w.cond, &attr);
+	pthread_condattr_destroy(&attr);
+	tr_list_add_tail(&ctx->waiters, &w.link);
+	TR_EV(ctx, "app_sleep", 0, 0);
+	while (!w.woken && !(held = pred(arg))) {
+		if (pthread_cond_timedwait(&w.cond, &ctx->lock, ts) == ETIMEDOUT)
+			break;
+	}
+	TR_EV(ctx, "app_wake", w.woken, 0);
+	tr_list_del(&w.link);
+	pthread_cond_destroy(&w.cond);
+	return w.woken || held;
 }
 
 int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int timeout_ms)
@@ -114,7 +158,7 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
 
 	pthread_mutex_lock(&ctx->lock);
 	for (;;) {
-		uint64_t now, seen;
+		uint64_t now, wake;
 		struct timespec ts;
 
 		tr_progress_app(ctx);
@@ -137,19 +181,13 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
 		tr_ctx_arm_all(ctx);
 		if (pred(arg))
 			break;
-		seen = ctx->events;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		ctx->sleepers++;
-		while (ctx->events == seen && !pred(arg)) {
-			if (pthread_cond_timedwait(&ctx->cond, &ctx->lock, &ts) == ETIMEDOUT)
-				break;
-		}
-		ctx->sleepers--;
+		wake = now + 50 * 1000000ull;
+		if (wake > end)
+			wake = end;
+		ts.tv_sec = (time_t)(wake / 1000000000);
+		ts.tv_nsec = (long)(wake % 1000000000);
+		if (sleep_until(ctx, pred, arg, &ts))
+			break;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
@@ -166,7 +204,11 @@ static void start_linger(struct triad_ctx *ctx)
 {
 	ctx->linger_wanted = 0;
 	if (!ev_is_active(&ctx->linger_w)) {
-		ev_timer_set(&ctx->linger_w, ctx->cfg.bsm_linger_us * 1e-6, 0.);
+		/* Well inside the sender's timer, which would otherwise free the
+		 * slots by timeout. */
+		double s = ctx->cfg.bsm_linger_us * 1e-6, most = ctx->cfg.fc_timer_ms * 0.25e-3;
+
+		ev_timer_set(&ctx->linger_w, s < most ? s : most, 0.);
 		ev_timer_start(ctx->loop, &ctx->linger_w);
 	}
 }
@@ -542,7 +584,7 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 	pthread_mutexattr_settype(&mattr, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&ctx->lock, &mattr);
 	pthread_mutexattr_destroy(&mattr);
-	pthread_cond_init(&ctx->cond, NULL);
+	tr_list_init(&ctx->waiters);
 	ret = tr_config_load(&ctx->cfg, tr_config_getenv, NULL, err, sizeof(err));
 	if (ret) {
 		tr_error("%s", err);
@@ -550,6 +592,9 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 	}
 	tr_log_level = ctx->cfg.log_level;
 	ret = open_world(ctx, attr);
+	if (ret)
+		goto err;
+	ret = tr_trace_open(&ctx->trace, ctx->cfg.trace, ctx->rank);
 	if (ret)
 		goto err;
 
@@ -712,7 +757,7 @@ void triad_fini(triad_ctx_t *ctx)
 	free(ctx->wins);
 	free(ctx->peers);
 	tr_world_free(&ctx->world);
-	pthread_cond_destroy(&ctx->cond);
+	tr_trace_close(ctx->trace);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 }

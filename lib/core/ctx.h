@@ -20,6 +20,7 @@
 
 #include "core/config.h"
 #include "core/list.h"
+#include "core/trace.h"
 #include "core/world.h"
 #include "fabric/fabric.h"
 #include "proto/copy.h"
@@ -112,9 +113,7 @@ struct triad_ctx {
 	int rank, size, nplanes;
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	uint64_t events; /* bumped whenever something completes */
-	int sleepers;
+	struct tr_list waiters; /* threads asleep in tr_wait_until */
 
 	struct ev_loop *loop;
 	ev_async wake_w;
@@ -140,6 +139,7 @@ struct triad_ctx {
 	ev_timer linger_w;	  /* flushes deferred BSMs */
 	int linger_wanted;	  /* re-arms the CQs once applications stop polling */
 	uint64_t app_poll_ns;	  /* when an application thread last polled */
+	struct tr_trace *trace;	  /* TRIAD_TRACE, or NULL */
 
 	struct tr_copy copy;	  /* the copy engine (proto/copy) */
 	struct triad_copy_event *cevents; /* copy notifications, a ring */
@@ -165,7 +165,8 @@ void tr_progress_app(struct triad_ctx *ctx);
 int tr_ctx_app_polling(struct triad_ctx *ctx);
 void tr_ctx_rearm_later(struct triad_ctx *ctx); /* progress thread only */
 void tr_ctx_arm_all(struct triad_ctx *ctx);
-/* Something completed: wake sleeping waiters (lock held). */
+/* Something completed: wake the sleeping waiters whose condition now holds
+ * (lock held); the others sleep on. */
 void tr_ctx_signal(struct triad_ctx *ctx);
 /* Drive the engine until pred(arg) holds or timeout_ms passes (< 0:
  * forever); called without the lock.  0, or -ETIMEDOUT. */

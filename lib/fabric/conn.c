@@ -648,8 +648,10 @@ static int post_send(struct tr_conn *c, struct tr_buf *b, int len)
 		.send_flags = IBV_SEND_SIGNALED | ((uint32_t)len <= c->max_inline ? IBV_SEND_INLINE : 0),
 	};
 	struct ibv_send_wr *bad;
-	int ret = ibv_post_send(c->qp, &wr, &bad);
+	int ret;
 
+	TR_EV(c->ctx, "post_send", c->peer, len);
+	ret = ibv_post_send(c->qp, &wr, &bad);
 	if (ret) {
 		tr_error("peer %d plane %d: ibv_post_send: %s", c->peer, c->plane, strerror(ret));
 		return -ret;
@@ -684,6 +686,7 @@ static int post_msg(struct tr_conn *c, const void *data, int len, int slot, unsi
 		return ret;
 	tr_fc_tx_sent(&c->fc_tx, (unsigned)slot);
 	c->stats.bsm_piggyback++;
+	TR_EV(c->ctx, "tx_msg", c->peer, ((const uint8_t *)data)[3]);
 	return 0;
 }
 
@@ -706,6 +709,7 @@ static int post_bsm(struct tr_conn *c)
 		return ret;
 	c->bsm_inflight++;
 	c->stats.bsm_standalone++;
+	TR_EV(c->ctx, "tx_bsm", c->peer, 0);
 	return 0;
 }
 
@@ -864,6 +868,7 @@ int tr_conn_post_rma(struct tr_conn *c, enum ibv_wr_opcode op, void *laddr, uint
 	}
 	c->sq_avail--;
 	c->sq_posted++;
+	TR_EV(c->ctx, op == IBV_WR_RDMA_WRITE ? "tx_write" : "tx_read", c->peer, len);
 	return 0;
 }
 
@@ -912,6 +917,7 @@ void tr_conn_on_recv(struct tr_buf *b, const struct ibv_wc *wc, enum triad_statu
 			c->plane, wc->byte_len, strerror(-ret));
 		goto done;
 	}
+	TR_EV(c->ctx, "rx_msg", c->peer, m.type);
 	if (m.has_bsm && tr_fc_tx_bsm2(&c->fc_tx, m.bsm_n, m.bsm_c))
 		tr_warn("peer %d plane %d: inconsistent buffer status ignored", c->peer, c->plane);
 	if (m.type == TR_MSG_BSM)
@@ -924,6 +930,17 @@ void tr_conn_on_recv(struct tr_buf *b, const struct ibv_wc *wc, enum triad_statu
 		goto done;
 	}
 	b->slot = m.slot;
+	if (m.type != TR_MSG_AM) {
+		/* Everything but an active message is whole in m: free the slot
+		 * before handling it, so that the answer the handler sends (a
+		 * copy's DATA, RESP or DONE) already reports it free and no
+		 * standalone BSM has to follow. */
+		tr_fc_rx_drain(&c->fc_rx, m.slot);
+		repost(b);
+		tr_core_msg(c, &m, NULL);
+		pump(c);
+		return;
+	}
 	if (tr_core_msg(c, &m, b)) {
 		c->rx_held++; /* a handler kept it: tr_conn_release() frees it */
 		pump(c);
@@ -971,6 +988,7 @@ void tr_conn_on_rma(struct triad_req *req, const struct ibv_wc *wc, enum triad_s
 {
 	struct tr_conn *c = req->conn;
 
+	TR_EV(c->ctx, "rma_done", c->peer, wc->status);
 	c->sq_posted--;
 	c->sq_avail++;
 	if (wc->status != IBV_WC_SUCCESS) {

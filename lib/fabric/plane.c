@@ -221,6 +221,7 @@ void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_lock(&ctx->lock);
 	while (ibv_get_cq_event(pl->chan, &cq, &cq_ctx) == 0)
 		nev++;
+	TR_EV(ctx, "cq_wake", pl->index, nev);
 	if (nev) {
 		ibv_ack_cq_events(pl->cq, nev);
 		pl->armed = 0;
@@ -233,6 +234,7 @@ void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 			tr_ctx_rearm_later(ctx);
 	}
 	tr_progress(ctx);
+	TR_EV(ctx, "cq_served", pl->index, 0);
 	/* Serving a remote request usually brings a completion of our own or
 	 * the next message within tens of microseconds (a copy's WRITE, the
 	 * destination's answer): poll a little longer before sleeping, since a
@@ -247,6 +249,7 @@ void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 			if (tr_progress(ctx) > 0)
 				end = tr_now_ns() + (uint64_t)ctx->cfg.bg_spin_us * 1000;
 		}
+		TR_EV(ctx, "bg_spin_end", pl->index, 0);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 }
