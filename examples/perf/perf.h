@@ -63,6 +63,7 @@ struct perf_opts {
 	int algo;		    /* bcast: enum triad_bcast_algo */
 	int root;		    /* bcast: the root rank */
 	unsigned copy_mode;	    /* copy_*: enum triad_copy_flags */
+	int serve_poll;		    /* copy_*: ranks 1 and 2 poll triad_progress */
 };
 
 struct perf_run {
@@ -77,6 +78,8 @@ struct perf_run {
 	triad_win_t *win;
 	size_t size_limit; /* the command's largest size (am_*: triad_am_max_size) */
 	int header_done;  /* the table header was printed */
+	int stop_registered; /* copy_* --serve poll: the stop handler is in */
+	volatile int stop;   /* copy_* --serve poll: rank 0 said the phase is over */
 	long verify_errors;
 	struct perf_am *am; /* am_*: state shared with the handlers (perf_am.c) */
 };

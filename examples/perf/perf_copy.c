@@ -8,7 +8,12 @@
  * Same steps as the one-sided tests (perf_tests.c): prepare -> barrier ->
  * measure (rank 0) -> barrier -> verify (rank 2) -> report (rank 0).
  * Rank 0 polls triad_test() on its request, as put_lat and put_bw poll on
- * theirs, so the figure is the library's, not a wake-up's. */
+ * theirs, so the figure is the library's, not a wake-up's.
+ *
+ * With --serve poll, ranks 1 and 2 call triad_progress() in a loop instead
+ * of sleeping, until rank 0's STOP active message: the copy then costs no
+ * wake-up anywhere, and the difference from the default is what waking the
+ * progress threads costs on this machine. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +23,9 @@
 /* Messages a copy costs at most (START, DATA, RESP, DONE), for the bound
  * on how long ranks 1 and 2 wait in the barrier. */
 #define COPY_TRANSFERS 4
+
+/* The active message that ends a --serve poll phase (perf_am's are 1-4). */
+#define AM_STOP 9
 
 const char *perf_copy_mode_str(unsigned mode)
 {
@@ -106,8 +114,9 @@ static int poll_copy(struct perf_run *r, triad_req_t *req, long iter)
 /* ",\"mode\":...,\"initiator\":0,...": the JSON fields of every copy test. */
 static void json_roles(const struct perf_run *r, char *buf, size_t len)
 {
-	snprintf(buf, len, ",\"mode\":\"%s\",\"initiator\":%d,\"source\":%d,\"destination\":%d",
-		 perf_copy_mode_str(r->o->copy_mode), PERF_COPY_INITIATOR, PERF_COPY_SOURCE,
+	snprintf(buf, len, ",\"mode\":\"%s\",\"serve\":\"%s\",\"initiator\":%d,\"source\":%d,"
+		 "\"destination\":%d", perf_copy_mode_str(r->o->copy_mode),
+		 r->o->serve_poll ? "poll" : "wait", PERF_COPY_INITIATOR, PERF_COPY_SOURCE,
 		 PERF_COPY_DEST);
 }
 
@@ -118,18 +127,91 @@ static void print_title(struct perf_run *r, const char *test, const char *tail)
 
 	perf_describe_path(r, path, sizeof(path));
 	perf_print_rule();
-	printf(" triad %s, %s mode: rank %d orders rank %d -> rank %d, %s, %d ranks%s\n", test,
-	       perf_copy_mode_str(r->o->copy_mode), PERF_COPY_INITIATOR, PERF_COPY_SOURCE,
-	       PERF_COPY_DEST, path, triad_size(r->ctx), tail);
+	printf(" triad %s, %s mode: rank %d orders rank %d -> rank %d (%s), %s, %d ranks%s\n",
+	       test, perf_copy_mode_str(r->o->copy_mode), PERF_COPY_INITIATOR, PERF_COPY_SOURCE,
+	       PERF_COPY_DEST, r->o->serve_poll ? "which poll" : "which wait", path,
+	       triad_size(r->ctx), tail);
 	perf_print_rule();
 }
 
+static int on_stop(void *arg, int src_rank, const void *data, size_t len, triad_am_msg_t *msg)
+{
+	struct perf_run *r = arg;
+
+	(void)src_rank;
+	(void)data;
+	(void)len;
+	(void)msg;
+	r->stop = 1;
+	return TRIAD_AM_DONE;
+}
+
+/* --serve poll, before the phase's first barrier: every rank registers the
+ * STOP handler once (registering is local: rank 0's STOP cannot arrive
+ * before the barrier that follows). */
+static int serve_setup(struct perf_run *r)
+{
+	int ret;
+
+	r->stop = 0;
+	if (!r->o->serve_poll || r->stop_registered)
+		return 0;
+	ret = triad_am_register(r->ctx, AM_STOP, on_stop, r);
+	if (ret)
+		perf_err(r, "triad_am_register", ret);
+	else
+		r->stop_registered = 1;
+	return ret;
+}
+
+/* --serve poll: ranks 1 and 2 poll until rank 0's STOP (bounded by
+ * timeout_ms); rank 0 sends STOP to both once it has measured. */
+static int serve_poll(struct perf_run *r, int timeout_ms)
+{
+	uint64_t deadline = perf_now_ns() + (uint64_t)timeout_ms * 1000000;
+	int ret;
+
+	if (r->rank == PERF_COPY_INITIATOR) {
+		for (int peer = PERF_COPY_SOURCE; peer <= PERF_COPY_DEST; peer++) {
+			char stop = 1;
+
+			ret = triad_am_send(r->ctx, peer, AM_STOP, &stop, 1, TRIAD_PRIO_HIGH,
+					    NULL);
+			if (ret) {
+				perf_err(r, "triad_am_send (stop)", ret);
+				return ret;
+			}
+		}
+		return 0;
+	}
+	if (r->rank != PERF_COPY_SOURCE && r->rank != PERF_COPY_DEST)
+		return 0;
+	while (!r->stop) {
+		ret = triad_progress(r->ctx);
+		if (ret < 0) {
+			perf_err(r, "triad_progress", ret);
+			return ret;
+		}
+		if (perf_now_ns() > deadline) {
+			fprintf(stderr, "triad_perf: rank %d: no stop from rank %d in %d ms\n",
+				r->rank, PERF_COPY_INITIATOR, timeout_ms);
+			return -ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
 /* The end of a size: barrier (ranks 1 and 2 wait here while rank 0
- * measures), then rank 2 checks what landed. */
+ * measures, or poll first with --serve poll), then rank 2 checks what
+ * landed. */
 static int end_phase(struct perf_run *r, size_t size, long ops, const char *where,
 		     const char *test)
 {
-	int ret = perf_barrier(r, perf_phase_timeout_ms(r, size, ops, COPY_TRANSFERS), where);
+	int tmo = perf_phase_timeout_ms(r, size, ops, COPY_TRANSFERS);
+	int ret = r->o->serve_poll ? serve_poll(r, tmo) : 0;
+
+	if (!ret)
+		ret = perf_barrier(r, tmo, where);
 
 	if (!ret && r->rank == PERF_COPY_DEST)
 		perf_verify(r, size, size, test);
@@ -152,7 +234,9 @@ int perf_copy_lat(struct perf_run *r, size_t size, long iters, long warmup)
 		return -ENOMEM;
 	}
 	perf_prepare(r, size);
-	ret = perf_barrier(r, r->timeout_ms, "before copy_lat");
+	ret = serve_setup(r);
+	if (!ret)
+		ret = perf_barrier(r, r->timeout_ms, "before copy_lat");
 	for (long i = 0; !ret && r->rank == PERF_COPY_INITIATOR && i < warmup + iters; i++) {
 		uint64_t t0 = perf_now_ns();
 
@@ -250,7 +334,9 @@ int perf_copy_bw(struct perf_run *r, size_t size, long iters, long warmup)
 		}
 	}
 	perf_prepare(r, size);
-	ret = perf_barrier(r, r->timeout_ms, "before copy_bw");
+	ret = serve_setup(r);
+	if (!ret)
+		ret = perf_barrier(r, r->timeout_ms, "before copy_bw");
 	if (!ret && r->rank == PERF_COPY_INITIATOR) {
 		ret = perf_stream(r, size, warmup, ring, NULL, NULL, &copy_stream);
 		if (!ret)

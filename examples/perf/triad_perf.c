@@ -36,6 +36,7 @@ enum opt_id {
 	OPT_ALGO,
 	OPT_ROOT,
 	OPT_MODE,
+	OPT_SERVE,
 };
 
 struct opt_def {
@@ -88,6 +89,11 @@ static const struct opt_def opt_defs[] = {
 	{ "mode", required_argument, OPT_MODE, "MODE",
 	  "copy_*: relay, direct or transport-ack\n"
 	  "(default relay; see triad_copy in triad.h)" },
+	{ "serve", required_argument, OPT_SERVE, "HOW",
+	  "copy_*: how the source and destination serve:\n"
+	  "wait (default: their application threads sleep\n"
+	  "in a barrier, the progress threads serve) or poll\n"
+	  "(the application threads call triad_progress)" },
 	{ "json", no_argument, OPT_JSON, NULL,
 	  "one JSON object per size instead of the table" },
 	{ "config", no_argument, OPT_CONFIG, NULL,
@@ -368,6 +374,15 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 						   arg);
 			mode_given = 1;
 			break;
+		case OPT_SERVE:
+			if (!strcmp(arg, "wait"))
+				o->serve_poll = 0;
+			else if (!strcmp(arg, "poll"))
+				o->serve_poll = 1;
+			else
+				return usage_error("--serve '%s': not wait or poll", arg);
+			mode_given = 1;
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			return -1;
@@ -399,7 +414,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		return usage_error("--plane: %s cannot pin a plane (triad_copy takes no plane "
 				   "flag)", o->cmd->name);
 	if (o->cmd && !(o->cmd->flags & PERF_CMD_COPY) && mode_given)
-		return usage_error("--mode: only for copy_lat and copy_bw");
+		return usage_error("--mode, --serve: only for copy_lat and copy_bw");
 	return 0;
 }
 
