@@ -205,7 +205,7 @@ int triad_copy_event_poll(triad_ctx_t *ctx, struct triad_copy_event *ev_p);
  * failure, triad_req_failed_rank() naming the rank.
  */
 enum triad_bcast_algo {
-	TRIAD_BCAST_AUTO = 0,	   /* by size and rank count */
+	TRIAD_BCAST_AUTO = 0,	   /* greedy; pipelined from TRIAD_BCAST_PIPELINE bytes, 3+ ranks */
 	TRIAD_BCAST_GREEDY = 1,	   /* the root keeps every holder busy, no rounds */
 	TRIAD_BCAST_BINOMIAL = 2,  /* round-synchronous doubling tree (baseline) */
 	TRIAD_BCAST_PIPELINED = 3, /* chunks down a chain or tree */
@@ -274,7 +274,7 @@ struct triad_conn_stats {
 	uint64_t errors;	     /* completions with an error */
 	/* flow control */
 	uint64_t bsm_standalone;     /* BSMs sent on their own */
-	uint64_t bsm_piggyback;	     /* BSMs sent in the header of another message */
+	uint64_t bsm_piggyback;	     /* messages whose header told new buffer status */
 	unsigned tx_slots_busy;	     /* the peer's slots this side may not use now */
 	unsigned rx_slots_busy;	     /* this side's slots holding a message now */
 	unsigned tx_queued;	     /* messages waiting for a slot */

@@ -192,6 +192,7 @@ static int root_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len,
 		.len = len,
 		.algo = (enum tr_bcast_algo)algo,
 		.chunk = ctx->cfg.chunk_size < (1u << 20) ? ctx->cfg.chunk_size : (1u << 20),
+		.auto_len = ctx->cfg.bcast_pipeline,
 	};
 	enum triad_status st = TRIAD_S_OK;
 	int n;

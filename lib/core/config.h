@@ -31,6 +31,7 @@ struct tr_config {
 	int copy_ops;		  /* TRIAD_COPY_OPS */
 	int bg_spin_us;		  /* TRIAD_BG_SPIN_US */
 	char trace[TR_CONFIG_STR];	  /* TRIAD_TRACE */
+	uint64_t bcast_pipeline;  /* TRIAD_BCAST_PIPELINE */
 };
 
 /* Returns the value of a variable, or NULL when it is unset. */

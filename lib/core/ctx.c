@@ -779,8 +779,8 @@ int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane, struct triad_conn_st
 	if (c->state == TR_CONN_UP) {
 		stats_p->tx_slots_busy = (unsigned)__builtin_popcountll(c->fc_tx.bbr & c->fc_tx.mask);
 		stats_p->rx_slots_busy = (unsigned)__builtin_popcountll(c->fc_rx.cfr);
-		stats_p->fc_timeouts = tr_fc_tx_errors(&c->fc_tx);
-		stats_p->rx_overruns = tr_fc_rx_overruns(&c->fc_rx);
+		stats_p->fc_timeouts += tr_fc_tx_errors(&c->fc_tx);
+		stats_p->rx_overruns += tr_fc_rx_overruns(&c->fc_rx);
 	}
 	stats_p->tx_queued = c->nqueued;
 	pthread_mutex_unlock(&ctx->lock);

@@ -579,6 +579,10 @@ static void conn_break(struct tr_conn *c, enum triad_status why)
 	c->down_status = why;
 	c->state = TR_CONN_DRAINING;
 	c->stats.up = 0;
+	/* The flow-control engines start afresh with the next connection: keep
+	 * their error counts in the totals. */
+	c->stats.fc_timeouts += tr_fc_tx_errors(&c->fc_tx);
+	c->stats.rx_overruns += tr_fc_rx_overruns(&c->fc_rx);
 	/* Error state flushes everything posted; tell the peer too. */
 	if (ibv_modify_qp(c->qp, &attr, IBV_QP_STATE))
 		tr_warn("peer %d plane %d: ibv_modify_qp(ERR): %m", c->peer, c->plane);
@@ -673,9 +677,11 @@ static int post_msg(struct tr_conn *c, const void *data, int len, int slot, unsi
 {
 	struct tr_buf *b = c->tx_free;
 	uint64_t n, cf;
+	bool due;
 	int ret;
 
 	memcpy(b->data, data, (size_t)len);
+	due = tr_fc_rx_bsm_due(&c->fc_rx); /* does the status say something new? */
 	tr_fc_rx_bsm(&c->fc_rx, &n, &cf);
 	tr_wire_set_link(b->data, (uint8_t)slot, (uint8_t)prio, 1, n, cf);
 	b->slot = (uint8_t)slot;
@@ -685,7 +691,8 @@ static int post_msg(struct tr_conn *c, const void *data, int len, int slot, unsi
 	if (ret)
 		return ret;
 	tr_fc_tx_sent(&c->fc_tx, (unsigned)slot);
-	c->stats.bsm_piggyback++;
+	if (due)
+		c->stats.bsm_piggyback++;
 	TR_EV(c->ctx, "tx_msg", c->peer, ((const uint8_t *)data)[3]);
 	return 0;
 }
