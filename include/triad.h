@@ -268,6 +268,7 @@ size_t triad_am_max_size(const triad_ctx_t *ctx);
 struct triad_conn_stats {
 	uint64_t field_mask; /* reserved: the library fills every field */
 	int up;		     /* connection established */
+	uint64_t connects;	     /* connection attempts from this side (the lower rank's) */
 	uint64_t tx_msgs, rx_msgs;   /* messages (control, AM, BSM) */
 	uint64_t tx_bytes, rx_bytes; /* payload bytes: put sent, get received, messages */
 	uint64_t puts, gets;	     /* operations posted from this side */

@@ -300,7 +300,7 @@ int tr_send_msg(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio
 		struct triad_req *req)
 {
 	int plane = tr_plane_choose(ctx, peer, 0);
-	int ret = tr_conn_send(&ctx->peers[peer].conn[plane], m, prio, req);
+	int ret = plane < 0 ? -ENOTCONN : tr_conn_send(&ctx->peers[peer].conn[plane], m, prio, req);
 
 	if (ret)
 		tr_warn("%s to rank %d on plane %d: %s", tr_msg_type_str(m->type), peer, plane,
@@ -347,6 +347,12 @@ int tr_core_msg(struct tr_conn *c, const struct tr_msg *m, struct tr_buf *b)
 		break;
 	case TR_MSG_BCAST_DONE:
 		tr_bcast_on_msg(ctx, c->peer, m);
+		break;
+	case TR_MSG_BYE:
+		/* A clean exit: its disconnects follow; rebuilding them would
+		 * retry until we close. */
+		tr_info("peer %d: closing", c->peer);
+		p->gone = 1;
 		break;
 	case TR_MSG_PLANE_DOWN:
 		if ((int)m->u.plane_down.plane < ctx->nplanes) {
@@ -419,7 +425,8 @@ void tr_core_conn_changed(struct tr_conn *c)
 				tr_bcast_peer_lost(ctx, c->peer);
 			}
 		}
-		if (c->state == TR_CONN_DRAINING && !ctx->closing && !c->peer_closed) {
+		if (c->state == TR_CONN_DRAINING && !ctx->closing && !c->peer_closed &&
+		    !ctx->peers[c->peer].gone) {
 			/* The peer may not have noticed (a link fault loses its DREQ):
 			 * tell it on another plane, so it drops its side and the pair
 			 * can rebuild the connection. */
@@ -712,6 +719,23 @@ static int all_sent(void *arg)
 	return 1;
 }
 
+/* Tells every peer we are closing, so that it does not try to rebuild the
+ * connections our exit breaks. */
+static void say_bye(struct triad_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	for (int r = 0; r < ctx->size; r++) {
+		struct tr_msg m = { .type = TR_MSG_BYE };
+		int live = 0;
+
+		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++)
+			live |= ctx->peers[r].conn[p].state == TR_CONN_UP;
+		if (live && !ctx->peers[r].gone)
+			tr_send_msg(ctx, r, &m, TR_FC_HIGH, NULL);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 void triad_fini(triad_ctx_t *ctx)
 {
 	int r, p;
@@ -725,6 +749,8 @@ void triad_fini(triad_ctx_t *ctx)
 		int ms = (int)((ctx->cfg.retry_count + 2) * 4.096e-3 *
 			       (double)(1ull << ctx->cfg.ack_timeout)) + 1000;
 
+		if (ctx->peers)
+			say_bye(ctx);
 		if (ctx->peers && tr_wait_until(ctx, all_sent, ctx, ms))
 			tr_warn("closing with messages still unacknowledged");
 		pthread_mutex_lock(&ctx->lock);

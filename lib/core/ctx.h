@@ -49,6 +49,7 @@ struct tr_peer {
 	struct tr_rwin *rwins;
 	uint32_t tx_seq;
 	struct tr_seq_rx rx_seq;
+	int gone; /* it said BYE: its connections are not rebuilt */
 };
 
 struct triad_win {

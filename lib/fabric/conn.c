@@ -63,7 +63,8 @@ static void set_state(struct tr_conn *c, enum tr_conn_state s)
 	tr_core_conn_changed(c);
 	/* After start-up a broken connection is rebuilt: the side that connects
 	 * asks the progress thread (which owns the timers) to retry. */
-	if (s == TR_CONN_FAILED && ctx->initialized && !ctx->closing && c->peer > ctx->rank) {
+	if (s == TR_CONN_FAILED && ctx->initialized && !ctx->closing && c->peer > ctx->rank &&
+	    !ctx->peers[c->peer].gone) {
 		c->want_reconnect = 1;
 		ev_async_send(ctx->loop, &ctx->kick_w);
 	}
@@ -322,6 +323,7 @@ int tr_conn_connect(struct tr_conn *c)
 	dst.sin_addr = ctx->world.addr[c->peer][c->plane];
 	dst.sin_port = htons(ctx->world.port);
 	c->attempts++;
+	c->stats.connects++;
 	if (rdma_create_id(ctx->cm_chan, &id, c, RDMA_PS_TCP)) {
 		tr_error("peer %d plane %d: rdma_create_id: %m", c->peer, c->plane);
 		return -errno;

@@ -13,6 +13,7 @@ static const char *const type_names[TR_MSG_TYPE_MAX] = {
 	[TR_MSG_PLANE_DOWN] = "PLANE_DOWN",
 	[TR_MSG_COPY] = "COPY",
 	[TR_MSG_BCAST_DONE] = "BCAST_DONE",
+	[TR_MSG_BYE] = "BYE",
 };
 
 const char *tr_msg_type_str(unsigned type)
@@ -207,6 +208,7 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		break;
 	}
 	case TR_MSG_BSM:
+	case TR_MSG_BYE:
 		break;
 	case TR_MSG_AM:
 		PUT16(&c, m->u.am.id);
@@ -314,6 +316,7 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		break;
 	}
 	case TR_MSG_BSM:
+	case TR_MSG_BYE:
 		break;
 	case TR_MSG_AM:
 		m.u.am.id = GET16(&c);

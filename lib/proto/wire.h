@@ -44,6 +44,7 @@ enum tr_msg_type {
 	TR_MSG_PLANE_DOWN,    /* my connection to you on this plane broke */
 	TR_MSG_COPY,	      /* third-party copy: START, DATA, RESP or DONE */
 	TR_MSG_BCAST_DONE,    /* root -> rank: broadcast seq is over for you */
+	TR_MSG_BYE,	      /* I am closing (triad_fini): do not reconnect; no body */
 	TR_MSG_TYPE_MAX
 };
 

@@ -43,6 +43,65 @@ static int is_failure(enum triad_status st)
 	return st == TRIAD_S_PLANE_DOWN || st == TRIAD_S_UNREACHABLE || st == TRIAD_S_TRANSPORT;
 }
 
+static uint64_t connects(triad_ctx_t *ctx, int peer, int nplanes, int *up)
+{
+	struct triad_conn_stats cs;
+	uint64_t n = 0;
+
+	*up = 0;
+	for (int p = 0; p < nplanes; p++) {
+		if (triad_conn_stats(ctx, peer, p, &cs) == 0) {
+			n += cs.connects;
+			*up += cs.up;
+		}
+	}
+	return n;
+}
+
+/* A clean exit: rank 1 closes first.  Rank 0 (the side that connects)
+ * hears its BYE and does not try to rebuild the connections the exit
+ * breaks, and a put to rank 1 fails at once instead of waiting. */
+static int clean_exit(triad_ctx_t *ctx, int peer, int nplanes)
+{
+	uint64_t before, after;
+	enum triad_status st;
+	int up = 1, waited;
+
+	ft_barrier(ctx);
+	if (ft_rank == 1) {
+		triad_fini(ctx);
+		return ft_failures ? 1 : 0;
+	}
+	for (waited = 0; waited < 100 && up; waited++) {
+		connects(ctx, peer, nplanes, &up);
+		usleep(100000);
+	}
+	FT_CHECK(!up, "rank 1 closed, %d connection(s) to it still up after 10 s", up);
+	before = connects(ctx, peer, nplanes, &up);
+	sleep(3); /* a rebuild would have made several attempts by now */
+	after = connects(ctx, peer, nplanes, &up);
+	FT_CHECK(after == before, "%llu connection attempts to rank 1 after its clean exit",
+		 (unsigned long long)(after - before));
+	/* Refused by the API, or failed at once: either way no wait. */
+	{
+		static char buf[64];
+		triad_req_t *req;
+		int ret = triad_put(ctx, buf, sizeof(buf), peer, 1, 0, 0, &req);
+
+		st = ret ? TRIAD_S_UNREACHABLE : ft_wait(req, 5000);
+		FT_CHECK(is_failure(st), "put to the closed rank 1: %s (expected an error at once)",
+			 triad_status_str(st));
+		printf("rank 0: rank 1 closed; no reconnect attempt in 3 s; a put to it: %s\n",
+		       ret ? strerror(-ret) : triad_status_str(st));
+	}
+	triad_fini(ctx);
+	if (ft_failures)
+		fprintf(stderr, "rank 0: test_linkdown: %d check(s) FAILED\n", ft_failures);
+	else
+		printf("test_linkdown: ok\n");
+	return ft_failures ? 1 : 0;
+}
+
 int main(void)
 {
 	static char win_buf[1 << 16];
@@ -97,5 +156,5 @@ int main(void)
 	st = put_on(ctx, peer, last, 60000);
 	FT_CHECK(st == TRIAD_S_OK, "put on plane %d after the reconnect: %s", last,
 		 triad_status_str(st));
-	return ft_finish(ctx, "test_linkdown");
+	return clean_exit(ctx, peer, nplanes);
 }

@@ -30,6 +30,7 @@ static int same_msg(const struct tr_msg *a, const struct tr_msg *b)
 	case TR_MSG_BARRIER_REL:
 		return a->u.barrier.epoch == b->u.barrier.epoch;
 	case TR_MSG_BSM:
+	case TR_MSG_BYE:
 		return 1;
 	case TR_MSG_PLANE_DOWN:
 		return a->u.plane_down.plane == b->u.plane_down.plane;

@@ -150,6 +150,12 @@ int main(int argc, char **argv)
 	bad |= emit(argv[1], "plane_down", &m);
 
 	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_BYE;
+	m.seq = 15;
+	m.slot = 2;
+	bad |= emit(argv[1], "bye", &m);
+
+	memset(&m, 0, sizeof(m));
 	m.type = TR_MSG_COPY;
 	m.seq = 14;
 	m.slot = 5;

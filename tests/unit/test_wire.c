@@ -114,6 +114,7 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 		assert_memory_equal(&a->u.copy.hdr, &b->u.copy.hdr, sizeof(a->u.copy.hdr));
 		break;
 	case TR_MSG_BSM:
+	case TR_MSG_BYE:
 		break;
 	case TR_MSG_AM:
 		assert_int_equal(a->u.am.id, b->u.am.id);
@@ -137,7 +138,8 @@ static size_t wire_len(const struct tr_msg *m)
 	case TR_MSG_PLANE_DOWN: return 32 + 4;
 	case TR_MSG_COPY: return 32 + 64;
 	case TR_MSG_BCAST_DONE: return 32 + 8;
-	case TR_MSG_BSM: return 32;
+	case TR_MSG_BSM:
+	case TR_MSG_BYE: return 32;
 	case TR_MSG_AM: return 32 + 4 + (size_t)m->u.am.len;
 	default: fail_msg("bad type %d", m->type); return 0;
 	}
@@ -310,6 +312,7 @@ static struct tr_msg random_msg(void)
 		m.u.copy.hdr.status = (uint16_t)(rnd() % TRIAD_S_MAX);
 		break;
 	case TR_MSG_BSM:
+	case TR_MSG_BYE:
 		break;
 	case TR_MSG_AM:
 		m.u.am.id = (uint16_t)rnd();
@@ -946,9 +949,9 @@ static void test_decode_body_length_wrong_for_type(void **state)
 	buf_a[OFF_TYPE] = TR_MSG_WIN_QUERY;
 	put16(buf_a + OFF_LEN, (uint16_t)n);
 	decode_bad(buf_a, (size_t)n, -EBADMSG); /* short body */
-	/* Header only: a body is missing for every type but BSM. */
+	/* Header only: a body is missing for every type but BSM and BYE. */
 	for (int t = 1; t < TR_MSG_TYPE_MAX; t++) {
-		if (t == TR_MSG_BSM)
+		if (t == TR_MSG_BSM || t == TR_MSG_BYE)
 			continue;
 		buf_a[OFF_TYPE] = (uint8_t)t;
 		put16(buf_a + OFF_LEN, TR_WIRE_HDR_LEN);
