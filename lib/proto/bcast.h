@@ -84,12 +84,20 @@
  *     (4 one-way latencies in relay mode) behind the data.
  *
  *   AUTO picks PIPELINE when len >= cfg.auto_len, N >= cfg.auto_ranks and
- *     there are at least two chunks, else GREEDY.  Defaults (to be
- *     measured by the integration): 256 KiB and 3 ranks.  Reasoning on rxe
- *     figures (about 1 GB/s, 25 us one way, a relayed copy 4 one-way
- *     latencies): for 8 ranks greedy costs about 3 * (len/B + 100 us),
- *     a 64 KiB-chunk chain about (len/64K + 6) * 65 us; they meet between
- *     128 and 256 KiB.  With two ranks there is nothing to overlap.
+ *     there are at least two chunks, else GREEDY.  Defaults 32 MiB
+ *     (TRIAD_BCAST_PIPELINE) and 3 ranks, from measurements: on the test
+ *     fabric (8 ranks x 1 plane of Soft-RoCE in one 2-vCPU VM, root 0,
+ *     1 MiB pipeline chunks, bench/bcast) greedy was the fastest or tied
+ *     with binomial at every size from 4 KiB to 16 MiB, and pipelined the
+ *     slowest: 4 KiB 8.8 / 15.8 ms (greedy / pipelined), 64 KiB 26 / 33,
+ *     256 KiB 74 / 91, 1 MiB 229 / 336, 4 MiB 606 / 677, 16 MiB 2407 /
+ *     2587.  There the CPUs are the bottleneck, not the links: every byte
+ *     costs rxe the same CPU whichever tree carries it, so the tree's
+ *     depth buys nothing and the pipeline's extra orders cost.  On a
+ *     fabric whose links are the bottleneck the chain's (nchunks + N - 2)
+ *     chunk times beat greedy's about log2(N) whole-buffer times for
+ *     large buffers; 32 MiB keeps AUTO on the measured side and the
+ *     setting moves it.  With two ranks there is nothing to overlap.
  *     BINOMIAL is never chosen by AUTO: it only serves as the baseline.
  *
  * Completion at a rank.  RANK_DONE(r, OK) is emitted once r holds all the
@@ -138,7 +146,7 @@
 #define TR_BCAST_WINDOW_DEFAULT 4u
 #define TR_BCAST_MAX_WINDOW 64u
 /* AUTO crossover defaults. */
-#define TR_BCAST_AUTO_LEN_DEFAULT (256u * 1024u)
+#define TR_BCAST_AUTO_LEN_DEFAULT (32u * 1024u * 1024u)
 #define TR_BCAST_AUTO_RANKS_DEFAULT 3u
 
 enum tr_bcast_algo {
