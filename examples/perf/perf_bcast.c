@@ -30,7 +30,11 @@
  * The CPUs are shared by every rank's threads: on the emulated test VM
  * (8 ranks, 2 vCPUs) the idle baseline has the root asleep, the bcast
  * phase has the root and the progress engines running, so the fraction
- * includes the CPU the broadcast machinery takes on a shared CPU. */
+ * includes the CPU the broadcast machinery takes on a shared CPU.  With
+ * Soft-RoCE that machinery is mostly the kernel's (rxe packs, checksums
+ * and places every byte): the root also reads /proc/stat around both
+ * phases and reports the share of all CPU time the kernel took in each
+ * (system + irq + softirq), where it can read it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +58,55 @@ struct bc_share {
 	double rate_bcast;
 	double slice_ns;      /* one idle slice */
 };
+
+/* The root's /proc/stat totals over the idle [0] and bcast [1] phases. */
+struct cpu_acc {
+	uint64_t kernel[2], all[2];
+	uint64_t k0, a0; /* at the start of the phase in progress */
+	int ok;		 /* /proc/stat was readable every time */
+};
+
+/* Reads the kernel and total jiffies of all CPUs; 0 when unreadable. */
+static int cpu_read(uint64_t *kernel, uint64_t *all)
+{
+	unsigned long long v[8] = { 0 };
+	FILE *f = fopen("/proc/stat", "r");
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	if (n != 8)
+		return 0;
+	*kernel = v[2] + v[5] + v[6]; /* system, irq, softirq */
+	*all = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+	return 1;
+}
+
+/* Phase p starts (start != 0) or ends: adds its jiffies to acc. */
+static void cpu_mark(struct cpu_acc *acc, int p, int start)
+{
+	uint64_t k, a;
+
+	if (!cpu_read(&k, &a)) {
+		acc->ok = 0;
+		return;
+	}
+	if (start) {
+		acc->k0 = k;
+		acc->a0 = a;
+	} else {
+		acc->kernel[p] += k - acc->k0;
+		acc->all[p] += a - acc->a0;
+	}
+}
+
+static double cpu_share(const struct cpu_acc *acc, int p)
+{
+	return acc->ok && acc->all[p] ? (double)acc->kernel[p] / (double)acc->all[p] : -1;
+}
 
 static volatile uint64_t work_sink;
 
@@ -141,7 +194,7 @@ static int time_pass(struct perf_run *r, size_t size, long iters, long warmup, i
 /* Step 2 (see the top of the file); med_ns: this rank's median of step 1;
  * the root's broadcast times go to tb[]. */
 static int compute_pass(struct perf_run *r, size_t size, long iters, int bar_ms, uint64_t med_ns,
-			uint64_t *tb, struct bc_share *sh)
+			uint64_t *tb, struct bc_share *sh, struct cpu_acc *cpu)
 {
 	int root = r->rank == r->o->root;
 	uint64_t x = (uint64_t)r->rank + 1, idle_n = 0, idle_ns = 0, bc_n = 0, bc_ns = 0;
@@ -158,7 +211,9 @@ static int compute_pass(struct perf_run *r, size_t size, long iters, int bar_ms,
 			return ret;
 		t0 = perf_now_ns();
 		if (root) {
+			cpu_mark(cpu, 0, 1);
 			sleep_ns(med_ns);
+			cpu_mark(cpu, 0, 0);
 		} else {
 			do {
 				x = work_slice(x);
@@ -171,12 +226,15 @@ static int compute_pass(struct perf_run *r, size_t size, long iters, int bar_ms,
 		if (ret)
 			return ret;
 		t0 = perf_now_ns();
+		if (root)
+			cpu_mark(cpu, 1, 1);
 		ret = start_bcast(r, size, &req);
 		if (ret)
 			return ret;
 		if (root) {
 			ret = finish_bcast(r, req);
 			tb[i] = perf_now_ns() - t0;
+			cpu_mark(cpu, 1, 0);
 		} else {
 			do {
 				x = work_slice(x);
@@ -232,7 +290,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 static void report(struct perf_run *r, size_t size, long iters, long warmup,
-		   const struct perf_lat *l, const struct perf_lat *lb)
+		   const struct perf_lat *l, const struct perf_lat *lb, const struct cpu_acc *cpu)
 {
 	int n = triad_size(r->ctx), k = 0;
 	const struct bc_share *sh = (const struct bc_share *)(const void *)perf_send_area(r);
@@ -268,7 +326,9 @@ static void report(struct perf_run *r, size_t size, long iters, long warmup,
 			printf("%s%.4f", first ? "" : ",", sh[i].fraction);
 			first = 0;
 		}
-		printf("],\"slice_us\":%.3f,\"work_unit\":%d}\n", slice / 1000.0, WORK_UNIT);
+		printf("],\"slice_us\":%.3f,\"work_unit\":%d,\"kernel_cpu_idle\":%.4f,"
+		       "\"kernel_cpu_bcast\":%.4f}\n", slice / 1000.0, WORK_UNIT, cpu_share(cpu, 0),
+		       cpu_share(cpu, 1));
 		fflush(stdout);
 		return;
 	}
@@ -277,16 +337,19 @@ static void report(struct perf_run *r, size_t size, long iters, long warmup,
 		printf(" triad bcast (%s) from rank %d to %d ranks; time = the root's, from its "
 		       "call to every rank holding the data;\n"
 		       " algbw = size/t_median, busbw = algbw*(n-1)/n (MB/s = 10^6 B/s); "
-		       "compute = non-roots' work rate during the bcast / idle\n",
+		       "compute = non-roots' work rate during the bcast / idle;\n"
+		       " kcpu = the kernel's share of all CPU time, idle phase -> bcast phase "
+		       "(/proc/stat; -1: unreadable)\n",
 		       algo, r->o->root, n);
 		perf_print_rule();
-		printf(" %-9s %-11s %15s %12s %13s %13s %16s %12s %11s\n", "#bytes", "#iterations",
-		       "t_median[usec]", "t_avg[usec]", "algbw[MB/s]", "busbw[MB/s]",
-		       "t_busy_med[usec]", "compute_med", "compute_min");
+		printf(" %-9s %-11s %15s %12s %13s %13s %16s %12s %11s %15s\n", "#bytes",
+		       "#iterations", "t_median[usec]", "t_avg[usec]", "algbw[MB/s]", "busbw[MB/s]",
+		       "t_busy_med[usec]", "compute_med", "compute_min", "kcpu idle->bc");
 		r->header_done = 1;
 	}
-	printf(" %-9zu %-11ld %15.2f %12.2f %13.3f %13.3f %16.2f %12.3f %11.3f\n", size, iters,
-	       l->typical, l->avg, algbw, busbw, lb->typical, fmed, fmin);
+	printf(" %-9zu %-11ld %15.2f %12.2f %13.3f %13.3f %16.2f %12.3f %11.3f %7.3f->%.3f\n",
+	       size, iters, l->typical, l->avg, algbw, busbw, lb->typical, fmed, fmin,
+	       cpu_share(cpu, 0), cpu_share(cpu, 1));
 	fflush(stdout);
 }
 
@@ -296,6 +359,7 @@ int perf_bcast(struct perf_run *r, size_t size, long iters, long warmup)
 	int n = triad_size(r->ctx), root = r->rank == o->root, ret;
 	uint64_t *t = NULL, *tb = NULL, med_ns;
 	struct bc_share sh = { 0 };
+	struct cpu_acc cpu = { .ok = 1 };
 	struct perf_lat l, lb;
 	int bar_ms;
 
@@ -344,7 +408,7 @@ int perf_bcast(struct perf_run *r, size_t size, long iters, long warmup)
 	memcpy(tb, t, (size_t)iters * sizeof(*t));
 	perf_lat_summarize(tb, (size_t)iters, 1.0, &l);
 	med_ns = (uint64_t)(l.typical * 1000.0);
-	ret = compute_pass(r, size, iters, bar_ms, med_ns, tb, &sh);
+	ret = compute_pass(r, size, iters, bar_ms, med_ns, tb, &sh, &cpu);
 	if (!ret)
 		ret = share(r, &sh);
 	if (!ret)
@@ -354,7 +418,7 @@ int perf_bcast(struct perf_run *r, size_t size, long iters, long warmup)
 	if (!ret && root) {
 		perf_lat_summarize(t, (size_t)iters, 1.0, &l);
 		perf_lat_summarize(tb, (size_t)iters, 1.0, &lb); /* step 2: t_busy */
-		report(r, size, iters, warmup, &l, &lb);
+		report(r, size, iters, warmup, &l, &lb, &cpu);
 	}
 out:
 	free(t);
