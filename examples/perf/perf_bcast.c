@@ -33,8 +33,9 @@
  * includes the CPU the broadcast machinery takes on a shared CPU.  With
  * Soft-RoCE that machinery is mostly the kernel's (rxe packs, checksums
  * and places every byte): the root also reads /proc/stat around both
- * phases and reports the share of all CPU time the kernel took in each
- * (system + irq + softirq), where it can read it. */
+ * phases (the bcast phase for the non-roots' compute window only) and
+ * reports the share of all CPU time the kernel took in each (system + irq
+ * + softirq), where it can read it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,9 +233,19 @@ static int compute_pass(struct perf_run *r, size_t size, long iters, int bar_ms,
 		if (ret)
 			return ret;
 		if (root) {
+			/* The kernel's share is taken over the non-roots' compute
+			 * window (about med_ns), not over the whole broadcast: after
+			 * that window they stop computing and wait. */
+			int ms = (int)(med_ns / 1000000);
+
+			ret = triad_wait(req, ms > 0 ? ms : 1);
+			cpu_mark(cpu, 1, 0);
+			if (ret && ret != -ETIMEDOUT) {
+				perf_err(r, "triad_wait (bcast)", ret);
+				return ret;
+			}
 			ret = finish_bcast(r, req);
 			tb[i] = perf_now_ns() - t0;
-			cpu_mark(cpu, 1, 0);
 		} else {
 			do {
 				x = work_slice(x);
