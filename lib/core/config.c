@@ -61,7 +61,7 @@ static const struct var vars[] = {
 	{ "TRIAD_COPY_OPS", "1024", VAR_INT, F(copy_ops), 1, 1 << 20,
 	  "copies this rank may have outstanding as initiator, and serve as source" },
 	{ "TRIAD_BG_SPIN_US", "100", VAR_INT, F(bg_spin_us), 0, 1000000,
-	  "how long the progress thread keeps polling after it served something" },
+	  "CPU time the progress thread keeps polling after it last found work" },
 	{ "TRIAD_BCAST_PIPELINE", "32M", VAR_SIZE, F(bcast_pipeline), 1, 1ll << 50,
 	  "TRIAD_BCAST_AUTO pipelines broadcasts from this size (3+ ranks),\n"
 	  "    below it copies greedily (see bench/README.md for the measured crossover)" },

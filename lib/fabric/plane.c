@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/ctx.h"
 #include "core/log.h"
@@ -208,6 +209,15 @@ int tr_plane_poll(struct tr_plane *pl)
 	return total;
 }
 
+/* CPU time this thread has used. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct tr_plane *pl = w->data;
@@ -238,16 +248,21 @@ void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	/* Serving a remote request usually brings a completion of our own or
 	 * the next message within tens of microseconds (a copy's WRITE, the
 	 * destination's answer): poll a little longer before sleeping, since a
-	 * wake-up costs far more than that (TRIAD_BG_SPIN_US). */
+	 * wake-up costs far more than that (TRIAD_BG_SPIN_US).  The budget is
+	 * this thread's CPU time since it last found work, not wall time: on a
+	 * CPU shared with computing threads the yields hand them the CPU, and
+	 * what a fruitless spin takes from them stays TRIAD_BG_SPIN_US per
+	 * wake-up.  (Counted in wall time, a broadcast root that kept finding
+	 * a message now and then spun through most of the broadcast.) */
 	if (ctx->cfg.bg_spin_us && !tr_ctx_app_polling(ctx)) {
-		uint64_t end = tr_now_ns() + (uint64_t)ctx->cfg.bg_spin_us * 1000;
+		uint64_t budget = (uint64_t)ctx->cfg.bg_spin_us * 1000, from = thread_cpu_ns();
 
-		while (tr_now_ns() < end && !tr_ctx_app_polling(ctx)) {
+		while (thread_cpu_ns() - from < budget && !tr_ctx_app_polling(ctx)) {
 			pthread_mutex_unlock(&ctx->lock);
 			sched_yield();
 			pthread_mutex_lock(&ctx->lock);
 			if (tr_progress(ctx) > 0)
-				end = tr_now_ns() + (uint64_t)ctx->cfg.bg_spin_us * 1000;
+				from = thread_cpu_ns();
 		}
 		TR_EV(ctx, "bg_spin_end", pl->index, 0);
 	}
