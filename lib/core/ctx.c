@@ -68,10 +68,15 @@ int tr_ctx_app_polling(struct triad_ctx *ctx)
 	return tr_now_ns() - ctx->app_poll_ns < APP_ACTIVE_NS;
 }
 
-void tr_ctx_arm_all(struct triad_ctx *ctx)
+int tr_ctx_rearm_pending(struct triad_ctx *ctx)
+{
+	return tr_ctx_app_polling(ctx) && ev_is_active(&ctx->rearm_w);
+}
+
+void tr_ctx_arm_all(struct triad_ctx *ctx, int all)
 {
 	for (int i = 0; i < ctx->nplanes; i++)
-		tr_plane_arm(&ctx->plane[i]);
+		tr_plane_arm(&ctx->plane[i], all);
 	tr_progress(ctx); /* what landed before the arming raised no event */
 }
 
@@ -93,7 +98,7 @@ static void rearm_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (tr_ctx_app_polling(ctx))
 		tr_ctx_rearm_later(ctx);
 	else
-		tr_ctx_arm_all(ctx);
+		tr_ctx_arm_all(ctx, 0);
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 }
@@ -178,7 +183,7 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
 		/* Sleep until the progress thread signals; wake up at least every
 		 * 50 ms to check query deadlines. */
 		ctx->app_poll_ns = 0; /* not polling any more: events on */
-		tr_ctx_arm_all(ctx);
+		tr_ctx_arm_all(ctx, 1);
 		if (pred(arg))
 			break;
 		wake = now + 50 * 1000000ull;

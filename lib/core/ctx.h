@@ -165,7 +165,12 @@ int tr_progress(struct triad_ctx *ctx);
 void tr_progress_app(struct triad_ctx *ctx);
 int tr_ctx_app_polling(struct triad_ctx *ctx);
 void tr_ctx_rearm_later(struct triad_ctx *ctx); /* progress thread only */
-void tr_ctx_arm_all(struct triad_ctx *ctx);
+/* Completion events on for every plane (all: see tr_plane_arm), then one
+ * poll for what landed before. */
+void tr_ctx_arm_all(struct triad_ctx *ctx, int all);
+/* An application thread polls and the re-arm timer runs: events may stay
+ * off (lock held). */
+int tr_ctx_rearm_pending(struct triad_ctx *ctx);
 /* Something completed: wake the sleeping waiters whose condition now holds
  * (lock held); the others sleep on. */
 void tr_ctx_signal(struct triad_ctx *ctx);

@@ -141,7 +141,7 @@ static int setup_qp(struct tr_conn *c, struct rdma_cm_id *id)
 	struct triad_ctx *ctx = c->ctx;
 	struct tr_plane *pl = &ctx->plane[c->plane];
 	struct ibv_qp_init_attr attr = {
-		.send_cq = pl->cq,
+		.send_cq = pl->scq,
 		.recv_cq = pl->cq,
 		.cap = { .max_send_wr = (uint32_t)ctx->cfg.sq_depth,
 			 .max_recv_wr = (uint32_t)ctx->cfg.slots + 3,
@@ -253,6 +253,7 @@ static void release(struct tr_conn *c)
 	c->buf_mr = NULL;
 	c->bufmem = NULL;
 	c->rx = c->tx = c->tx_free = NULL;
+	c->rma_posted = c->req_msgs = 0;
 	for (int p = 0; p < TR_FC_NPRIO; p++) {
 		while (!tr_list_empty(&c->msgq[p])) {
 			struct queued_msg *q = tr_list_first(&c->msgq[p], struct queued_msg, link);
@@ -585,7 +586,9 @@ static void conn_break(struct tr_conn *c, enum triad_status why)
 	 * their error counts in the totals. */
 	c->stats.fc_timeouts += tr_fc_tx_errors(&c->fc_tx);
 	c->stats.rx_overruns += tr_fc_rx_overruns(&c->fc_rx);
-	/* Error state flushes everything posted; tell the peer too. */
+	/* Error state flushes everything posted; tell the peer too.  The
+	 * flushed sends must wake someone for the connection to drain. */
+	tr_plane_want_send(&c->ctx->plane[c->plane]);
 	if (ibv_modify_qp(c->qp, &attr, IBV_QP_STATE))
 		tr_warn("peer %d plane %d: ibv_modify_qp(ERR): %m", c->peer, c->plane);
 	rdma_disconnect(c->id);
@@ -689,9 +692,13 @@ static int post_msg(struct tr_conn *c, const void *data, int len, int slot, unsi
 	b->slot = (uint8_t)slot;
 	b->prio = (uint8_t)prio;
 	b->req = req;
+	if (req)
+		tr_plane_want_send(&c->ctx->plane[c->plane]);
 	ret = post_send(c, b, len);
 	if (ret)
 		return ret;
+	if (req)
+		c->req_msgs++;
 	tr_fc_tx_sent(&c->fc_tx, (unsigned)slot);
 	if (due)
 		c->stats.bsm_piggyback++;
@@ -765,8 +772,12 @@ static void pump_bsm(struct tr_conn *c, int force)
 	unsigned unreported = (unsigned)__builtin_popcountll(c->fc_rx.nmtsr);
 	int urgent;
 
-	if (!tr_fc_rx_bsm_due(&c->fc_rx) || !c->tx_free || !c->sq_avail)
+	if (!tr_fc_rx_bsm_due(&c->fc_rx))
 		return;
+	if (!c->tx_free || !c->sq_avail) {
+		tr_plane_want_send(&c->ctx->plane[c->plane]); /* a completion frees room */
+		return;
+	}
 	urgent = tr_fc_rx_bsm_urgent(&c->fc_rx, c->rx_need);
 	if (c->bsm_inflight >= 2 || (c->bsm_inflight == 1 && !urgent))
 		return; /* its completion pumps again */
@@ -817,6 +828,8 @@ int tr_conn_send_raw(struct tr_conn *c, const void *data, int len, unsigned prio
 	q->req = req;
 	tr_list_add_tail(&c->msgq[prio], &q->link);
 	c->nqueued++;
+	if (!c->tx_free || !c->sq_avail)
+		tr_plane_want_send(&c->ctx->plane[c->plane]); /* waits for send room */
 	pump(c);
 	return 0;
 }
@@ -869,6 +882,7 @@ int tr_conn_post_rma(struct tr_conn *c, enum ibv_wr_opcode op, void *laddr, uint
 		return -EAGAIN;
 	if (op == IBV_WR_RDMA_WRITE && len <= c->max_inline)
 		wr.send_flags |= IBV_SEND_INLINE;
+	tr_plane_want_send(&c->ctx->plane[c->plane]);
 	ret = ibv_post_send(c->qp, &wr, &bad);
 	if (ret) {
 		tr_error("peer %d plane %d: ibv_post_send(%s, %u bytes): %s", c->peer, c->plane,
@@ -877,6 +891,7 @@ int tr_conn_post_rma(struct tr_conn *c, enum ibv_wr_opcode op, void *laddr, uint
 	}
 	c->sq_avail--;
 	c->sq_posted++;
+	c->rma_posted++;
 	TR_EV(c->ctx, op == IBV_WR_RDMA_WRITE ? "tx_write" : "tx_read", c->peer, len);
 	return 0;
 }
@@ -972,6 +987,8 @@ void tr_conn_on_send(struct tr_buf *b, const struct ibv_wc *wc, enum triad_statu
 	c->tx_free = b;
 	if (bsm)
 		c->bsm_inflight--;
+	if (b->req)
+		c->req_msgs--;
 	if (wc->status != IBV_WC_SUCCESS) {
 		if (wc->status != IBV_WC_WR_FLUSH_ERR) {
 			c->stats.errors++;
@@ -1000,6 +1017,7 @@ void tr_conn_on_rma(struct triad_req *req, const struct ibv_wc *wc, enum triad_s
 	TR_EV(c->ctx, "rma_done", c->peer, wc->status);
 	c->sq_posted--;
 	c->sq_avail++;
+	c->rma_posted--;
 	if (wc->status != IBV_WC_SUCCESS) {
 		if (wc->status == IBV_WC_WR_FLUSH_ERR) {
 			st = c->down_status;

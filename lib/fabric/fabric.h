@@ -42,12 +42,14 @@ struct tr_plane {
 	struct ibv_context *verbs;
 	uint8_t port_num;
 	int port_up;
-	int armed;	/* the CQ will raise an event on its next completion */
+	int armed;	/* the receive CQ will raise an event on its next completion */
+	int sarmed;	/* the send CQ likewise */
 	int owns_async; /* first plane on its device: watches its async events */
 	char devname[64];
 	struct ibv_pd *pd;
-	struct ibv_comp_channel *chan;
-	struct ibv_cq *cq;
+	struct ibv_comp_channel *chan; /* both CQs' events */
+	struct ibv_cq *cq;  /* receive completions */
+	struct ibv_cq *scq; /* send, WRITE and READ completions */
 	int max_rd_atom, max_init_rd_atom;
 	ev_io cq_w, async_w;
 };
@@ -93,6 +95,8 @@ struct tr_conn {
 	unsigned peer_slots, peer_slot_size; /* from the peer's connect data */
 	struct tr_conn_priv accept_priv;     /* passive side: the request's */
 	int bsm_inflight; /* standalone BSMs posted, not completed */
+	int rma_posted;	  /* WRITEs and READs posted, not completed */
+	int req_msgs;	  /* messages with a request posted, not completed */
 	int bsm_linger;	  /* a BSM is due but waits to cover more slots */
 	struct tr_list msgq[TR_FC_NPRIO]; /* encoded messages waiting for a slot */
 	unsigned nqueued;
@@ -109,8 +113,17 @@ struct tr_conn {
 int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
 		  struct in_addr addr, uint16_t port);
 void tr_plane_close(struct tr_plane *pl);
-int tr_plane_poll(struct tr_plane *pl); /* drain the CQ; completions handled */
-void tr_plane_arm(struct tr_plane *pl);	 /* events on, if they were off */
+int tr_plane_poll(struct tr_plane *pl); /* drain the CQs; completions handled */
+/* Events on, if they were off: always for arrivals; for send completions
+ * only when someone waits for one (all = 0, the progress thread going to
+ * sleep: an RMA, a message with a request, a queued message or BSM, a
+ * draining connection), or always (all = 1, an application thread going
+ * to sleep).  A message's own completion only recycles its buffer: waking
+ * the progress thread for it cost a wake-up per message sent. */
+void tr_plane_arm(struct tr_plane *pl, int all);
+/* Someone will wait for a send completion (called before the post): make
+ * sure one raises an event. */
+void tr_plane_want_send(struct tr_plane *pl);
 /* Event callbacks for the progress loop. */
 void tr_cm_cb(struct ev_loop *loop, ev_io *w, int revents);
 void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents);

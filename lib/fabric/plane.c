@@ -79,13 +79,15 @@ int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
 	if (cqe > dattr.max_cqe)
 		cqe = dattr.max_cqe;
 	pl->cq = ibv_create_cq(pl->verbs, cqe, pl, pl->chan, 0);
-	if (!pl->cq) {
+	pl->scq = ibv_create_cq(pl->verbs, cqe, pl, pl->chan, 0);
+	if (!pl->cq || !pl->scq) {
 		ret = -ENOMEM;
 		tr_error("plane %d: ibv_create_cq(%d) on %s: %m", index, cqe, pl->devname);
 		goto err;
 	}
-	pl->armed = 1;
-	if (set_nonblock(pl->chan->fd) || ibv_req_notify_cq(pl->cq, 0)) {
+	pl->armed = pl->sarmed = 1;
+	if (set_nonblock(pl->chan->fd) || ibv_req_notify_cq(pl->cq, 0) ||
+	    ibv_req_notify_cq(pl->scq, 0)) {
 		ret = -EIO;
 		tr_error("plane %d: cannot arm the CQ: %m", index);
 		goto err;
@@ -126,13 +128,15 @@ void tr_plane_close(struct tr_plane *pl)
 	}
 	if (pl->cq)
 		ibv_destroy_cq(pl->cq);
+	if (pl->scq)
+		ibv_destroy_cq(pl->scq);
 	if (pl->chan)
 		ibv_destroy_comp_channel(pl->chan);
 	if (pl->pd)
 		ibv_dealloc_pd(pl->pd);
 	if (pl->listen_id)
 		rdma_destroy_id(pl->listen_id);
-	pl->cq = NULL;
+	pl->cq = pl->scq = NULL;
 	pl->chan = NULL;
 	pl->pd = NULL;
 	pl->listen_id = NULL;
@@ -189,15 +193,13 @@ static void handle_wc(struct triad_ctx *ctx, const struct ibv_wc *wc)
 	}
 }
 
-int tr_plane_poll(struct tr_plane *pl)
+static int poll_cq(struct tr_plane *pl, struct ibv_cq *cq)
 {
 	struct ibv_wc wc[32];
 	int n, i, total = 0;
 
-	if (!pl->cq)
-		return 0;
 	do {
-		n = ibv_poll_cq(pl->cq, 32, wc);
+		n = ibv_poll_cq(cq, 32, wc);
 		if (n < 0) {
 			tr_error("plane %d: ibv_poll_cq failed", pl->index);
 			return total;
@@ -207,6 +209,15 @@ int tr_plane_poll(struct tr_plane *pl)
 		total += n;
 	} while (n == 32);
 	return total;
+}
+
+int tr_plane_poll(struct tr_plane *pl)
+{
+	if (!pl->cq)
+		return 0;
+	/* Our own completions first: a WRITE's completion, then the answer
+	 * that it made possible, as they happened. */
+	return poll_cq(pl, pl->scq) + poll_cq(pl, pl->cq);
 }
 
 /* CPU time this thread has used. */
@@ -224,22 +235,32 @@ void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct triad_ctx *ctx = pl->ctx;
 	struct ibv_cq *cq;
 	void *cq_ctx;
-	unsigned nev = 0;
+	unsigned nev = 0, nsev = 0;
 
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&ctx->lock);
-	while (ibv_get_cq_event(pl->chan, &cq, &cq_ctx) == 0)
-		nev++;
-	TR_EV(ctx, "cq_wake", pl->index, nev);
+	while (ibv_get_cq_event(pl->chan, &cq, &cq_ctx) == 0) {
+		if (cq == pl->scq)
+			nsev++;
+		else
+			nev++;
+	}
+	TR_EV(ctx, "cq_wake", pl->index, nev + 100 * nsev);
 	if (nev) {
 		ibv_ack_cq_events(pl->cq, nev);
 		pl->armed = 0;
+	}
+	if (nsev) {
+		ibv_ack_cq_events(pl->scq, nsev);
+		pl->sarmed = 0;
+	}
+	if (nev || nsev) {
 		/* While an application thread polls, it reaps the completions
 		 * itself: leave events off rather than wake this thread for each
-		 * one (tr_ctx_maybe_arm re-arms once it stops). */
+		 * one (tr_ctx_rearm_later re-arms once it stops). */
 		if (!tr_ctx_app_polling(ctx))
-			tr_plane_arm(pl);
+			tr_plane_arm(pl, 0);
 		else
 			tr_ctx_rearm_later(ctx);
 	}
@@ -269,7 +290,36 @@ void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-void tr_plane_arm(struct tr_plane *pl)
+/* Does anyone wait for a send completion on this plane? */
+static int send_wanted(const struct tr_plane *pl)
+{
+	const struct triad_ctx *ctx = pl->ctx;
+
+	for (int r = 0; ctx->peers && r < ctx->size; r++) {
+		const struct tr_conn *c = &ctx->peers[r].conn[pl->index];
+
+		if (r == ctx->rank || c->sq_posted == 0)
+			continue;
+		if (c->rma_posted || c->req_msgs || c->nqueued || !c->tx_free ||
+		    c->bsm_linger || c->state == TR_CONN_DRAINING)
+			return 1;
+	}
+	return 0;
+}
+
+void tr_plane_want_send(struct tr_plane *pl)
+{
+	/* An application thread that polls reaps it, and the re-arm timer
+	 * turns events back on once it stops. */
+	if (!pl->scq || pl->sarmed || tr_ctx_rearm_pending(pl->ctx))
+		return;
+	if (ibv_req_notify_cq(pl->scq, 0))
+		tr_error("plane %d: ibv_req_notify_cq: %m", pl->index);
+	else
+		pl->sarmed = 1;
+}
+
+void tr_plane_arm(struct tr_plane *pl, int all)
 {
 	/* Armed before the caller polls, so nothing that lands after the poll
 	 * is missed. */
@@ -278,6 +328,12 @@ void tr_plane_arm(struct tr_plane *pl)
 			tr_error("plane %d: ibv_req_notify_cq: %m", pl->index);
 		else
 			pl->armed = 1;
+	}
+	if (pl->scq && !pl->sarmed && (all || send_wanted(pl))) {
+		if (ibv_req_notify_cq(pl->scq, 0))
+			tr_error("plane %d: ibv_req_notify_cq: %m", pl->index);
+		else
+			pl->sarmed = 1;
 	}
 }
 
