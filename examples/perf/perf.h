@@ -141,6 +141,15 @@ struct perf_stream_ops {
 };
 int perf_stream(struct perf_run *r, size_t size, long n, triad_req_t **ring, uint64_t *tpost,
 		uint64_t *tcomp, const struct perf_stream_ops *ops);
+/* What a bandwidth test's measuring rank streams with: the ring of
+ * --window requests, and iters post and completion times. */
+struct perf_bufs {
+	triad_req_t **ring;
+	uint64_t *tpost, *tcomp;
+};
+/* 0, or -ENOMEM reported as what's error (nothing left allocated). */
+int perf_bufs_alloc(struct perf_run *r, struct perf_bufs *b, long iters, const char *what);
+void perf_bufs_free(struct perf_bufs *b);
 void perf_print_rule(void);
 /* "high", "medium", "low". */
 const char *perf_prio_str(enum triad_prio prio);

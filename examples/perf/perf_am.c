@@ -506,18 +506,18 @@ static int am_bw_pass(struct perf_run *r, size_t size, long first, long n, triad
 
 /* Client: stream, then collect the server's counters. */
 static int am_bw_client(struct perf_run *r, size_t size, long iters, long warmup,
-			uint64_t *tpost, uint64_t *tcomp, triad_req_t **ring, uint64_t *d)
+			const struct perf_bufs *b, uint64_t *d)
 {
 	uint64_t c0[NCTR];
 	int ret;
 
-	ret = am_bw_pass(r, size, 0, warmup, ring, NULL, NULL);
+	ret = am_bw_pass(r, size, 0, warmup, b->ring, NULL, NULL);
 	if (!ret)
 		ret = perf_barrier(r, r->timeout_ms, "am_bw warm-up done");
 	if (!ret)
 		ret = am_counters(r, PERF_SERVER, c0);
 	if (!ret)
-		ret = am_bw_pass(r, size, warmup, iters, ring, tpost, tcomp);
+		ret = am_bw_pass(r, size, warmup, iters, b->ring, b->tpost, b->tcomp);
 	return ret ? ret : am_exchange(r, c0, d);
 }
 
@@ -588,26 +588,18 @@ static void report_am_bw(struct perf_run *r, size_t size, long iters, long warmu
 
 int perf_am_bw(struct perf_run *r, size_t size, long iters, long warmup)
 {
-	uint64_t *tpost = NULL, *tcomp = NULL, d[2 * NCTR] = { 0 };
-	triad_req_t **ring = NULL;
+	uint64_t d[2 * NCTR] = { 0 };
+	struct perf_bufs b = { 0 };
 	struct perf_bw bw;
 	int ret;
 
-	if (r->rank == PERF_CLIENT) {
-		tpost = calloc((size_t)iters, sizeof(*tpost));
-		tcomp = calloc((size_t)iters, sizeof(*tcomp));
-		ring = calloc((size_t)r->o->window, sizeof(*ring));
-		if (!tpost || !tcomp || !ring) {
-			perf_err(r, "am_bw", -ENOMEM);
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
+	if (r->rank == PERF_CLIENT && (ret = perf_bufs_alloc(r, &b, iters, "am_bw")))
+		return ret;
 	perf_prepare(r, size);
 	am_begin(r->am, size, r->rank == PERF_SERVER ? warmup + iters : 0);
 	ret = perf_barrier(r, r->timeout_ms, "before am_bw");
 	if (!ret && r->rank == PERF_CLIENT)
-		ret = am_bw_client(r, size, iters, warmup, tpost, tcomp, ring, d);
+		ret = am_bw_client(r, size, iters, warmup, &b, d);
 	else if (!ret && r->rank == PERF_SERVER)
 		ret = am_bw_server(r, size, iters, warmup, d);
 	else if (!ret)
@@ -618,12 +610,9 @@ int perf_am_bw(struct perf_run *r, size_t size, long iters, long warmup)
 	if (!ret && r->rank <= PERF_SERVER)
 		am_check(r, "am_bw", size, d); /* d: this side's own counters */
 	if (!ret && r->rank == PERF_CLIENT) {
-		perf_bw_summarize(tpost, tcomp, (size_t)iters, size, &bw);
+		perf_bw_summarize(b.tpost, b.tcomp, (size_t)iters, size, &bw);
 		report_am_bw(r, size, iters, warmup, &bw, d);
 	}
-out:
-	free(tpost);
-	free(tcomp);
-	free(ring);
+	perf_bufs_free(&b);
 	return ret;
 }

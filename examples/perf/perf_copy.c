@@ -316,41 +316,29 @@ static void report_bw(struct perf_run *r, size_t size, long iters, long warmup,
 
 int perf_copy_bw(struct perf_run *r, size_t size, long iters, long warmup)
 {
-	uint64_t *tpost = NULL, *tcomp = NULL;
-	triad_req_t **ring = NULL;
+	struct perf_bufs b = { 0 };
 	struct perf_bw bw;
 	int ret = check_world(r, "copy_bw");
 
+	if (!ret && r->rank == PERF_COPY_INITIATOR)
+		ret = perf_bufs_alloc(r, &b, iters, "copy_bw");
 	if (ret)
 		return ret;
-	if (r->rank == PERF_COPY_INITIATOR) {
-		tpost = calloc((size_t)iters, sizeof(*tpost));
-		tcomp = calloc((size_t)iters, sizeof(*tcomp));
-		ring = calloc((size_t)r->o->window, sizeof(*ring));
-		if (!tpost || !tcomp || !ring) {
-			perf_err(r, "copy_bw", -ENOMEM);
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
 	perf_prepare(r, size);
 	ret = serve_setup(r);
 	if (!ret)
 		ret = perf_barrier(r, r->timeout_ms, "before copy_bw");
 	if (!ret && r->rank == PERF_COPY_INITIATOR) {
-		ret = perf_stream(r, size, warmup, ring, NULL, NULL, &copy_stream);
+		ret = perf_stream(r, size, warmup, b.ring, NULL, NULL, &copy_stream);
 		if (!ret)
-			ret = perf_stream(r, size, iters, ring, tpost, tcomp, &copy_stream);
+			ret = perf_stream(r, size, iters, b.ring, b.tpost, b.tcomp, &copy_stream);
 	}
 	if (!ret)
 		ret = end_phase(r, size, warmup + iters, "after copy_bw", "copy_bw");
 	if (!ret && r->rank == PERF_COPY_INITIATOR) {
-		perf_bw_summarize(tpost, tcomp, (size_t)iters, size, &bw);
+		perf_bw_summarize(b.tpost, b.tcomp, (size_t)iters, size, &bw);
 		report_bw(r, size, iters, warmup, &bw);
 	}
-out:
-	free(tpost);
-	free(tcomp);
-	free(ring);
+	perf_bufs_free(&b);
 	return ret;
 }

@@ -463,6 +463,26 @@ static int get_lat(struct perf_run *r, size_t size, long iters, long warmup)
 }
 
 /* ---- put_bw: a window of outstanding puts, like ib_write_bw -------------------------------*/
+int perf_bufs_alloc(struct perf_run *r, struct perf_bufs *b, long iters, const char *what)
+{
+	b->tpost = calloc((size_t)iters, sizeof(*b->tpost));
+	b->tcomp = calloc((size_t)iters, sizeof(*b->tcomp));
+	b->ring = calloc((size_t)r->o->window, sizeof(*b->ring));
+	if (b->tpost && b->tcomp && b->ring)
+		return 0;
+	perf_bufs_free(b);
+	perf_err(r, what, -ENOMEM);
+	return -ENOMEM;
+}
+
+void perf_bufs_free(struct perf_bufs *b)
+{
+	free(b->tpost);
+	free(b->tcomp);
+	free(b->ring);
+	*b = (struct perf_bufs){ 0 };
+}
+
 int perf_stream(struct perf_run *r, size_t size, long n, triad_req_t **ring, uint64_t *tpost,
 		uint64_t *tcomp, const struct perf_stream_ops *ops)
 {
@@ -528,40 +548,28 @@ static const struct perf_stream_ops put_stream = { .what = "put", .post = post_p
 
 static int put_bw(struct perf_run *r, size_t size, long iters, long warmup)
 {
-	uint64_t *tpost = NULL, *tcomp = NULL;
-	triad_req_t **ring = NULL;
+	struct perf_bufs b = { 0 };
 	struct perf_bw bw;
 	int ret;
 
-	if (r->rank == PERF_CLIENT) {
-		tpost = calloc((size_t)iters, sizeof(*tpost));
-		tcomp = calloc((size_t)iters, sizeof(*tcomp));
-		ring = calloc((size_t)r->o->window, sizeof(*ring));
-		if (!tpost || !tcomp || !ring) {
-			perf_err(r, "put_bw", -ENOMEM);
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
+	if (r->rank == PERF_CLIENT && (ret = perf_bufs_alloc(r, &b, iters, "put_bw")))
+		return ret;
 	perf_prepare(r, size);
 	ret = perf_barrier(r, r->timeout_ms, "before put_bw");
 	if (!ret && r->rank == PERF_CLIENT) {
-		ret = perf_stream(r, size, warmup, ring, NULL, NULL, &put_stream);
+		ret = perf_stream(r, size, warmup, b.ring, NULL, NULL, &put_stream);
 		if (!ret)
-			ret = perf_stream(r, size, iters, ring, tpost, tcomp, &put_stream);
+			ret = perf_stream(r, size, iters, b.ring, b.tpost, b.tcomp, &put_stream);
 	}
 	if (!ret)
 		ret = perf_barrier(r, perf_phase_timeout_ms(r, size, warmup + iters, 1), "after put_bw");
 	if (!ret && r->rank == PERF_SERVER)
 		perf_verify(r, size, size, "put_bw");
 	if (!ret && r->rank == PERF_CLIENT) {
-		perf_bw_summarize(tpost, tcomp, (size_t)iters, size, &bw);
+		perf_bw_summarize(b.tpost, b.tcomp, (size_t)iters, size, &bw);
 		report_bw(r, "put_bw", size, iters, warmup, &bw);
 	}
-out:
-	free(tpost);
-	free(tcomp);
-	free(ring);
+	perf_bufs_free(&b);
 	return ret;
 }
 

@@ -305,7 +305,7 @@ int tr_send_msg(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio
 		struct triad_req *req)
 {
 	int plane = tr_plane_choose(ctx, peer, 0);
-	int ret = plane < 0 ? -ENOTCONN : tr_conn_send(&ctx->peers[peer].conn[plane], m, prio, req);
+	int ret = tr_conn_send(&ctx->peers[peer].conn[plane], m, prio, req);
 
 	if (ret)
 		tr_warn("%s to rank %d on plane %d: %s", tr_msg_type_str(m->type), peer, plane,
@@ -387,17 +387,17 @@ void tr_core_msg_lost(struct tr_conn *c, const void *data, int len, unsigned pri
 {
 	struct triad_ctx *ctx = c->ctx;
 	int plane = tr_plane_choose(ctx, c->peer, 0);
-	struct tr_conn *alt = plane < 0 ? NULL : &ctx->peers[c->peer].conn[plane];
+	struct tr_conn *alt = &ctx->peers[c->peer].conn[plane];
 
 	if (ctx->closing) {
 		if (req)
 			tr_req_complete(req, TRIAD_S_CANCELLED);
 		return;
 	}
-	if (!alt || alt == c || tr_conn_send_raw(alt, data, len, prio, req)) {
+	if (alt == c || tr_conn_send_raw(alt, data, len, prio, req)) {
 		/* Nobody waits for our BYE, nor for anything to a peer that said
 		 * its own: that is a peer closing first, not a fault. */
-		if (ctx->peers[c->peer].gone || ((const uint8_t *)data)[3] == TR_MSG_BYE)
+		if (ctx->peers[c->peer].gone || tr_wire_type(data) == TR_MSG_BYE)
 			tr_info("a message to rank %d is lost: it is closing", c->peer);
 		else
 			tr_error("a message to rank %d is lost: no live plane left", c->peer);

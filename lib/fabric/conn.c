@@ -702,7 +702,7 @@ static int post_msg(struct tr_conn *c, const void *data, int len, int slot, unsi
 	tr_fc_tx_sent(&c->fc_tx, (unsigned)slot);
 	if (due)
 		c->stats.bsm_piggyback++;
-	TR_EV(c->ctx, "tx_msg", c->peer, ((const uint8_t *)data)[3]);
+	TR_EV(c->ctx, "tx_msg", c->peer, tr_wire_type(data));
 	return 0;
 }
 

@@ -87,9 +87,9 @@
  *     there are at least two chunks, else GREEDY.  Defaults 32 MiB
  *     (TRIAD_BCAST_PIPELINE) and 3 ranks, from measurements: on the test
  *     fabric (8 ranks x 1 plane of Soft-RoCE in one 2-vCPU VM, root 0,
- *     1 MiB pipeline chunks, bench/bcast) greedy was the fastest or tied
- *     with binomial at every size from 4 KiB to 16 MiB, and pipelined the
- *     slowest: 4 KiB 8.8 / 15.8 ms (greedy / pipelined), 64 KiB 26 / 33,
+ *     1 MiB pipeline chunks, bench/bcast) greedy and binomial were within
+ *     10% of each other at every size from 4 KiB to 16 MiB, and pipelined
+ *     was the slowest: 4 KiB 8.8 / 15.8 ms (greedy / pipelined), 64 KiB 26 / 33,
  *     256 KiB 74 / 91, 1 MiB 229 / 336, 4 MiB 606 / 677, 16 MiB 2407 /
  *     2587.  There the CPUs are the bottleneck, not the links: every byte
  *     costs rxe the same CPU whichever tree carries it, so the tree's

@@ -90,6 +90,13 @@ struct tr_msg {
 
 const char *tr_msg_type_str(unsigned type);
 
+/* The type byte of an encoded message (header offset 3), unchecked: for
+ * messages this side encoded. */
+static inline unsigned tr_wire_type(const void *buf)
+{
+	return ((const uint8_t *)buf)[3];
+}
+
 /* The encoded length of m (header + body), without checking m. */
 size_t tr_msg_len(const struct tr_msg *m);
 

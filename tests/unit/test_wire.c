@@ -232,6 +232,22 @@ static struct tr_msg am(uint16_t id, const void *data, uint32_t len)
 	return m;
 }
 
+/* A small valid message of type t (link fields zero unless the type needs
+ * them). */
+static struct tr_msg of_type(int t)
+{
+	struct tr_msg m;
+
+	switch (t) {
+	case TR_MSG_WIN_INFO: return win_info(1);
+	case TR_MSG_AM: return am(1, "a", 1);
+	case TR_MSG_BSM: return bsm(1, 2);
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = (enum tr_msg_type)t;
+	return m;
+}
+
 /* An AM payload length: mostly small, sometimes anything up to the limit. */
 static uint32_t rnd_am_len(void)
 {
@@ -848,12 +864,7 @@ static void test_decode_bad_slot(void **state)
 
 		if (t == TR_MSG_BSM)
 			continue;
-		memset(&m, 0, sizeof(m));
-		m.type = (enum tr_msg_type)t;
-		if (t == TR_MSG_WIN_INFO)
-			m = win_info(1);
-		if (t == TR_MSG_AM)
-			m = am(1, "a", 1);
+		m = of_type(t);
 		for (int b = 0; b < 2; b++) {
 			m.has_bsm = (uint8_t)b;
 			n = encode(&m, buf_a);
@@ -879,11 +890,8 @@ static void test_decode_bsm_fields_without_flag(void **state)
 
 		if (t == TR_MSG_BSM)
 			continue;
-		memset(&m, 0, sizeof(m));
-		m.type = (enum tr_msg_type)t;
+		m = of_type(t);
 		m.prio = 1;
-		if (t == TR_MSG_AM)
-			m = am(1, NULL, 0);
 		n = encode(&m, buf_a);
 		for (int i = OFF_BSM_N; i < BODY; i++) {
 			for (int bit = 0; bit < 8; bit += 7) {
@@ -1190,14 +1198,7 @@ static void test_encode_bad_link(void **state)
 	for (int t = 1; t < TR_MSG_TYPE_MAX; t++) {
 		struct tr_msg good, m;
 
-		memset(&good, 0, sizeof(good));
-		good.type = (enum tr_msg_type)t;
-		if (t == TR_MSG_WIN_INFO)
-			good = win_info(2);
-		if (t == TR_MSG_AM)
-			good = am(1, "a", 1);
-		if (t == TR_MSG_BSM)
-			good = bsm(1, 2);
+		good = of_type(t);
 		assert_true(tr_msg_encode(&good, buf_a, TR_WIRE_MAX_LEN) > 0);
 
 		/* Priority 3 and beyond. */
