@@ -1,11 +1,11 @@
 /* Active messages: user handlers, run by the progress engine, fed by the
- * flow-controlled message channel (fabric/conn.c). */
+ * flow-controlled message channel (core/lane.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/ctx.h"
-#include "core/log.h"
+#include "base/log.h"
 
 int triad_am_register(triad_ctx_t *ctx, unsigned id, triad_am_handler_t handler, void *arg)
 {
@@ -32,18 +32,18 @@ size_t triad_am_max_size(const triad_ctx_t *ctx)
 	return ctx->cfg.slot_size - TR_WIRE_HDR_LEN - TR_WIRE_AM_HDR_LEN;
 }
 
-int tr_am_deliver(struct triad_ctx *ctx, struct tr_conn *c, const struct tr_msg *m,
+int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg *m,
 		  struct tr_buf *b)
 {
 	struct tr_am_entry *e = m->u.am.id <= TRIAD_AM_MAX_ID ? &ctx->am[m->u.am.id] : NULL;
 
 	if (!e || !e->fn) {
-		c->stats.am_unknown++;
+		l->stats.am_unknown++;
 		tr_warn("rank %d sent an active message for id %u, which has no handler: dropped",
-			c->peer, m->u.am.id);
+			l->peer, m->u.am.id);
 		return 0;
 	}
-	return e->fn(e->arg, c->peer, m->u.am.data, m->u.am.len, (triad_am_msg_t *)b) ==
+	return e->fn(e->arg, l->peer, m->u.am.data, m->u.am.len, (triad_am_msg_t *)b) ==
 	       TRIAD_AM_KEEP;
 }
 
@@ -73,7 +73,7 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 {
 	struct tr_msg m = { .type = TR_MSG_AM };
 	struct triad_req *req = NULL;
-	struct tr_conn *c;
+	struct tr_lane *l;
 	int ret = 0;
 
 	if (!ctx || (!buf && len) || id > TRIAD_AM_MAX_ID || (unsigned)prio > TRIAD_PRIO_LOW ||
@@ -86,14 +86,10 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 	if (len > triad_am_max_size(ctx))
 		return -EMSGSIZE;
 	if (req_p) {
-		req = calloc(1, sizeof(*req));
+		req = tr_req_new(ctx, TR_REQ_AM, rank);
 		if (!req)
 			return -ENOMEM;
-		req->ctx = ctx;
-		req->kind = TR_REQ_AM;
-		req->peer = rank;
 		req->len = len;
-		tr_list_init(&req->link);
 	}
 	pthread_mutex_lock(&ctx->lock);
 	if (rank == ctx->rank) {
@@ -102,13 +98,13 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 			tr_req_complete(req, TRIAD_S_OK);
 		goto out;
 	}
-	c = &ctx->peers[rank].conn[tr_plane_choose(ctx, rank, 0)];
+	l = tr_peer_lane(ctx, rank, 0);
 	m.u.am.id = (uint16_t)id;
 	m.u.am.len = (uint32_t)len;
 	m.u.am.data = buf;
-	ret = tr_conn_send(c, &m, (unsigned)prio, req);
+	ret = tr_peer_send_on(l, &m, (unsigned)prio, req);
 	if (ret == -ENOTCONN && req) {
-		tr_req_complete(req, c->down_status);
+		tr_req_complete(req, l->down_status);
 		ret = 0;
 	}
 out:
@@ -129,14 +125,14 @@ int triad_am_release(triad_am_msg_t *msg)
 
 	if (!b)
 		return -EINVAL;
-	if (!b->conn) { /* a message to self */
+	if (!b->lane) { /* a message to self */
 		free(b->data);
 		free(b);
 		return 0;
 	}
-	ctx = b->conn->ctx;
+	ctx = b->lane->ctx;
 	pthread_mutex_lock(&ctx->lock);
-	tr_conn_release(b);
+	tr_lane_release(b);
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;

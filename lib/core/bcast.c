@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "proto/bcast.h"
 
 _Static_assert((int)TRIAD_BCAST_PIPELINED == (int)TR_BCAST_PIPELINE &&
@@ -109,19 +109,16 @@ static void act_copy(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_bc
 		.len = a->len,
 		.mode = TR_COPY_TRANSPORT_ACK,
 	};
-	struct triad_req *req = calloc(1, sizeof(*req));
+	struct triad_req *req = tr_req_new(ctx, TR_REQ_COPY, (int)a->src);
 	int ret;
 
 	if (req) {
-		req->ctx = ctx;
-		req->kind = TR_REQ_COPY;
 		req->len = a->len;
 		req->on_done = xfer_done;
 		req->cb_arg = bc;
 		req->cb_src = a->src;
 		req->cb_dst = a->dst;
 		req->cb_chunk = a->chunk;
-		tr_list_init(&req->link);
 	}
 	ret = req ? tr_copy_submit(ctx, &order, req) : -ENOMEM;
 	if (ret) {
@@ -141,7 +138,7 @@ static void tell_rank(struct triad_ctx *ctx, struct tr_bc *bc, int rank, enum tr
 
 	m.u.bcast_done.seq = bc->seq;
 	m.u.bcast_done.status = (uint16_t)st;
-	if (tr_send_msg(ctx, rank, &m, TR_FC_HIGH, NULL))
+	if (tr_peer_send(ctx, rank, &m, TR_FC_HIGH, NULL))
 		tr_warn("broadcast %u: cannot tell rank %d it is over", bc->seq, rank);
 }
 
@@ -295,18 +292,15 @@ int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t
 				 ctx->size, (int)algo);
 		return -EINVAL;
 	}
-	req = calloc(1, sizeof(*req));
+	req = tr_req_new(ctx, TR_REQ_BCAST, root);
 	bc = calloc(1, sizeof(*bc));
 	if (!req || !bc) {
 		free(req);
 		free(bc);
 		return -ENOMEM;
 	}
-	req->ctx = ctx;
-	req->kind = TR_REQ_BCAST;
 	req->len = len;
 	req->failed_rank = -1;
-	tr_list_init(&req->link);
 	bc->root = root;
 	bc->win = win;
 	bc->off = off;

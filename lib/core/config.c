@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/log.h"
+#include "base/log.h"
 
 enum var_type { VAR_INT, VAR_SIZE, VAR_STRING, VAR_LOGLEVEL };
 

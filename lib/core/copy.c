@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
-#include "core/log.h"
+#include "base/log.h"
 
 _Static_assert((int)TRIAD_LEG_S_I == (int)TR_COPY_LEG_S_I &&
 		       (int)TRIAD_LEG_AT_DST == (int)TR_COPY_LEG_AT_DST,
@@ -109,18 +109,16 @@ void tr_copy_peer_lost(struct triad_ctx *ctx, int peer)
 static struct triad_req *internal_req(struct triad_ctx *ctx, enum tr_req_kind kind,
 				      const struct tr_copy_act *a)
 {
-	struct triad_req *req = calloc(1, sizeof(*req));
+	struct triad_req *req = tr_req_new(ctx, kind, (int)a->to);
 
 	if (!req)
 		return NULL;
-	req->ctx = ctx;
-	req->kind = kind;
-	req->peer = (int)a->to;
 	req->win = a->hdr.dst_win;
 	req->c_init = a->hdr.initiator;
 	req->c_op = a->hdr.op_id;
 	req->c_chunk = a->chunk;
-	tr_list_init(&req->link);
+	req->lane = tr_peer_lane(ctx, req->peer, 0);
+	req->plane = req->lane->plane;
 	return req;
 }
 
@@ -140,10 +138,10 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	 * tr_plane_choose()'s plane).  Chunks still waiting for send-queue room
 	 * would be overtaken by a message: hang DATA on the last of them. */
 	if (a->msg == TR_COPY_DATA) {
-		struct tr_conn *c = &ctx->peers[a->to].conn[tr_plane_choose(ctx, (int)a->to, 0)];
+		struct tr_lane *l = tr_peer_lane(ctx, (int)a->to, 0);
 
-		if (!tr_list_empty(&c->rmaq)) {
-			struct triad_req *last = tr_container_of(c->rmaq.prev, struct triad_req, link);
+		if (!tr_list_empty(&l->rmaq)) {
+			struct triad_req *last = tr_container_of(l->rmaq.prev, struct triad_req, link);
 			struct tr_msg *then = malloc(sizeof(*then));
 
 			if (then && !last->then) {
@@ -154,7 +152,7 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 			free(then); /* cannot defer: the chunks' failure will fail the op */
 		}
 	}
-	if (tr_send_msg(ctx, (int)a->to, &m, prio[a->msg], NULL))
+	if (tr_peer_send(ctx, (int)a->to, &m, prio[a->msg], NULL))
 		tr_copy_peer_lost(ctx, (int)a->to);
 }
 
@@ -170,8 +168,6 @@ static void act_lookup(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		exec(ctx, acts, n);
 		return;
 	}
-	req->plane = tr_plane_choose(ctx, req->peer, 0);
-	req->conn = &ctx->peers[req->peer].conn[req->plane];
 	tr_win_lookup(ctx, req); /* answers through tr_copy_req_done() */
 }
 
@@ -180,7 +176,7 @@ static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	struct triad_req *req = internal_req(ctx, TR_REQ_CHUNK, a);
 	struct triad_win *sw = tr_win_find(ctx, a->hdr.src_win);
 	struct tr_copy_act acts[TR_COPY_ACTS];
-	int plane, n;
+	int n;
 
 	if (!req || !sw) {
 		n = tr_copy_chunk_done(&ctx->copy, a->hdr.initiator, a->hdr.op_id, a->chunk,
@@ -190,17 +186,14 @@ static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		exec(ctx, acts, n);
 		return;
 	}
-	plane = tr_plane_choose(ctx, req->peer, 0);
-	req->plane = plane;
-	req->conn = &ctx->peers[req->peer].conn[plane];
 	req->off = a->dst_off;
 	req->len = a->len;
 	req->buf = sw->base + a->src_off;
-	req->lkey = sw->mr[plane]->lkey;
-	if (!ctx->plane[plane].port_up)
+	req->mr = sw->mr[req->plane];
+	if (!tr_fab_plane_port_up(ctx->fab, req->plane))
 		tr_req_complete(req, TRIAD_S_PLANE_DOWN);
-	else if (req->conn->state != TR_CONN_UP)
-		tr_req_complete(req, req->conn->down_status);
+	else if (req->lane->state != TR_LANE_UP)
+		tr_req_complete(req, req->lane->down_status);
 	else
 		tr_win_lookup(ctx, req); /* cached by the LOOKUP: posts at once */
 }
@@ -316,13 +309,10 @@ int triad_copy(triad_ctx_t *ctx, int src_rank, uint32_t src_win, uint64_t src_of
 				 "flags 0x%x)", src_rank, dst_rank, ctx->size, flags);
 		return -EINVAL;
 	}
-	req = calloc(1, sizeof(*req));
+	req = tr_req_new(ctx, TR_REQ_COPY, src_rank);
 	if (!req)
 		return -ENOMEM;
-	req->ctx = ctx;
-	req->kind = TR_REQ_COPY;
 	req->len = len;
-	tr_list_init(&req->link);
 	TR_EV(ctx, "api_copy", src_rank, dst_rank);
 	pthread_mutex_lock(&ctx->lock);
 	TR_EV(ctx, "api_locked", 0, 0);

@@ -1,31 +1,44 @@
 /* The context and what it owns.
  *
- * Locking, decided once: one mutex per context (ctx->lock) guards all of
- * its state: QPs, CQs, queues, windows, requests.  Whoever holds it may
- * drive the engine (poll every CQ).  Two kinds of threads do:
+ * Layers (docs/design.md): core owns every piece of protocol state and
+ * calls down into proto (pure engines) and fabric (the verbs executor);
+ * fabric reports back only through the ops table ctx.c registers.  Within
+ * core, each object has one writer: a lane's state (lane.c), a peer's
+ * stream and dispatch (peer.c), waiting and the event loop (progress.c),
+ * the barrier (barrier.c), the features (win, rma, am, copy, bcast).
+ *
+ * Locking, decided once (progress.c): one mutex per context (ctx->lock)
+ * guards all of its state.  Whoever holds it may drive the engine (poll
+ * every CQ).  Two kinds of threads do:
  *  - an application thread inside triad_test/triad_wait/triad_barrier polls
  *    for up to TRIAD_SPIN_US itself (no hand-off on the latency path), then
- *    sleeps on ctx->cond;
+ *    sleeps on its own condition variable;
  *  - the progress thread runs a libev loop on the completion channels, the
  *    rdma_cm channel and the async event fds; it sleeps in the kernel when
- *    nothing happens, serves what nobody waits on (window lookups, barrier
- *    messages) and wakes sleepers (ctx->cond) when something completed.
- * Only the progress thread touches libev watchers after start-up, and only
- * it reads completion-channel and rdma_cm events. */
+ *    nothing happens, serves what nobody waits on (window lookups, copy
+ *    orders, barrier messages) and wakes a sleeper when its condition holds.
+ * Only the progress thread touches libev watchers after start-up. */
 #ifndef TRIAD_CORE_CTX_H
 #define TRIAD_CORE_CTX_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "base/list.h"
+#include "base/time.h"
+#include "base/trace.h"
 #include "core/config.h"
-#include "core/list.h"
-#include "core/trace.h"
+#include "core/lane.h"
 #include "core/world.h"
 #include "fabric/fabric.h"
 #include "proto/copy.h"
 #include "proto/seq.h"
 #include "triad.h"
+
+/* TRIAD_F_PLANE(p): the pin bit and the plane number in an op's flags. */
+#define TR_F_PLANE_PIN 0x100u
+#define TR_F_PLANE_MASK 0xffu
+#define TR_F_ALL (TR_F_PLANE_PIN | TR_F_PLANE_MASK)
 
 /* A peer's window as its owner described it (WIN_INFO). */
 enum tr_rwin_state { TR_RWIN_QUERYING, TR_RWIN_READY };
@@ -43,9 +56,13 @@ struct tr_rwin {
 	struct tr_list waiters; /* requests waiting for the answer */
 };
 
+/* A peer: one rank, reached over one lane per plane.  Its stream (the
+ * sequence numbers of what this side sends and receives) is shared by the
+ * lanes, so a message resent on another lane after a failure is delivered
+ * once. */
 struct tr_peer {
 	int rank;
-	struct tr_conn conn[TRIAD_MAX_PLANES];
+	struct tr_lane lane[TRIAD_MAX_PLANES];
 	struct tr_rwin *rwins;
 	uint32_t tx_seq;
 	struct tr_seq_rx rx_seq;
@@ -59,7 +76,7 @@ struct triad_win {
 	size_t len;
 	uint32_t access;
 	int notify;
-	struct ibv_mr *mr[TRIAD_MAX_PLANES];
+	struct tr_mr *mr[TRIAD_MAX_PLANES];
 };
 
 enum tr_req_kind {
@@ -82,16 +99,16 @@ struct triad_req {
 	enum tr_req_kind kind;
 	_Atomic int done;
 	enum triad_status status;
-	struct tr_list link; /* in a conn's rmaq or an rwin's waiters */
-	struct tr_conn *conn;
+	struct tr_list link; /* in a lane's rmaq or an rwin's waiters */
+	struct tr_lane *lane;
 	int peer, plane;
 	uint32_t win;
 	uint64_t off, len;
 	char *buf;
 	uint64_t posted;   /* bytes handed to the NIC */
 	int inflight;	   /* chunks posted and not completed */
-	uint32_t lkey;
-	struct ibv_mr *tmp_mr; /* registration for this request only */
+	const struct tr_mr *mr; /* of buf; NULL: inline */
+	struct tr_mr *tmp_mr;	/* registration for this request only */
 	struct tr_rwin *rwin;
 	/* copies */
 	int leg;		 /* COPY: enum triad_copy_leg of a failure */
@@ -124,9 +141,9 @@ struct triad_ctx {
 	int thread_started;
 	int closing; /* triad_fini has begun: nothing is sent any more */
 
-	struct rdma_event_channel *cm_chan;
+	struct tr_fab *fab;
 	ev_io cm_w;
-	struct tr_plane plane[TRIAD_MAX_PLANES];
+	ev_io cq_w[TRIAD_MAX_PLANES], async_w[TRIAD_MAX_PLANES];
 	struct tr_peer *peers; /* [size]; peers[rank] unused */
 
 	struct triad_win **wins;
@@ -156,21 +173,24 @@ struct triad_ctx {
 	uint32_t bar_released;	 /* epochs released by rank 0 */
 };
 
-uint64_t tr_now_ns(void);
-
+/* ---- progress (progress.c) ---------------------------------------------------*/
+int tr_progress_setup(struct triad_ctx *ctx); /* the loop and its watchers */
+int tr_progress_start(struct triad_ctx *ctx); /* the progress thread */
+void tr_progress_stop(struct triad_ctx *ctx);
 /* Engine: poll everything once (lock held); completions handled. */
 int tr_progress(struct triad_ctx *ctx);
 /* The same, from an application thread: the progress thread then leaves
- * completion events off for TRIAD_SPIN_US, since this thread reaps them. */
+ * completion events off for a while, since this thread reaps them. */
 void tr_progress_app(struct triad_ctx *ctx);
-int tr_ctx_app_polling(struct triad_ctx *ctx);
-void tr_ctx_rearm_later(struct triad_ctx *ctx); /* progress thread only */
-/* Completion events on for every plane (all: see tr_plane_arm), then one
- * poll for what landed before. */
-void tr_ctx_arm_all(struct triad_ctx *ctx, int all);
-/* An application thread polls and the re-arm timer runs: events may stay
- * off (lock held). */
-int tr_ctx_rearm_pending(struct triad_ctx *ctx);
+/* Someone will wait for a send completion on plane (called before the
+ * post): make sure one raises an event, unless an application thread
+ * polls (it reaps it, and the re-arm timer turns events back on). */
+void tr_progress_want_send(struct triad_ctx *ctx, int plane);
+/* A lane deferred a BSM: flush every deferred BSM within
+ * TRIAD_BSM_LINGER_US (any thread). */
+void tr_progress_linger(struct triad_ctx *ctx);
+/* Ask the progress thread to rebuild the lanes that want it (any thread). */
+void tr_progress_kick(struct triad_ctx *ctx);
 /* Something completed: wake the sleeping waiters whose condition now holds
  * (lock held); the others sleep on. */
 void tr_ctx_signal(struct triad_ctx *ctx);
@@ -178,18 +198,32 @@ void tr_ctx_signal(struct triad_ctx *ctx);
  * forever); called without the lock.  0, or -ETIMEDOUT. */
 int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int timeout_ms);
 
+/* ---- peers (peer.c) --------------------------------------------------------------*/
 /* The one plane-choice function: every message and operation to a peer
  * asks it.  Home plane for now ((rank + peer) mod planes, so both
- * directions of a pair agree); TRIAD_F_PLANE pins.  Messages without a pin
- * fall back to the next live plane.  Returns the plane, or -1 when none is
- * usable. */
+ * directions of a pair agree), else the next live one; TR_F_PLANE_PIN
+ * pins.  Returns the plane (the home plane when none is live: the caller
+ * reports its state), or -1 for a pin to a plane that does not exist. */
 int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags);
-
-/* Send a message to a peer on the chosen plane, with a flow-control
- * priority (TR_FC_HIGH for answers, so they always find a slot); req (may be
- * NULL) completes when it arrived. */
-int tr_send_msg(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio,
-		struct triad_req *req);
+/* The lane a message or operation to peer takes (tr_plane_choose). */
+struct tr_lane *tr_peer_lane(struct triad_ctx *ctx, int peer, unsigned flags);
+/* 1 when some lane to peer is up. */
+int tr_peer_reachable(const struct triad_ctx *ctx, int peer);
+/* Send a message to a peer on its chosen lane, with a flow-control
+ * priority (TR_FC_HIGH for answers, so they always find a slot); req (may
+ * be NULL) completes when it arrived.  Assigns the peer's next sequence
+ * number.  -ENOTCONN when no lane is up, -EMSGSIZE. */
+int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio,
+		 struct triad_req *req);
+/* The same on a given lane. */
+int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct triad_req *req);
+/* Lane events: a message arrived in receive buffer b (1 when the core
+ * keeps b: an active message whose handler kept it); a message sent or
+ * queued on l may not have arrived (l broke); l changed state. */
+int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
+void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
+		      struct triad_req *req);
+void tr_peer_lane_changed(struct tr_lane *l);
 
 /* Windows (win.c) */
 struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id);
@@ -198,19 +232,25 @@ void tr_win_on_query(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 /* Resolve req->rwin, then start it; completes req on error. */
 void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
-void tr_win_conn_broken(struct triad_ctx *ctx, struct tr_conn *c);
+void tr_win_lane_broken(struct triad_ctx *ctx, struct tr_lane *l);
 void tr_win_check_timeouts(struct triad_ctx *ctx);
 void tr_rwins_free(struct tr_peer *p);
 void tr_wins_destroy_all(struct triad_ctx *ctx);
 
-/* Requests (rma.c) */
+/* Requests (ctx.c, rma.c) */
+/* The one request constructor: zeroed, status OK, of kind for peer. */
+struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int peer);
 void tr_req_complete(struct triad_req *req, enum triad_status st);
-/* The window is known: validate and queue on the connection. */
+/* The window is known: validate and queue on the lane. */
 void tr_rma_start(struct triad_req *req);
+/* Post what the lane's send queue takes of its queued operations. */
+void tr_rma_pump(struct tr_lane *l);
+/* One WRITE or READ of req completed. */
+void tr_rma_done(struct triad_req *req, enum triad_status st);
 
 /* Active messages (am.c): deliver m, which sits in receive buffer b;
  * 1 when the handler kept it. */
-int tr_am_deliver(struct triad_ctx *ctx, struct tr_conn *c, const struct tr_msg *m,
+int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg *m,
 		  struct tr_buf *b);
 
 /* Copies (copy.c) */
@@ -230,7 +270,7 @@ void tr_bcast_teardown(struct triad_ctx *ctx);
 void tr_bcast_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 void tr_bcast_peer_lost(struct triad_ctx *ctx, int peer);
 
-/* Barrier messages (ctx.c) */
+/* Barrier messages (barrier.c) */
 void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 
 #endif

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "proto/chunk.h"
 
 void tr_req_complete(struct triad_req *req, enum triad_status st)
@@ -18,23 +18,23 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 
 	free(req->then); /* never posted: its op fails with this request */
 	req->then = NULL;
-	if (req->kind == TR_REQ_CHUNK && st == TRIAD_S_OK && req->conn) {
-		req->conn->stats.tx_bytes += req->len;
-		req->conn->stats.copy_bytes += req->len;
+	if (req->kind == TR_REQ_CHUNK && st == TRIAD_S_OK && req->lane) {
+		req->lane->stats.tx_bytes += req->len;
+		req->lane->stats.copy_bytes += req->len;
 	}
 	if (req->kind == TR_REQ_CHUNK || req->kind == TR_REQ_LOOKUP) {
 		tr_copy_req_done(req, st); /* reports to the copy engine, frees req */
 		return;
 	}
 	if (req->tmp_mr) {
-		tr_mr_dereg(req->tmp_mr);
+		tr_fab_mr_dereg(req->tmp_mr);
 		req->tmp_mr = NULL;
 	}
-	if (st == TRIAD_S_OK && req->conn) {
+	if (st == TRIAD_S_OK && req->lane) {
 		if (req->kind == TR_REQ_PUT)
-			req->conn->stats.tx_bytes += req->len;
-		else
-			req->conn->stats.rx_bytes += req->len;
+			req->lane->stats.tx_bytes += req->len;
+		else if (req->kind == TR_REQ_GET)
+			req->lane->stats.rx_bytes += req->len;
 	}
 	req->status = st;
 	if (req->on_done) { /* internal: the owner takes it from here */
@@ -49,7 +49,7 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 void tr_rma_start(struct triad_req *req)
 {
 	struct tr_rwin *rw = req->rwin;
-	struct tr_conn *c = req->conn;
+	struct tr_lane *l = req->lane;
 	uint32_t need = req->kind == TR_REQ_GET ? TRIAD_WIN_READ : TRIAD_WIN_WRITE;
 
 	if (req->kind == TR_REQ_LOOKUP) { /* a copy's source only wanted the descriptor */
@@ -70,39 +70,39 @@ void tr_rma_start(struct triad_req *req)
 		tr_req_complete(req, TRIAD_S_OUT_OF_BOUNDS);
 		return;
 	}
-	if (c->state != TR_CONN_UP) {
-		tr_req_complete(req, c->down_status);
+	if (l->state != TR_LANE_UP) {
+		tr_req_complete(req, l->down_status);
 		return;
 	}
 	if (req->len == 0) {
 		tr_req_complete(req, TRIAD_S_OK);
 		return;
 	}
-	tr_list_add_tail(&c->rmaq, &req->link);
-	tr_core_sq_room(c);
+	tr_list_add_tail(&l->rmaq, &req->link);
+	tr_rma_pump(l);
 }
 
-void tr_core_sq_room(struct tr_conn *c)
+void tr_rma_pump(struct tr_lane *l)
 {
-	uint64_t chunk = c->ctx->cfg.chunk_size;
+	uint64_t chunk = l->ctx->cfg.chunk_size;
 
-	while (!tr_list_empty(&c->rmaq)) {
-		struct triad_req *req = tr_list_first(&c->rmaq, struct triad_req, link);
+	while (!tr_list_empty(&l->rmaq)) {
+		struct triad_req *req = tr_list_first(&l->rmaq, struct triad_req, link);
 		struct tr_rwin *rw = req->rwin;
 
 		while (req->posted < req->len) {
 			uint64_t n = tr_chunk_len(req->len, chunk, req->posted);
-			int ret = tr_conn_post_rma(
-				c, req->kind == TR_REQ_GET ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
-				req->buf + req->posted, (uint32_t)n, req->lkey,
-				rw->base + req->off + req->posted, rw->rkey[c->plane], req);
+			int ret = tr_lane_post_rma(l, req->kind == TR_REQ_GET ? TR_RMA_READ : TR_RMA_WRITE,
+						   req->buf + req->posted, (uint32_t)n, req->mr,
+						   rw->base + req->off + req->posted,
+						   rw->rkey[l->plane], req);
 
 			if (ret == -EAGAIN)
 				return;
 			if (ret) {
-				/* The connection is unusable: fail it, which fails the queue. */
+				/* The lane is unusable: fail it, which fails the queue. */
 				req->status = TRIAD_S_TRANSPORT;
-				tr_conn_fail(c, TRIAD_S_TRANSPORT);
+				tr_lane_fail(l, TRIAD_S_TRANSPORT);
 				return;
 			}
 			req->posted += n;
@@ -113,17 +113,16 @@ void tr_core_sq_room(struct tr_conn *c)
 			struct tr_msg *m = req->then;
 
 			req->then = NULL;
-			if (tr_conn_send(c, m, TR_FC_MEDIUM, NULL))
+			if (tr_peer_send_on(l, m, TR_FC_MEDIUM, NULL))
 				tr_warn("peer %d plane %d: %s after the data could not be sent",
-					c->peer, c->plane, tr_msg_type_str(m->type));
+					l->peer, l->plane, tr_msg_type_str(m->type));
 			free(m);
 		}
 	}
 }
 
-void tr_core_rma_done(struct tr_conn *c, struct triad_req *req, enum triad_status st)
+void tr_rma_done(struct triad_req *req, enum triad_status st)
 {
-	(void)c;
 	req->inflight--;
 	if (st != TRIAD_S_OK && req->status == TRIAD_S_OK) {
 		req->status = st;
@@ -162,35 +161,30 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 {
 	const char *what = kind == TR_REQ_PUT ? "put" : "get";
 	struct triad_req *req;
-	struct tr_conn *c;
+	struct tr_lane *l;
 	struct triad_win *lw;
-	int plane;
 
 	if (!ctx || !req_p || (!buf && len)) {
 		if (ctx)
-			tr_error("%s: needs a request pointer and a buffer", what);
+			tr_debug("%s: needs a request pointer and a buffer", what);
 		return -EINVAL;
 	}
 	if (rank < 0 || rank >= ctx->size) {
-		tr_error("%s: rank %d is not in the world (0..%d)", what, rank, ctx->size - 1);
+		tr_debug("%s: rank %d is not in the world (0..%d)", what, rank, ctx->size - 1);
 		return -EINVAL;
 	}
-	if ((flags & ~0x1ffu) || ((flags & 0x100u) && (int)(flags & 0xffu) >= ctx->nplanes)) {
-		tr_error("%s: bad flags 0x%x (%d planes)", what, flags, ctx->nplanes);
+	if ((flags & ~TR_F_ALL) ||
+	    ((flags & TR_F_PLANE_PIN) && (int)(flags & TR_F_PLANE_MASK) >= ctx->nplanes)) {
+		tr_debug("%s: bad flags 0x%x (%d planes)", what, flags, ctx->nplanes);
 		return -EINVAL;
 	}
-	req = calloc(1, sizeof(*req));
+	req = tr_req_new(ctx, kind, rank);
 	if (!req)
 		return -ENOMEM;
-	req->ctx = ctx;
-	req->kind = kind;
-	req->status = TRIAD_S_OK;
-	req->peer = rank;
 	req->win = win;
 	req->off = off;
 	req->len = len;
 	req->buf = buf;
-	tr_list_init(&req->link);
 	*req_p = req;
 
 	pthread_mutex_lock(&ctx->lock);
@@ -198,16 +192,15 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		rma_self(ctx, req);
 		goto out;
 	}
-	plane = tr_plane_choose(ctx, rank, flags);
-	c = &ctx->peers[rank].conn[plane];
-	req->plane = plane;
-	req->conn = c;
-	if (!ctx->plane[plane].port_up) {
+	l = tr_peer_lane(ctx, rank, flags);
+	req->plane = l->plane;
+	req->lane = l;
+	if (!tr_fab_plane_port_up(ctx->fab, l->plane)) {
 		tr_req_complete(req, TRIAD_S_PLANE_DOWN);
 		goto out;
 	}
-	if (c->state != TR_CONN_UP) {
-		tr_req_complete(req, c->down_status);
+	if (l->state != TR_LANE_UP) {
+		tr_req_complete(req, l->down_status);
 		goto out;
 	}
 	if (len == 0) {
@@ -215,19 +208,19 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		goto out;
 	}
 	if ((lw = tr_win_find_addr(ctx, buf, len)))
-		req->lkey = lw->mr[plane]->lkey;
-	else if (!(kind == TR_REQ_PUT && len <= c->max_inline)) {
-		req->tmp_mr = tr_mr_reg(&ctx->plane[plane], buf, len, IBV_ACCESS_LOCAL_WRITE);
+		req->mr = lw->mr[l->plane];
+	else if (!(kind == TR_REQ_PUT && len <= tr_lane_max_inline(l))) {
+		req->tmp_mr = tr_fab_mr_reg(ctx->fab, l->plane, buf, len, TR_MR_LOCAL_WRITE);
 		if (!req->tmp_mr) {
 			tr_req_complete(req, TRIAD_S_NO_MEMORY);
 			goto out;
 		}
-		req->lkey = req->tmp_mr->lkey;
+		req->mr = req->tmp_mr;
 	}
 	if (kind == TR_REQ_PUT)
-		c->stats.puts++;
+		l->stats.puts++;
 	else
-		c->stats.gets++;
+		l->stats.gets++;
 	tr_win_lookup(ctx, req);
 out:
 	pthread_mutex_unlock(&ctx->lock);

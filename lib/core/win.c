@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "proto/chunk.h"
 
 struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id)
@@ -39,7 +39,7 @@ struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size
 static void win_free(struct triad_win *w)
 {
 	for (int p = 0; p < TRIAD_MAX_PLANES; p++)
-		tr_mr_dereg(w->mr[p]);
+		tr_fab_mr_dereg(w->mr[p]);
 	free(w);
 }
 
@@ -83,13 +83,13 @@ int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 		goto out;
 	}
 	for (p = 0; p < ctx->nplanes; p++) {
-		int acc = IBV_ACCESS_LOCAL_WRITE;
+		unsigned acc = TR_MR_LOCAL_WRITE;
 
 		if (access & TRIAD_WIN_READ)
-			acc |= IBV_ACCESS_REMOTE_READ;
+			acc |= TR_MR_REMOTE_READ;
 		if (access & TRIAD_WIN_WRITE)
-			acc |= IBV_ACCESS_REMOTE_WRITE;
-		w->mr[p] = tr_mr_reg(&ctx->plane[p], base, len, acc);
+			acc |= TR_MR_REMOTE_WRITE;
+		w->mr[p] = tr_fab_mr_reg(ctx->fab, p, base, len, acc);
 		if (!w->mr[p]) {
 			ret = -ENOMEM;
 			goto out;
@@ -169,9 +169,9 @@ void tr_win_on_query(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 		r.u.win_info.base = (uintptr_t)w->base;
 		r.u.win_info.len = w->len;
 		for (int p = 0; p < ctx->nplanes; p++)
-			r.u.win_info.rkey[p] = w->mr[p]->rkey;
+			r.u.win_info.rkey[p] = tr_fab_mr_rkey(w->mr[p]);
 	}
-	tr_send_msg(ctx, peer, &r, TR_FC_HIGH, NULL);
+	tr_peer_send(ctx, peer, &r, TR_FC_HIGH, NULL);
 }
 
 /* ---- the initiator's side ------------------------------------------------------------*/
@@ -233,7 +233,7 @@ void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 	ctx->nqueries++;
 	m.u.win_query.qid = rw->qid;
 	m.u.win_query.win = rw->id;
-	if (tr_send_msg(ctx, req->peer, &m, TR_FC_MEDIUM, NULL))
+	if (tr_peer_send(ctx, req->peer, &m, TR_FC_MEDIUM, NULL))
 		rwin_fail(ctx, slot, TRIAD_S_UNREACHABLE);
 }
 
@@ -272,13 +272,13 @@ void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 	}
 }
 
-void tr_win_conn_broken(struct triad_ctx *ctx, struct tr_conn *c)
+void tr_win_lane_broken(struct triad_ctx *ctx, struct tr_lane *l)
 {
-	struct tr_rwin **slot = &ctx->peers[c->peer].rwins;
+	struct tr_rwin **slot = &ctx->peers[l->peer].rwins;
 
 	while (*slot) {
-		if ((*slot)->state == TR_RWIN_QUERYING && (*slot)->query_plane == c->plane)
-			rwin_fail(ctx, slot, c->down_status);
+		if ((*slot)->state == TR_RWIN_QUERYING && (*slot)->query_plane == l->plane)
+			rwin_fail(ctx, slot, l->down_status);
 		else
 			slot = &(*slot)->next;
 	}

@@ -1,182 +1,152 @@
-/* The fabric layer: the only code that calls libibverbs and librdmacm.
+/* The fabric layer: a verbs executor, and the only code that calls
+ * libibverbs and librdmacm.
  *
- * A plane is one local RDMA device/port with one IPv4 address: a PD, a CQ
- * with its completion channel, and an rdma_cm listener.  A connection is one
- * RC QP to one peer on one plane, with a ring of registered buffers for
- * control messages.  The layer executes what the core asks (send a message,
- * post an RDMA WRITE/READ) and turns completions and rdma_cm events into
- * calls of the tr_core_* functions below.  Every function here is called
- * with the context lock held. */
+ * It opens planes (one local device/port with an IPv4 address: a PD, a
+ * receive CQ and a send CQ on one completion channel, an rdma_cm
+ * listener), creates, connects, accepts, breaks and destroys RC QPs,
+ * registers memory (it alone reads lkeys and rkeys), posts sends, receives,
+ * WRITEs and READs with an opaque 64-bit cookie, and polls completions.
+ *
+ * It reports upward only through the ops table the caller registers at
+ * tr_fab_open(), the way an rdma-core provider fills verbs_context_ops or
+ * UCX's uct reports to ucp through registered handlers.  It knows nothing
+ * of peers, requests, flow control, threads or event loops: it has no
+ * lock (the caller serialises every call) and exposes file descriptors for
+ * the caller's loop to watch. */
 #ifndef TRIAD_FABRIC_H
 #define TRIAD_FABRIC_H
 
-#include <ev.h>
-#include <infiniband/verbs.h>
 #include <netinet/in.h>
-#include <rdma/rdma_cma.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include "core/list.h"
-#include "proto/fc.h"
-#include "proto/wire.h"
 #include "triad.h"
 
-struct triad_ctx;
-struct triad_req;
+struct tr_fab;
+struct tr_fab_plane;
+struct tr_qp; /* one RC QP and its rdma_cm id */
+struct tr_mr; /* one memory registration on one plane */
 
-enum tr_conn_state {
-	TR_CONN_DOWN,	    /* nothing yet (passive side waits for the peer) */
-	TR_CONN_CONNECTING, /* active side: resolving or connecting */
-	TR_CONN_ACCEPTING,  /* passive side: accepted, not yet established */
-	TR_CONN_UP,
-	TR_CONN_DRAINING,   /* broken: waiting for the flushed work requests */
-	TR_CONN_FAILED,	    /* resources released; operations fail at once */
-};
-const char *tr_conn_state_str(enum tr_conn_state s);
-
-struct tr_plane {
-	struct triad_ctx *ctx;
-	int index;
-	struct sockaddr_in addr; /* this rank's address on the plane */
-	struct rdma_cm_id *listen_id;
-	struct ibv_context *verbs;
-	uint8_t port_num;
-	int port_up;
-	int armed;	/* the receive CQ will raise an event on its next completion */
-	int sarmed;	/* the send CQ likewise */
-	int owns_async; /* first plane on its device: watches its async events */
-	char devname[64];
-	struct ibv_pd *pd;
-	struct ibv_comp_channel *chan; /* both CQs' events */
-	struct ibv_cq *cq;  /* receive completions */
-	struct ibv_cq *scq; /* send, WRITE and READ completions */
-	int max_rd_atom, max_init_rd_atom;
-	ev_io cq_w, async_w;
+/* What a completion says; flushed: the QP was broken (IBV_WC_WR_FLUSH_ERR). */
+struct tr_fab_wc {
+	uint64_t cookie;
+	uint32_t len;		/* receives: bytes that arrived */
+	enum triad_status status;
+	int flushed;
+	const char *why;	/* the verbs status, for the log */
 };
 
-/* Registered buffer for one message; wr_id = address | tag.  A receive
- * buffer whose message a handler kept is the triad_am_msg_t handle. */
-struct tr_buf {
-	struct tr_conn *conn;
-	char *data;
-	int len;		/* of the message in it */
-	uint8_t slot;		/* the flow-control slot it occupies */
-	uint8_t prio;
-	struct triad_req *req;	/* send: completes when the message arrived */
-	struct tr_buf *next_free;
+enum tr_cm_event {
+	TR_CM_ACCEPTED,	    /* passive side: accepted, not yet established */
+	TR_CM_ESTABLISHED,  /* priv: the peer's private data (active side) */
+	TR_CM_FAILED,	    /* an attempt failed before it was up; why says which step */
+	TR_CM_DISCONNECTED, /* the peer disconnected */
+	TR_CM_DEVICE_REMOVED,
+};
+const char *tr_cm_event_str(enum tr_cm_event ev);
+
+/* Private data of a connection request or accept; at most this long. */
+#define TR_FAB_PRIV_MAX 56
+
+struct tr_fab_ops {
+	/* A receive (on_recv) or any send-queue work request (on_send)
+	 * completed. */
+	void (*on_recv)(void *arg, const struct tr_fab_wc *wc);
+	void (*on_send)(void *arg, const struct tr_fab_wc *wc);
+	/* Passive side: a peer asks to connect on plane.  Return the owner
+	 * (the caller's object for the connection) and fill reply/reply_len
+	 * with the accept's private data, or NULL to reject. */
+	void *(*on_conn_request)(void *arg, int plane, const uint8_t *priv, size_t len,
+				 uint8_t *reply, size_t *reply_len);
+	/* A connection owned by owner changed (see enum tr_cm_event). */
+	void (*on_cm)(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev,
+		      const uint8_t *priv, size_t len, const char *why);
+	/* A plane's port went up or down. */
+	void (*on_port)(void *arg, int plane, int up);
 };
 
-/* What each side tells the other when connecting (rdma_cm private data). */
-struct tr_conn_priv {
-	uint32_t plane, rank, size, slots, slot_size;
+/* How QPs and CQs are sized and timed. */
+struct tr_fab_cfg {
+	int sq_depth;	 /* send work requests per QP */
+	int rq_depth;	 /* receive work requests per QP */
+	int cqe;	 /* entries per CQ */
+	int ack_timeout; /* IB local ACK timeout exponent: 4.096 us x 2^n */
+	int retry_count;
 };
 
-struct tr_conn {
-	struct triad_ctx *ctx;
-	int peer;
-	int plane;
-	enum tr_conn_state state;
-	enum triad_status down_status; /* why it broke */
-	struct rdma_cm_id *id;
-	struct ibv_qp *qp;
-	uint32_t max_inline;
-	int sq_avail;  /* send work requests that may still be posted */
-	int sq_posted; /* posted and not yet completed (incl. flushed) */
-	int rq_posted;
-	int rx_held;   /* receive buffers a handler kept */
-	char *bufmem;
-	struct ibv_mr *buf_mr;
-	int nrx, ntx;
-	struct tr_buf *rx, *tx, *tx_free;
-	/* Flow control: our sends into the peer's slots, and the peer's into ours. */
-	struct tr_fc_tx fc_tx;
-	struct tr_fc_rx fc_rx;
-	unsigned rx_need[TR_FC_NPRIO]; /* the peer's thresholds on our slots */
-	unsigned peer_slots, peer_slot_size; /* from the peer's connect data */
-	struct tr_conn_priv accept_priv;     /* passive side: the request's */
-	int bsm_inflight; /* standalone BSMs posted, not completed */
-	int rma_posted;	  /* WRITEs and READs posted, not completed */
-	int req_msgs;	  /* messages with a request posted, not completed */
-	int bsm_linger;	  /* a BSM is due but waits to cover more slots */
-	struct tr_list msgq[TR_FC_NPRIO]; /* encoded messages waiting for a slot */
-	unsigned nqueued;
-	struct tr_list rmaq; /* requests with chunks left to post (core's) */
-	struct triad_conn_stats stats;
-	ev_timer retry_w;
-	ev_tstamp deadline;
-	int attempts;
-	int want_reconnect; /* broken after start-up: the progress thread retries */
-	int peer_closed;    /* it broke because the peer disconnected */
-};
+/* Opens the fabric: the rdma_cm event channel; planes are added with
+ * tr_fab_plane_open().  0 or a negative errno (logged). */
+int tr_fab_open(const struct tr_fab_ops *ops, void *arg, const struct tr_fab_cfg *cfg,
+		struct tr_fab **fab_p);
+/* Closes every plane, then the channel.  Every QP and MR must be gone. */
+void tr_fab_close(struct tr_fab *fab);
+/* The rdma_cm channel's fd (non-blocking): readable when an event waits. */
+int tr_fab_cm_fd(const struct tr_fab *fab);
+/* Handles every waiting rdma_cm event (through ops). */
+void tr_fab_cm_dispatch(struct tr_fab *fab);
 
-/* Planes */
-int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
-		  struct in_addr addr, uint16_t port);
-void tr_plane_close(struct tr_plane *pl);
-int tr_plane_poll(struct tr_plane *pl); /* drain the CQs; completions handled */
-/* Events on, if they were off: always for arrivals; for send completions
- * only when someone waits for one (all = 0, the progress thread going to
- * sleep: an RMA, a message with a request, a queued message or BSM, a
- * draining connection), or always (all = 1, an application thread going
- * to sleep).  A message's own completion only recycles its buffer: waking
- * the progress thread for it cost a wake-up per message sent. */
-void tr_plane_arm(struct tr_plane *pl, int all);
-/* Someone will wait for a send completion (called before the post): make
- * sure one raises an event. */
-void tr_plane_want_send(struct tr_plane *pl);
-/* Event callbacks for the progress loop. */
-void tr_cm_cb(struct ev_loop *loop, ev_io *w, int revents);
-void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents);
-void tr_async_cb(struct ev_loop *loop, ev_io *w, int revents);
+/* ---- planes -------------------------------------------------------------------*/
+/* Opens plane index on the device that owns addr and listens on port. */
+int tr_fab_plane_open(struct tr_fab *fab, int index, struct in_addr addr, uint16_t port);
+struct tr_fab_plane *tr_fab_plane(struct tr_fab *fab, int index);
+int tr_fab_plane_port_up(const struct tr_fab *fab, int index);
+const char *tr_fab_plane_dev(const struct tr_fab *fab, int index);
+/* The completion channel's fd (non-blocking; both CQs raise events on it),
+ * and the device's async-event fd, or -1 when another plane on the same
+ * device already watches it. */
+int tr_fab_plane_cq_fd(const struct tr_fab *fab, int index);
+int tr_fab_plane_async_fd(const struct tr_fab *fab, int index);
+/* Polls the plane's send CQ, then its receive CQ, until both are empty;
+ * every completion goes to ops.  Returns how many there were. */
+int tr_fab_plane_poll(struct tr_fab *fab, int index);
 
-/* Connections */
-void tr_conn_init(struct triad_ctx *ctx, struct tr_conn *c, int peer, int plane);
-int tr_conn_connect(struct tr_conn *c); /* active side: start */
-void tr_conn_fail(struct tr_conn *c, enum triad_status why);
-/* 1 when nothing this side sent is still unacknowledged. */
-int tr_conn_idle(const struct tr_conn *c);
-void tr_conn_destroy(struct tr_conn *c); /* at context close */
-/* Progress thread: start reconnecting every broken connection this side
- * connects (the lower rank), retrying until it is up or the context closes. */
-void tr_conn_reconnect_all(struct triad_ctx *ctx);
-/* Encode and queue a message on priority prio; fills in m->seq and sends
- * it as soon as the peer has a slot for it.  req (may be NULL) completes
- * when it arrived.  -EMSGSIZE if it does not fit the peer's slots. */
-int tr_conn_send(struct tr_conn *c, struct tr_msg *m, unsigned prio, struct triad_req *req);
-/* Queue an already encoded message (a resend keeps its sequence number). */
-int tr_conn_send_raw(struct tr_conn *c, const void *data, int len, unsigned prio,
-		     struct triad_req *req);
-/* A handler is done with a kept receive buffer: free its slot. */
-void tr_conn_release(struct tr_buf *b);
-/* One flow-control timer period passed. */
-void tr_conn_fc_tick(struct tr_conn *c);
-/* The linger time of a deferred BSM is over: send it. */
-void tr_conn_bsm_flush(struct tr_conn *c);
-/* Largest message the peer's slots take on this connection (header incl.). */
-unsigned tr_conn_max_msg(const struct tr_conn *c);
-/* Post one RDMA WRITE (IBV_WR_RDMA_WRITE) or READ; -EAGAIN when the send
- * queue is full.  lkey is ignored when the data goes inline. */
-int tr_conn_post_rma(struct tr_conn *c, enum ibv_wr_opcode op, void *laddr,
-		     uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-		     struct triad_req *req);
+enum { TR_FAB_CQ_RECV = 1, TR_FAB_CQ_SEND = 2 };
+/* Reads and acknowledges the channel's events; returns which CQs raised
+ * one (TR_FAB_CQ_* bits), which are then disarmed. */
+unsigned tr_fab_plane_events(struct tr_fab *fab, int index);
+/* Arms the CQs in which (TR_FAB_CQ_* bits) that are not armed yet: the next
+ * completion raises an event.  Arm before the last poll, so nothing that
+ * lands after it is missed. */
+void tr_fab_plane_arm(struct tr_fab *fab, int index, unsigned which);
+/* Handles the device's async events (port up/down through ops). */
+void tr_fab_async_dispatch(struct tr_fab *fab, int index);
 
-/* Memory registration on one plane (access: IBV_ACCESS_* flags). */
-struct ibv_mr *tr_mr_reg(struct tr_plane *pl, void *addr, size_t len, int access);
-void tr_mr_dereg(struct ibv_mr *mr);
+/* ---- memory ---------------------------------------------------------------------*/
+enum { TR_MR_LOCAL_WRITE = 1, TR_MR_REMOTE_READ = 2, TR_MR_REMOTE_WRITE = 4 };
+/* NULL when it fails (logged). */
+struct tr_mr *tr_fab_mr_reg(struct tr_fab *fab, int plane, void *addr, size_t len,
+			    unsigned access);
+void tr_fab_mr_dereg(struct tr_mr *mr); /* NULL: nothing */
+/* The key a peer names the region with in its WRITEs and READs. */
+uint32_t tr_fab_mr_rkey(const struct tr_mr *mr);
 
-/* ---- implemented by the core, called by the fabric ---------------------------*/
-/* A message arrived in receive buffer b; returns 1 when the core keeps the
- * buffer (an active message whose handler kept it), 0 when it is done. */
-int tr_core_msg(struct tr_conn *c, const struct tr_msg *m, struct tr_buf *b);
-void tr_core_rma_done(struct tr_conn *c, struct triad_req *req, enum triad_status st);
-void tr_core_sq_room(struct tr_conn *c);
-void tr_core_conn_changed(struct tr_conn *c); /* went UP, or broke */
-/* A BSM was deferred: call tr_conn_bsm_flush within TRIAD_BSM_LINGER_US. */
-void tr_core_bsm_linger(struct tr_conn *c);
-/* A message sent or queued on c may not have arrived: c broke. */
-void tr_core_msg_lost(struct tr_conn *c, const void *data, int len, unsigned prio,
-		      struct triad_req *req);
-/* A message's request: the message arrived (OK) or cannot be delivered. */
-void tr_core_msg_done(struct triad_req *req, enum triad_status st);
+/* ---- QPs --------------------------------------------------------------------------*/
+/* Active side: starts connecting owner's QP from plane's address to dst
+ * (address resolution, route, QP creation, connect with priv); the outcome
+ * comes through ops->on_cm (ESTABLISHED or FAILED).  0; -EAGAIN when address
+ * resolution could not start (worth another attempt); another negative
+ * errno when nothing can be started (logged; no event follows either way). */
+int tr_fab_connect(struct tr_fab *fab, int plane, struct in_addr dst, uint16_t port,
+		   const uint8_t *priv, size_t len, void *owner, struct tr_qp **qp_p);
+/* Moves the QP to the error state (every posted work request completes,
+ * flushed) and disconnects. */
+void tr_fab_qp_break(struct tr_qp *qp);
+/* Disconnects (if connected) and releases the QP and its id.  Only when
+ * nothing is posted any more, or at close. */
+void tr_fab_qp_destroy(struct tr_qp *qp);
+uint32_t tr_fab_qp_num(const struct tr_qp *qp);
+/* Largest payload that goes inline (no registration needed). */
+uint32_t tr_fab_qp_max_inline(const struct tr_qp *qp);
+
+/* Posts.  Each returns 0 or a negative errno (logged); every post
+ * completes exactly once through ops (flushed when the QP breaks).  mr may
+ * be NULL for a payload that goes inline. */
+int tr_fab_post_recv(struct tr_qp *qp, void *addr, uint32_t len, const struct tr_mr *mr,
+		     uint64_t cookie);
+int tr_fab_post_send(struct tr_qp *qp, const void *addr, uint32_t len, const struct tr_mr *mr,
+		     uint64_t cookie);
+enum tr_rma_op { TR_RMA_WRITE, TR_RMA_READ };
+int tr_fab_post_rma(struct tr_qp *qp, enum tr_rma_op op, void *laddr, uint32_t len,
+		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie);
 
 #endif

@@ -1,14 +1,61 @@
-/* Shared between the fabric's own files only. */
+/* The fabric's objects, shared between its own files only. */
 #ifndef TRIAD_FABRIC_INTERNAL_H
 #define TRIAD_FABRIC_INTERNAL_H
 
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
 #include "fabric/fabric.h"
 
-/* wr_id = pointer | tag; every pointer is at least 8-byte aligned. */
-enum { TR_WR_RMA = 0, TR_WR_SEND = 1, TR_WR_RECV = 2, TR_WR_TAG_MASK = 7 };
+struct tr_fab_plane {
+	struct tr_fab *fab;
+	int index;
+	int open;
+	struct sockaddr_in addr; /* this rank's address on the plane */
+	struct rdma_cm_id *listen_id;
+	struct ibv_context *verbs;
+	uint8_t port_num;
+	int port_up;
+	int armed;	/* the receive CQ raises an event on its next completion */
+	int sarmed;	/* the send CQ likewise */
+	int owns_async; /* first plane on its device: watches its async events */
+	char devname[64];
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *chan; /* both CQs' events */
+	struct ibv_cq *cq;  /* receive completions */
+	struct ibv_cq *scq; /* send, WRITE and READ completions */
+	int max_rd_atom, max_init_rd_atom;
+};
 
-void tr_conn_on_recv(struct tr_buf *b, const struct ibv_wc *wc, enum triad_status st);
-void tr_conn_on_send(struct tr_buf *b, const struct ibv_wc *wc, enum triad_status st);
-void tr_conn_on_rma(struct triad_req *req, const struct ibv_wc *wc, enum triad_status st);
+struct tr_fab {
+	const struct tr_fab_ops *ops;
+	void *arg;
+	struct tr_fab_cfg cfg;
+	struct rdma_event_channel *cm_chan;
+	struct tr_fab_plane plane[TRIAD_MAX_PLANES];
+};
+
+struct tr_qp {
+	struct tr_fab *fab;
+	int plane;
+	void *owner;
+	struct rdma_cm_id *id;
+	struct ibv_qp *qp;
+	uint32_t max_inline;
+	int connected; /* ESTABLISHED seen, not yet disconnected */
+	uint8_t priv[TR_FAB_PRIV_MAX];
+	size_t priv_len;
+};
+
+struct tr_mr {
+	struct ibv_mr *mr;
+};
+
+/* qp.c */
+struct tr_qp *tr_qp_new(struct tr_fab *fab, int plane, void *owner);
+/* Creates the QP on the id's device; -EXDEV when rdma_cm chose another
+ * device than the plane's (the routing trap of a one-host fabric). */
+int tr_qp_setup(struct tr_qp *qp, struct rdma_cm_id *id);
+void tr_qp_release(struct tr_qp *qp); /* frees everything, qp included */
 
 #endif

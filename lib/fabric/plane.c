@@ -1,15 +1,12 @@
-/* Planes: one local device/port with an address, its PD, CQ and listener;
- * completion polling and device (async) events. */
+/* Planes: one local device/port with an address, its PD, CQs and listener;
+ * completion polling, CQ arming and device (async) events. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "core/ctx.h"
-#include "core/log.h"
-#include "fabric/fabric.h"
+#include "base/log.h"
 #include "fabric/internal.h"
 
 static int set_nonblock(int fd)
@@ -19,31 +16,119 @@ static int set_nonblock(int fd)
 	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
 }
 
-int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
-		  struct in_addr addr, uint16_t port)
+int tr_fab_open(const struct tr_fab_ops *ops, void *arg, const struct tr_fab_cfg *cfg,
+		struct tr_fab **fab_p)
 {
+	struct tr_fab *fab = calloc(1, sizeof(*fab));
+	int ret;
+
+	if (!fab)
+		return -ENOMEM;
+	fab->ops = ops;
+	fab->arg = arg;
+	fab->cfg = *cfg;
+	fab->cm_chan = rdma_create_event_channel();
+	if (!fab->cm_chan) {
+		ret = -errno;
+		tr_error("cannot create the rdma_cm event channel: %m");
+		free(fab);
+		return ret;
+	}
+	ret = set_nonblock(fab->cm_chan->fd);
+	if (ret) {
+		tr_error("rdma_cm channel: %s", strerror(-ret));
+		tr_fab_close(fab);
+		return ret;
+	}
+	*fab_p = fab;
+	return 0;
+}
+
+int tr_fab_cm_fd(const struct tr_fab *fab)
+{
+	return fab->cm_chan->fd;
+}
+
+struct tr_fab_plane *tr_fab_plane(struct tr_fab *fab, int index)
+{
+	return &fab->plane[index];
+}
+
+int tr_fab_plane_port_up(const struct tr_fab *fab, int index)
+{
+	return fab->plane[index].port_up;
+}
+
+const char *tr_fab_plane_dev(const struct tr_fab *fab, int index)
+{
+	return fab->plane[index].devname;
+}
+
+int tr_fab_plane_cq_fd(const struct tr_fab *fab, int index)
+{
+	return fab->plane[index].chan->fd;
+}
+
+int tr_fab_plane_async_fd(const struct tr_fab *fab, int index)
+{
+	const struct tr_fab_plane *pl = &fab->plane[index];
+
+	return pl->owns_async ? pl->verbs->async_fd : -1;
+}
+
+static void plane_close(struct tr_fab_plane *pl)
+{
+	if (pl->cq)
+		ibv_destroy_cq(pl->cq);
+	if (pl->scq)
+		ibv_destroy_cq(pl->scq);
+	if (pl->chan)
+		ibv_destroy_comp_channel(pl->chan);
+	if (pl->pd)
+		ibv_dealloc_pd(pl->pd);
+	if (pl->listen_id)
+		rdma_destroy_id(pl->listen_id);
+	memset(pl, 0, sizeof(*pl));
+}
+
+void tr_fab_close(struct tr_fab *fab)
+{
+	if (!fab)
+		return;
+	for (int i = 0; i < TRIAD_MAX_PLANES; i++)
+		if (fab->plane[i].fab)
+			plane_close(&fab->plane[i]);
+	if (fab->cm_chan)
+		rdma_destroy_event_channel(fab->cm_chan);
+	free(fab);
+}
+
+int tr_fab_plane_open(struct tr_fab *fab, int index, struct in_addr addr, uint16_t port)
+{
+	struct tr_fab_plane *pl = &fab->plane[index];
 	struct ibv_device_attr dattr;
 	struct ibv_port_attr pattr;
 	char abuf[INET_ADDRSTRLEN];
 	int cqe, ret, i;
 
 	memset(pl, 0, sizeof(*pl));
-	pl->ctx = ctx;
+	pl->fab = fab;
 	pl->index = index;
 	pl->addr.sin_family = AF_INET;
 	pl->addr.sin_addr = addr;
 	pl->addr.sin_port = htons(port);
 	inet_ntop(AF_INET, &addr, abuf, sizeof(abuf));
 
-	if (rdma_create_id(ctx->cm_chan, &pl->listen_id, pl, RDMA_PS_TCP)) {
+	if (rdma_create_id(fab->cm_chan, &pl->listen_id, pl, RDMA_PS_TCP)) {
 		ret = -errno;
 		tr_error("plane %d: rdma_create_id: %m", index);
-		return ret;
+		pl->listen_id = NULL;
+		goto err;
 	}
 	if (rdma_bind_addr(pl->listen_id, (struct sockaddr *)&pl->addr)) {
 		ret = -errno;
-		tr_error("plane %d: cannot bind %s:%u: %m (is it this host's address?)",
-			 index, abuf, port);
+		tr_error("plane %d: cannot bind %s:%u: %m (is it this host's address?)", index,
+			 abuf, port);
 		goto err;
 	}
 	if (!pl->listen_id->verbs) {
@@ -59,9 +144,12 @@ int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
 		tr_error("plane %d: rdma_listen on %s:%u: %m", index, abuf, port);
 		goto err;
 	}
-	if (ibv_query_device(pl->verbs, &dattr) || ibv_query_port(pl->verbs, pl->port_num, &pattr)) {
-		ret = -EIO;
-		tr_error("plane %d: cannot query %s: %m", index, pl->devname);
+	ret = ibv_query_device(pl->verbs, &dattr);
+	if (!ret)
+		ret = ibv_query_port(pl->verbs, pl->port_num, &pattr);
+	if (ret) {
+		tr_error("plane %d: cannot query %s: %s", index, pl->devname, strerror(ret));
+		ret = -ret;
 		goto err;
 	}
 	pl->port_up = pattr.state == IBV_PORT_ACTIVE;
@@ -72,12 +160,11 @@ int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
 	pl->chan = ibv_create_comp_channel(pl->verbs);
 	if (!pl->pd || !pl->chan) {
 		ret = -ENOMEM;
-		tr_error("plane %d: cannot allocate PD or channel on %s: %m", index, pl->devname);
+		tr_error("plane %d: cannot allocate a PD or a channel on %s: %m", index,
+			 pl->devname);
 		goto err;
 	}
-	cqe = (ctx->cfg.sq_depth + ctx->cfg.slots + 3) * (ctx->size > 1 ? ctx->size - 1 : 1) + 64;
-	if (cqe > dattr.max_cqe)
-		cqe = dattr.max_cqe;
+	cqe = fab->cfg.cqe < dattr.max_cqe ? fab->cfg.cqe : dattr.max_cqe;
 	pl->cq = ibv_create_cq(pl->verbs, cqe, pl, pl->chan, 0);
 	pl->scq = ibv_create_cq(pl->verbs, cqe, pl, pl->chan, 0);
 	if (!pl->cq || !pl->scq) {
@@ -85,79 +172,73 @@ int tr_plane_open(struct triad_ctx *ctx, struct tr_plane *pl, int index,
 		tr_error("plane %d: ibv_create_cq(%d) on %s: %m", index, cqe, pl->devname);
 		goto err;
 	}
-	pl->armed = pl->sarmed = 1;
-	if (set_nonblock(pl->chan->fd) || ibv_req_notify_cq(pl->cq, 0) ||
-	    ibv_req_notify_cq(pl->scq, 0)) {
-		ret = -EIO;
-		tr_error("plane %d: cannot arm the CQ: %m", index);
+	ret = set_nonblock(pl->chan->fd);
+	if (ret) {
+		tr_error("plane %d: completion channel: %s", index, strerror(-ret));
 		goto err;
 	}
 	/* One async watcher per device, however many planes share it. */
 	pl->owns_async = 1;
 	for (i = 0; i < index; i++)
-		if (ctx->plane[i].verbs == pl->verbs)
+		if (fab->plane[i].verbs == pl->verbs)
 			pl->owns_async = 0;
-	if (pl->owns_async && set_nonblock(pl->verbs->async_fd)) {
-		ret = -EIO;
-		tr_error("plane %d: async fd: %m", index);
+	if (pl->owns_async && (ret = set_nonblock(pl->verbs->async_fd))) {
+		tr_error("plane %d: async fd: %s", index, strerror(-ret));
 		goto err;
 	}
-	ev_io_init(&pl->cq_w, tr_cq_cb, pl->chan->fd, EV_READ);
-	pl->cq_w.data = pl;
-	ev_io_start(ctx->loop, &pl->cq_w);
-	if (pl->owns_async) {
-		ev_io_init(&pl->async_w, tr_async_cb, pl->verbs->async_fd, EV_READ);
-		pl->async_w.data = pl;
-		ev_io_start(ctx->loop, &pl->async_w);
-	}
+	tr_fab_plane_arm(fab, index, TR_FAB_CQ_RECV | TR_FAB_CQ_SEND);
+	pl->open = 1;
 	tr_info("plane %d: %s port %u at %s:%u, port %s", index, pl->devname, pl->port_num,
 		abuf, port, pl->port_up ? "up" : "DOWN");
 	return 0;
 err:
-	tr_plane_close(pl);
+	plane_close(pl);
 	return ret;
 }
 
-void tr_plane_close(struct tr_plane *pl)
+/* ---- memory -------------------------------------------------------------------*/
+struct tr_mr *tr_fab_mr_reg(struct tr_fab *fab, int plane, void *addr, size_t len,
+			    unsigned access)
 {
-	struct triad_ctx *ctx = pl->ctx;
-
-	if (ctx && ctx->loop) {
-		ev_io_stop(ctx->loop, &pl->cq_w);
-		ev_io_stop(ctx->loop, &pl->async_w);
-	}
-	if (pl->cq)
-		ibv_destroy_cq(pl->cq);
-	if (pl->scq)
-		ibv_destroy_cq(pl->scq);
-	if (pl->chan)
-		ibv_destroy_comp_channel(pl->chan);
-	if (pl->pd)
-		ibv_dealloc_pd(pl->pd);
-	if (pl->listen_id)
-		rdma_destroy_id(pl->listen_id);
-	pl->cq = pl->scq = NULL;
-	pl->chan = NULL;
-	pl->pd = NULL;
-	pl->listen_id = NULL;
-	pl->verbs = NULL;
-}
-
-struct ibv_mr *tr_mr_reg(struct tr_plane *pl, void *addr, size_t len, int access)
-{
-	struct ibv_mr *mr = ibv_reg_mr(pl->pd, addr, len, access);
+	struct tr_fab_plane *pl = &fab->plane[plane];
+	struct tr_mr *mr = malloc(sizeof(*mr));
+	int acc = 0;
 
 	if (!mr)
-		tr_error("plane %d: ibv_reg_mr(%zu bytes) on %s: %m", pl->index, len, pl->devname);
+		return NULL;
+	if (access & TR_MR_LOCAL_WRITE)
+		acc |= IBV_ACCESS_LOCAL_WRITE;
+	if (access & TR_MR_REMOTE_READ)
+		acc |= IBV_ACCESS_REMOTE_READ;
+	if (access & TR_MR_REMOTE_WRITE)
+		acc |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+	mr->mr = ibv_reg_mr(pl->pd, addr, len, acc);
+	if (!mr->mr) {
+		tr_error("plane %d: ibv_reg_mr(%zu bytes) on %s: %m", plane, len, pl->devname);
+		free(mr);
+		return NULL;
+	}
 	return mr;
 }
 
-void tr_mr_dereg(struct ibv_mr *mr)
+void tr_fab_mr_dereg(struct tr_mr *mr)
 {
-	if (mr && ibv_dereg_mr(mr))
-		tr_warn("ibv_dereg_mr: %m");
+	int ret;
+
+	if (!mr)
+		return;
+	ret = ibv_dereg_mr(mr->mr);
+	if (ret)
+		tr_warn("ibv_dereg_mr: %s", strerror(ret));
+	free(mr);
 }
 
+uint32_t tr_fab_mr_rkey(const struct tr_mr *mr)
+{
+	return mr->mr->rkey;
+}
+
+/* ---- completions --------------------------------------------------------------*/
 static enum triad_status wc_status(enum ibv_wc_status s)
 {
 	switch (s) {
@@ -165,35 +246,14 @@ static enum triad_status wc_status(enum ibv_wc_status s)
 	case IBV_WC_REM_ACCESS_ERR:
 	case IBV_WC_REM_INV_REQ_ERR: return TRIAD_S_REMOTE_ACCESS;
 	case IBV_WC_RETRY_EXC_ERR:
-	case IBV_WC_RNR_RETRY_EXC_ERR: return TRIAD_S_UNREACHABLE;
-	case IBV_WC_WR_FLUSH_ERR: return TRIAD_S_UNREACHABLE; /* refined by the conn */
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+	case IBV_WC_WR_FLUSH_ERR: return TRIAD_S_UNREACHABLE;
 	default: return TRIAD_S_TRANSPORT;
 	}
 }
 
-static void handle_wc(struct triad_ctx *ctx, const struct ibv_wc *wc)
-{
-	void *ptr = (void *)(uintptr_t)(wc->wr_id & ~(uint64_t)TR_WR_TAG_MASK);
-	unsigned tag = (unsigned)(wc->wr_id & TR_WR_TAG_MASK);
-	enum triad_status st = wc_status(wc->status);
-
-	(void)ctx;
-	switch (tag) {
-	case TR_WR_RECV:
-		tr_conn_on_recv(ptr, wc, st);
-		break;
-	case TR_WR_SEND:
-		tr_conn_on_send(ptr, wc, st);
-		break;
-	case TR_WR_RMA:
-		tr_conn_on_rma(ptr, wc, st);
-		break;
-	default:
-		tr_error("completion with a bad wr_id 0x%llx", (unsigned long long)wc->wr_id);
-	}
-}
-
-static int poll_cq(struct tr_plane *pl, struct ibv_cq *cq)
+static int poll_cq(struct tr_fab_plane *pl, struct ibv_cq *cq,
+		   void (*fn)(void *, const struct tr_fab_wc *))
 {
 	struct ibv_wc wc[32];
 	int n, i, total = 0;
@@ -201,170 +261,111 @@ static int poll_cq(struct tr_plane *pl, struct ibv_cq *cq)
 	do {
 		n = ibv_poll_cq(cq, 32, wc);
 		if (n < 0) {
-			tr_error("plane %d: ibv_poll_cq failed", pl->index);
+			tr_error("plane %d: ibv_poll_cq failed (%d)", pl->index, n);
 			return total;
 		}
-		for (i = 0; i < n; i++)
-			handle_wc(pl->ctx, &wc[i]);
+		for (i = 0; i < n; i++) {
+			struct tr_fab_wc w = {
+				.cookie = wc[i].wr_id,
+				.len = wc[i].byte_len,
+				.status = wc_status(wc[i].status),
+				.flushed = wc[i].status == IBV_WC_WR_FLUSH_ERR,
+				.why = ibv_wc_status_str(wc[i].status),
+			};
+
+			fn(pl->fab->arg, &w);
+		}
 		total += n;
 	} while (n == 32);
 	return total;
 }
 
-int tr_plane_poll(struct tr_plane *pl)
+int tr_fab_plane_poll(struct tr_fab *fab, int index)
 {
-	if (!pl->cq)
+	struct tr_fab_plane *pl = &fab->plane[index];
+
+	if (!pl->open)
 		return 0;
 	/* Our own completions first: a WRITE's completion, then the answer
 	 * that it made possible, as they happened. */
-	return poll_cq(pl, pl->scq) + poll_cq(pl, pl->cq);
+	return poll_cq(pl, pl->scq, fab->ops->on_send) + poll_cq(pl, pl->cq, fab->ops->on_recv);
 }
 
-/* CPU time this thread has used. */
-static uint64_t thread_cpu_ns(void)
+unsigned tr_fab_plane_events(struct tr_fab *fab, int index)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void tr_cq_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct tr_plane *pl = w->data;
-	struct triad_ctx *ctx = pl->ctx;
+	struct tr_fab_plane *pl = &fab->plane[index];
+	unsigned nev = 0, nsev = 0, which = 0;
 	struct ibv_cq *cq;
 	void *cq_ctx;
-	unsigned nev = 0, nsev = 0;
 
-	(void)loop;
-	(void)revents;
-	pthread_mutex_lock(&ctx->lock);
 	while (ibv_get_cq_event(pl->chan, &cq, &cq_ctx) == 0) {
 		if (cq == pl->scq)
 			nsev++;
 		else
 			nev++;
 	}
-	TR_EV(ctx, "cq_wake", pl->index, nev + 100 * nsev);
 	if (nev) {
 		ibv_ack_cq_events(pl->cq, nev);
 		pl->armed = 0;
+		which |= TR_FAB_CQ_RECV;
 	}
 	if (nsev) {
 		ibv_ack_cq_events(pl->scq, nsev);
 		pl->sarmed = 0;
+		which |= TR_FAB_CQ_SEND;
 	}
-	if (nev || nsev) {
-		/* While an application thread polls, it reaps the completions
-		 * itself: leave events off rather than wake this thread for each
-		 * one (tr_ctx_rearm_later re-arms once it stops). */
-		if (!tr_ctx_app_polling(ctx))
-			tr_plane_arm(pl, 0);
-		else
-			tr_ctx_rearm_later(ctx);
-	}
-	tr_progress(ctx);
-	TR_EV(ctx, "cq_served", pl->index, 0);
-	/* Serving a remote request usually brings a completion of our own or
-	 * the next message within tens of microseconds (a copy's WRITE, the
-	 * destination's answer): poll a little longer before sleeping, since a
-	 * wake-up costs far more than that (TRIAD_BG_SPIN_US).  The budget is
-	 * this thread's CPU time since it last found work, not wall time: on a
-	 * CPU shared with computing threads the yields hand them the CPU, and
-	 * what a fruitless spin takes from them stays TRIAD_BG_SPIN_US per
-	 * wake-up.  (Counted in wall time, a broadcast root that kept finding
-	 * a message now and then spun through most of the broadcast.) */
-	if (ctx->cfg.bg_spin_us && !tr_ctx_app_polling(ctx)) {
-		uint64_t budget = (uint64_t)ctx->cfg.bg_spin_us * 1000, from = thread_cpu_ns();
-
-		while (thread_cpu_ns() - from < budget && !tr_ctx_app_polling(ctx)) {
-			pthread_mutex_unlock(&ctx->lock);
-			sched_yield();
-			pthread_mutex_lock(&ctx->lock);
-			if (tr_progress(ctx) > 0)
-				from = thread_cpu_ns();
-		}
-		TR_EV(ctx, "bg_spin_end", pl->index, 0);
-	}
-	pthread_mutex_unlock(&ctx->lock);
+	return which;
 }
 
-/* Does anyone wait for a send completion on this plane? */
-static int send_wanted(const struct tr_plane *pl)
+static void arm(struct tr_fab_plane *pl, struct ibv_cq *cq, int *armed)
 {
-	const struct triad_ctx *ctx = pl->ctx;
+	int ret;
 
-	for (int r = 0; ctx->peers && r < ctx->size; r++) {
-		const struct tr_conn *c = &ctx->peers[r].conn[pl->index];
-
-		if (r == ctx->rank || c->sq_posted == 0)
-			continue;
-		if (c->rma_posted || c->req_msgs || c->nqueued || !c->tx_free ||
-		    c->bsm_linger || c->state == TR_CONN_DRAINING)
-			return 1;
-	}
-	return 0;
-}
-
-void tr_plane_want_send(struct tr_plane *pl)
-{
-	/* An application thread that polls reaps it, and the re-arm timer
-	 * turns events back on once it stops. */
-	if (!pl->scq || pl->sarmed || tr_ctx_rearm_pending(pl->ctx))
+	if (*armed)
 		return;
-	if (ibv_req_notify_cq(pl->scq, 0))
-		tr_error("plane %d: ibv_req_notify_cq: %m", pl->index);
+	ret = ibv_req_notify_cq(cq, 0);
+	if (ret)
+		tr_error("plane %d: ibv_req_notify_cq: %s", pl->index, strerror(ret));
 	else
-		pl->sarmed = 1;
+		*armed = 1;
 }
 
-void tr_plane_arm(struct tr_plane *pl, int all)
+void tr_fab_plane_arm(struct tr_fab *fab, int index, unsigned which)
 {
-	/* Armed before the caller polls, so nothing that lands after the poll
-	 * is missed. */
-	if (pl->cq && !pl->armed) {
-		if (ibv_req_notify_cq(pl->cq, 0))
-			tr_error("plane %d: ibv_req_notify_cq: %m", pl->index);
-		else
-			pl->armed = 1;
-	}
-	if (pl->scq && !pl->sarmed && (all || send_wanted(pl))) {
-		if (ibv_req_notify_cq(pl->scq, 0))
-			tr_error("plane %d: ibv_req_notify_cq: %m", pl->index);
-		else
-			pl->sarmed = 1;
-	}
+	struct tr_fab_plane *pl = &fab->plane[index];
+
+	if (!pl->cq)
+		return;
+	if (which & TR_FAB_CQ_RECV)
+		arm(pl, pl->cq, &pl->armed);
+	if (which & TR_FAB_CQ_SEND)
+		arm(pl, pl->scq, &pl->sarmed);
 }
 
-void tr_async_cb(struct ev_loop *loop, ev_io *w, int revents)
+void tr_fab_async_dispatch(struct tr_fab *fab, int index)
 {
-	struct tr_plane *pl = w->data;
-	struct triad_ctx *ctx = pl->ctx;
+	struct tr_fab_plane *pl = &fab->plane[index];
 	struct ibv_async_event ev;
-	int i;
 
-	(void)loop;
-	(void)revents;
-	pthread_mutex_lock(&ctx->lock);
 	while (ibv_get_async_event(pl->verbs, &ev) == 0) {
 		enum ibv_event_type type = ev.event_type;
 		int port = (type == IBV_EVENT_PORT_ACTIVE || type == IBV_EVENT_PORT_ERR)
-				   ? ev.element.port_num : -1;
+				   ? (int)ev.element.port_num : -1;
 
 		ibv_ack_async_event(&ev);
-		for (i = 0; i < ctx->nplanes; i++) {
-			struct tr_plane *p = &ctx->plane[i];
+		if (port < 0) {
+			tr_info("%s: async event %s", pl->devname, ibv_event_type_str(type));
+			continue;
+		}
+		for (int i = 0; i < TRIAD_MAX_PLANES; i++) {
+			struct tr_fab_plane *p = &fab->plane[i];
 
-			if (p->verbs != pl->verbs || port != p->port_num)
+			if (!p->open || p->verbs != pl->verbs || port != p->port_num)
 				continue;
 			p->port_up = type == IBV_EVENT_PORT_ACTIVE;
 			tr_warn("plane %d: %s port %u %s", i, p->devname, p->port_num,
 				p->port_up ? "up" : "DOWN");
+			fab->ops->on_port(fab->arg, i, p->port_up);
 		}
-		if (port < 0)
-			tr_info("%s: async event %s", pl->devname, ibv_event_type_str(type));
 	}
-	tr_ctx_signal(ctx);
-	pthread_mutex_unlock(&ctx->lock);
 }

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "proto/fc.h"
+
 static const char *const type_names[TR_MSG_TYPE_MAX] = {
 	[TR_MSG_WIN_QUERY] = "WIN_QUERY",
 	[TR_MSG_WIN_INFO] = "WIN_INFO",
@@ -335,5 +337,47 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 	if (c.bad || c.p != c.end)
 		return -EBADMSG;
 	*out = m;
+	return 0;
+}
+
+/* ---- connection private data ----------------------------------------------*/
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+void tr_conn_priv_encode(uint8_t buf[TR_WIRE_PRIV_LEN], const struct tr_conn_priv *d)
+{
+	put_be32(buf, TR_WIRE_PRIV_MAGIC);
+	put_be32(buf + 4, d->plane);
+	put_be32(buf + 8, d->rank);
+	put_be32(buf + 12, d->size);
+	put_be32(buf + 16, d->slots);
+	put_be32(buf + 20, d->slot_size);
+}
+
+int tr_conn_priv_decode(const uint8_t *buf, size_t len, struct tr_conn_priv *d)
+{
+	struct tr_conn_priv v;
+
+	if (len < TR_WIRE_PRIV_LEN || get_be32(buf) != TR_WIRE_PRIV_MAGIC)
+		return -EBADMSG;
+	v.plane = get_be32(buf + 4);
+	v.rank = get_be32(buf + 8);
+	v.size = get_be32(buf + 12);
+	v.slots = get_be32(buf + 16);
+	v.slot_size = get_be32(buf + 20);
+	if (v.slots < 1 || v.slots > TR_FC_MAX_SLOTS || v.slot_size < 512 ||
+	    v.slot_size > TR_WIRE_MAX_LEN)
+		return -EPROTO;
+	*d = v;
 	return 0;
 }

@@ -113,4 +113,19 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *m);
 void tr_wire_set_link(void *buf, uint8_t slot, uint8_t prio, int has_bsm, uint64_t n,
 		      uint64_t c);
 
+/* What each side of a connection tells the other in the rdma_cm private
+ * data: magic "tria", then plane, rank, world size, receive slots and slot
+ * size, each a big-endian u32 (TR_WIRE_PRIV_LEN bytes). */
+#define TR_WIRE_PRIV_MAGIC 0x74726961u
+#define TR_WIRE_PRIV_LEN 24
+
+struct tr_conn_priv {
+	uint32_t plane, rank, size, slots, slot_size;
+};
+
+void tr_conn_priv_encode(uint8_t buf[TR_WIRE_PRIV_LEN], const struct tr_conn_priv *d);
+/* 0, -EBADMSG (short, or not ours), -EPROTO (slots or slot size out of
+ * range: 1..64 slots, 512..TR_WIRE_MAX_LEN bytes). */
+int tr_conn_priv_decode(const uint8_t *buf, size_t len, struct tr_conn_priv *d);
+
 #endif

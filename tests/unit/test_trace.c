@@ -1,4 +1,4 @@
-/* Unit tests for the event trace (lib/core/trace.[ch]): what TRIAD_TRACE
+/* Unit tests for the event trace (lib/base/trace.[ch]): what TRIAD_TRACE
  * writes, the ring's wrap-around, and a bad directory. */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "core/log.h"
-#include "core/trace.h"
+#include "base/log.h"
+#include "base/trace.h"
 
 static char dir[64];
 

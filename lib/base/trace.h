@@ -4,8 +4,8 @@
  * Clocks are CLOCK_MONOTONIC, so the files of ranks in one host (or one VM)
  * merge into one timeline: scripts/trace-merge DIR prints it with the gaps.
  * Off, it costs one branch per event. */
-#ifndef TRIAD_CORE_TRACE_H
-#define TRIAD_CORE_TRACE_H
+#ifndef TRIAD_BASE_TRACE_H
+#define TRIAD_BASE_TRACE_H
 
 #include <stdint.h>
 

@@ -1,6 +1,6 @@
 /* A minimal intrusive doubly linked list. */
-#ifndef TRIAD_CORE_LIST_H
-#define TRIAD_CORE_LIST_H
+#ifndef TRIAD_BASE_LIST_H
+#define TRIAD_BASE_LIST_H
 
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-#include "core/trace.h"
+#include "base/trace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 
 struct tr_trace_ev {
 	uint64_t ns;

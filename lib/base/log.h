@@ -1,7 +1,7 @@
 /* Logging: one line per event, prefixed with the rank, the level and the
  * function that detected it.  Errors are logged once, where detected. */
-#ifndef TRIAD_CORE_LOG_H
-#define TRIAD_CORE_LOG_H
+#ifndef TRIAD_BASE_LOG_H
+#define TRIAD_BASE_LOG_H
 
 enum tr_log_level {
 	TR_LOG_ERROR,

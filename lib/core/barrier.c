@@ -1,0 +1,85 @@
+/* The barrier: every rank tells rank 0 it arrived, rank 0 releases
+ * everyone.  Epochs number the barriers each rank entered. */
+#include <errno.h>
+
+#include "base/log.h"
+#include "core/ctx.h"
+
+void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+{
+	uint32_t e = m->u.barrier.epoch;
+
+	if (m->type == TR_MSG_BARRIER && ctx->rank == 0) {
+		/* An arrival may be for the epoch after the one rank 0 is in. */
+		if (e != ctx->bar_epoch && e != ctx->bar_epoch + 1) {
+			tr_warn("rank %d: barrier epoch %u, expected %u", peer, e, ctx->bar_epoch);
+			return;
+		}
+		ctx->bar_arrived[e & 1]++;
+	} else if (m->type == TR_MSG_BARRIER_REL && peer == 0) {
+		if ((int32_t)(e - ctx->bar_released) > 0)
+			ctx->bar_released = e;
+	}
+}
+
+struct bar_wait {
+	struct triad_ctx *ctx;
+	uint32_t epoch;
+	int error;
+};
+
+static int barrier_done(void *arg)
+{
+	struct bar_wait *b = arg;
+	struct triad_ctx *ctx = b->ctx;
+	int peer;
+
+	if (ctx->rank == 0) {
+		if (ctx->bar_arrived[b->epoch & 1] < (uint32_t)ctx->size - 1)
+			goto check_peers;
+		ctx->bar_arrived[b->epoch & 1] = 0;
+		for (peer = 1; peer < ctx->size; peer++) {
+			struct tr_msg m = { .type = TR_MSG_BARRIER_REL, .u.barrier.epoch = b->epoch };
+
+			if (tr_peer_send(ctx, peer, &m, TR_FC_HIGH, NULL))
+				b->error = -EIO;
+		}
+		return 1;
+	}
+	if ((int32_t)(ctx->bar_released - b->epoch) >= 0)
+		return 1;
+check_peers:
+	/* Give up when a rank we need can no longer be reached on any plane. */
+	for (peer = ctx->rank == 0 ? 1 : 0; peer < (ctx->rank == 0 ? ctx->size : 1); peer++) {
+		if (!tr_peer_reachable(ctx, peer)) {
+			tr_error("barrier: rank %d is unreachable", peer);
+			b->error = -EIO;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int triad_barrier(triad_ctx_t *ctx, int timeout_ms)
+{
+	struct bar_wait b = { .ctx = ctx };
+	int ret;
+
+	if (!ctx)
+		return -EINVAL;
+	if (ctx->size == 1)
+		return 0;
+	pthread_mutex_lock(&ctx->lock);
+	b.epoch = ++ctx->bar_epoch;
+	if (ctx->rank != 0) {
+		struct tr_msg m = { .type = TR_MSG_BARRIER, .u.barrier.epoch = b.epoch };
+
+		if (tr_peer_send(ctx, 0, &m, TR_FC_HIGH, NULL)) {
+			pthread_mutex_unlock(&ctx->lock);
+			return -EIO;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	ret = tr_wait_until(ctx, barrier_done, &b, timeout_ms);
+	return ret ? ret : b.error;
+}

@@ -1,0 +1,843 @@
+/* Lanes: one peer on one plane (see lane.h).
+ *
+ * The lower rank connects, the higher rank accepts; the active side retries
+ * (the peer may not listen yet) until TRIAD_CONNECT_TIMEOUT_MS.  A lane
+ * that breaks after it was up goes DRAINING: its QP is moved to the error
+ * state, every posted work request comes back flushed (and fails its
+ * request or is sent again on another lane), and only then are the QP and
+ * buffers released (FAILED).  Every state change goes through
+ * lane_set_state(), which tells the peer (peer.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "core/ctx.h"
+
+static const char *const state_names[] = {
+	[TR_LANE_DOWN] = "DOWN",	   [TR_LANE_CONNECTING] = "CONNECTING",
+	[TR_LANE_ACCEPTING] = "ACCEPTING", [TR_LANE_UP] = "UP",
+	[TR_LANE_DRAINING] = "DRAINING",   [TR_LANE_FAILED] = "FAILED",
+};
+
+const char *tr_lane_state_str(enum tr_lane_state s)
+{
+	return state_names[s];
+}
+
+struct queued_msg {
+	struct tr_list link;
+	int len;
+	struct triad_req *req;
+	char data[];
+};
+
+#define NO_SLOT TR_WIRE_NO_SLOT
+
+static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void pump(struct tr_lane *l);
+
+static void lane_set_state(struct tr_lane *l, enum tr_lane_state s)
+{
+	struct triad_ctx *ctx = l->ctx;
+
+	if (l->state == s)
+		return;
+	tr_debug("peer %d plane %d: %s -> %s", l->peer, l->plane, state_names[l->state],
+		 state_names[s]);
+	l->state = s;
+	l->stats.up = s == TR_LANE_UP;
+	if (s == TR_LANE_DRAINING) {
+		/* The flow-control engines start afresh with the next connection:
+		 * keep their error counts in the totals. */
+		l->stats.fc_timeouts += tr_fc_tx_errors(&l->fc_tx);
+		l->stats.rx_overruns += tr_fc_rx_overruns(&l->fc_rx);
+	}
+	/* After start-up a broken lane is rebuilt: the side that connects asks
+	 * the progress thread (which owns the timers) to retry. */
+	if (s == TR_LANE_FAILED && ctx->initialized && !ctx->closing && l->peer > ctx->rank &&
+	    !ctx->peers[l->peer].gone) {
+		l->want_reconnect = 1;
+		tr_progress_kick(ctx);
+	}
+	tr_peer_lane_changed(l);
+}
+
+void tr_lane_init(struct triad_ctx *ctx, struct tr_lane *l, int peer, int plane)
+{
+	memset(l, 0, sizeof(*l));
+	l->ctx = ctx;
+	l->peer = peer;
+	l->plane = plane;
+	l->down_status = TRIAD_S_UNREACHABLE;
+	for (int p = 0; p < TR_FC_NPRIO; p++)
+		tr_list_init(&l->msgq[p]);
+	tr_list_init(&l->rmaq);
+	ev_init(&l->retry_w, retry_cb);
+	l->retry_w.data = l;
+}
+
+static void conn_priv(const struct tr_lane *l, uint8_t buf[TR_WIRE_PRIV_LEN])
+{
+	const struct triad_ctx *ctx = l->ctx;
+	struct tr_conn_priv d = {
+		.plane = (uint32_t)l->plane,
+		.rank = (uint32_t)ctx->rank,
+		.size = (uint32_t)ctx->size,
+		.slots = (uint32_t)ctx->cfg.slots,
+		.slot_size = (uint32_t)ctx->cfg.slot_size,
+	};
+
+	tr_conn_priv_encode(buf, &d);
+}
+
+/* ---- resources -----------------------------------------------------------------*/
+/* The free slots each priority needs (TRIAD_FC_NEED_*), for nslots slots:
+ * with fewer slots than a threshold, every priority may use all of them. */
+static void fc_need(const struct tr_config *cfg, unsigned nslots, unsigned need[TR_FC_NPRIO])
+{
+	need[TR_FC_HIGH] = 1;
+	need[TR_FC_MEDIUM] = (unsigned)cfg->need_medium;
+	need[TR_FC_LOW] = (unsigned)cfg->need_low;
+	for (int p = 0; p < TR_FC_NPRIO; p++)
+		if (need[p] > nslots)
+			need[p] = nslots;
+}
+
+/* At ESTABLISHED, once the peer's slots are known: message buffers (ours
+ * for the peer's messages, the peer's size for ours) and flow control. */
+static int setup_msgs(struct tr_lane *l, const struct tr_conn_priv *peer)
+{
+	struct triad_ctx *ctx = l->ctx;
+	size_t rsz = ctx->cfg.slot_size, tsz = peer->slot_size, total;
+	unsigned need[TR_FC_NPRIO];
+	int i;
+
+	fc_need(&ctx->cfg, peer->slots, need);		       /* the peer's slots, for our sends */
+	fc_need(&ctx->cfg, (unsigned)ctx->cfg.slots, l->rx_need); /* ours, for its sends */
+
+	l->peer_slots = peer->slots;
+	l->peer_slot_size = peer->slot_size;
+	l->nrx = ctx->cfg.slots + TR_LANE_EXTRA_BUFS;
+	l->ntx = (int)peer->slots + TR_LANE_EXTRA_BUFS;
+	if (l->ntx > ctx->cfg.sq_depth / 2) /* the rest of the send queue is for put/get */
+		l->ntx = ctx->cfg.sq_depth / 2;
+	l->sq_avail = ctx->cfg.sq_depth;
+	if (tr_fc_tx_init(&l->fc_tx, peer->slots, need) ||
+	    tr_fc_rx_init(&l->fc_rx, (unsigned)ctx->cfg.slots)) {
+		tr_error("peer %d plane %d: flow-control thresholds %u/%u/%u do not fit %u slots",
+			 l->peer, l->plane, need[0], need[1], need[2], peer->slots);
+		return -EINVAL;
+	}
+	total = (size_t)l->nrx * rsz + (size_t)l->ntx * tsz;
+	if (posix_memalign((void **)&l->bufmem, 4096, total))
+		l->bufmem = NULL;
+	l->rx = calloc((size_t)l->nrx, sizeof(*l->rx));
+	l->tx = calloc((size_t)l->ntx, sizeof(*l->tx));
+	if (!l->bufmem || !l->rx || !l->tx) {
+		tr_error("peer %d plane %d: no memory for message buffers", l->peer, l->plane);
+		return -ENOMEM;
+	}
+	l->buf_mr = tr_fab_mr_reg(ctx->fab, l->plane, l->bufmem, total, TR_MR_LOCAL_WRITE);
+	if (!l->buf_mr)
+		return -ENOMEM;
+	for (i = 0; i < l->nrx; i++) {
+		l->rx[i].lane = l;
+		l->rx[i].data = l->bufmem + (size_t)i * rsz;
+	}
+	l->tx_free = NULL;
+	for (i = l->ntx - 1; i >= 0; i--) {
+		l->tx[i].lane = l;
+		l->tx[i].data = l->bufmem + (size_t)l->nrx * rsz + (size_t)i * tsz;
+		l->tx[i].next_free = l->tx_free;
+		l->tx_free = &l->tx[i];
+	}
+	return 0;
+}
+
+/* Releases the QP and the buffers: only when nothing is posted. */
+static void release(struct tr_lane *l)
+{
+	tr_fab_qp_destroy(l->qp);
+	tr_fab_mr_dereg(l->buf_mr);
+	free(l->bufmem);
+	free(l->rx);
+	free(l->tx);
+	l->qp = NULL;
+	l->buf_mr = NULL;
+	l->bufmem = NULL;
+	l->rx = l->tx = l->tx_free = NULL;
+	l->rma_posted = l->req_msgs = 0;
+	for (int p = 0; p < TR_FC_NPRIO; p++) {
+		while (!tr_list_empty(&l->msgq[p])) {
+			struct queued_msg *q = tr_list_first(&l->msgq[p], struct queued_msg, link);
+
+			tr_list_del(&q->link);
+			free(q);
+		}
+	}
+	l->nqueued = 0;
+}
+
+static int post_recv(struct tr_buf *b)
+{
+	struct tr_lane *l = b->lane;
+	int ret = tr_fab_post_recv(l->qp, b->data, (uint32_t)l->ctx->cfg.slot_size, l->buf_mr,
+				   (uintptr_t)b | TR_CK_RECV);
+
+	if (!ret)
+		l->rq_posted++;
+	return ret;
+}
+
+static void established(struct tr_lane *l, const struct tr_conn_priv *peer)
+{
+	l->peer_closed = 0;
+	if (setup_msgs(l, peer)) {
+		release(l);
+		lane_set_state(l, TR_LANE_FAILED);
+		return;
+	}
+	lane_set_state(l, TR_LANE_UP);
+	for (int i = 0; i < l->nrx; i++) {
+		if (post_recv(&l->rx[i])) {
+			tr_lane_fail(l, TRIAD_S_TRANSPORT);
+			return;
+		}
+	}
+	tr_info("peer %d plane %d: connected, qp 0x%x, %u slots of %u B each way", l->peer,
+		l->plane, tr_fab_qp_num(l->qp), l->peer_slots, l->peer_slot_size);
+	pump(l); /* the first BSM: the peer can send nothing before it */
+}
+
+/* ---- active side --------------------------------------------------------------*/
+static void attempt_failed(struct tr_lane *l, const char *why);
+
+int tr_lane_connect(struct tr_lane *l)
+{
+	struct triad_ctx *ctx = l->ctx;
+	uint8_t priv[TR_WIRE_PRIV_LEN];
+	int ret;
+
+	if (!l->deadline)
+		l->deadline = ev_now(ctx->loop) + ctx->cfg.connect_timeout_ms / 1000.0;
+	l->attempts++;
+	l->stats.connects++;
+	conn_priv(l, priv);
+	ret = tr_fab_connect(ctx->fab, l->plane, ctx->world.addr[l->peer][l->plane],
+			     ctx->world.port, priv, sizeof(priv), l, &l->qp);
+	if (ret == -EAGAIN) {
+		l->qp = NULL;
+		attempt_failed(l, "rdma_resolve_addr");
+		return 0;
+	}
+	if (ret) { /* this side cannot connect at all (logged) */
+		l->qp = NULL;
+		l->down_status = TRIAD_S_UNREACHABLE;
+		lane_set_state(l, TR_LANE_FAILED);
+		return ret;
+	}
+	lane_set_state(l, TR_LANE_CONNECTING);
+	return 0;
+}
+
+static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct tr_lane *l = w->data;
+	struct triad_ctx *ctx = l->ctx;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	if (l->state == TR_LANE_DOWN && !ctx->closing)
+		tr_lane_connect(l);
+	tr_ctx_signal(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* An attempt failed before the lane was up: try again or give up. */
+static void attempt_failed(struct tr_lane *l, const char *why)
+{
+	struct triad_ctx *ctx = l->ctx;
+	double delay = 0.05 * l->attempts + (ctx->initialized ? 0.5 : 0);
+
+	release(l);
+	if (ev_now(ctx->loop) + delay >= l->deadline) {
+		tr_error("peer %d plane %d: cannot connect after %d attempts (%s)", l->peer,
+			 l->plane, l->attempts, why);
+		l->down_status = TRIAD_S_UNREACHABLE;
+		lane_set_state(l, TR_LANE_FAILED);
+		return;
+	}
+	tr_debug("peer %d plane %d: attempt %d failed (%s), retry in %.2f s", l->peer, l->plane,
+		 l->attempts, why, delay > 1 ? 1.0 : delay);
+	lane_set_state(l, TR_LANE_DOWN);
+	ev_timer_stop(ctx->loop, &l->retry_w);
+	ev_timer_set(&l->retry_w, delay > 1 ? 1.0 : delay, 0);
+	ev_timer_start(ctx->loop, &l->retry_w);
+}
+
+void tr_lane_reconnect(struct tr_lane *l)
+{
+	struct triad_ctx *ctx = l->ctx;
+
+	if (!l->want_reconnect || l->state != TR_LANE_FAILED || ctx->closing)
+		return;
+	l->want_reconnect = 0;
+	l->attempts = 0;
+	l->deadline = ev_now(ctx->loop) + 1e9; /* until it works or we close */
+	lane_set_state(l, TR_LANE_DOWN);
+	ev_timer_stop(ctx->loop, &l->retry_w);
+	ev_timer_set(&l->retry_w, 0.5, 0);
+	ev_timer_start(ctx->loop, &l->retry_w);
+	tr_info("peer %d plane %d: reconnecting", l->peer, l->plane);
+}
+
+void tr_lane_give_up(struct tr_lane *l)
+{
+	if (l->state == TR_LANE_DOWN)
+		lane_set_state(l, TR_LANE_FAILED);
+}
+
+/* ---- passive side ----------------------------------------------------------------*/
+void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
+			      uint8_t *reply, size_t *reply_len)
+{
+	struct triad_ctx *ctx = arg;
+	struct tr_conn_priv d;
+	struct tr_lane *l;
+
+	if (tr_conn_priv_decode(priv, len, &d)) {
+		tr_warn("plane %d: connection request without triad private data: rejected", plane);
+		return NULL;
+	}
+	if (d.size != (uint32_t)ctx->size || d.rank >= d.size || (int)d.rank >= ctx->rank ||
+	    d.plane != (uint32_t)plane) {
+		tr_warn("plane %d: connection request from rank %u plane %u world %u does not "
+			"fit this world (%d ranks, rank %d): rejected",
+			plane, d.rank, d.plane, d.size, ctx->size, ctx->rank);
+		return NULL;
+	}
+	l = &ctx->peers[d.rank].lane[plane];
+	/* FAILED: the peer rebuilds a lane that broke (its side found out first,
+	 * or ours is about to: a stale one is dropped by its peer). */
+	if (l->state != TR_LANE_DOWN && l->state != TR_LANE_FAILED) {
+		tr_warn("peer %u plane %d: connection request while %s: rejected", d.rank, plane,
+			state_names[l->state]);
+		return NULL;
+	}
+	if (ctx->closing)
+		return NULL;
+	conn_priv(l, reply);
+	*reply_len = TR_WIRE_PRIV_LEN;
+	return l;
+}
+
+/* ---- rdma_cm events --------------------------------------------------------------*/
+static void lane_break(struct tr_lane *l, enum triad_status why);
+
+void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev,
+		   const uint8_t *priv, size_t len, const char *why)
+{
+	struct triad_ctx *ctx = arg;
+	struct tr_lane *l = owner;
+	struct tr_conn_priv d;
+
+	if (ev == TR_CM_ACCEPTED) {
+		if (tr_conn_priv_decode(priv, len, &d)) { /* checked at the request */
+			tr_fab_qp_destroy(qp);
+			return;
+		}
+		l->qp = qp;
+		l->accept_priv = d;
+		lane_set_state(l, TR_LANE_ACCEPTING);
+		goto out;
+	}
+	if (l->qp != qp) {
+		tr_debug("peer %d plane %d: cm event %s for a stale QP", l->peer, l->plane,
+			 tr_cm_event_str(ev));
+		goto out;
+	}
+	tr_debug("peer %d plane %d: %s", l->peer, l->plane, tr_cm_event_str(ev));
+	switch (ev) {
+	case TR_CM_ESTABLISHED:
+		d = l->accept_priv;
+		/* The active side learns the peer's slots from the accept. */
+		if (l->state == TR_LANE_CONNECTING && tr_conn_priv_decode(priv, len, &d)) {
+			tr_error("peer %d plane %d: the accept carries no valid slot description",
+				 l->peer, l->plane);
+			attempt_failed(l, "bad accept data");
+			break;
+		}
+		if (l->state == TR_LANE_CONNECTING || l->state == TR_LANE_ACCEPTING)
+			established(l, &d);
+		break;
+	case TR_CM_FAILED:
+		if (l->state == TR_LANE_CONNECTING) {
+			attempt_failed(l, why);
+		} else if (l->state == TR_LANE_ACCEPTING) {
+			release(l);
+			lane_set_state(l, TR_LANE_DOWN);
+		}
+		break;
+	case TR_CM_DISCONNECTED:
+		/* The peer is closing, or it died and its kernel said so. */
+		if (l->state == TR_LANE_UP) {
+			tr_info("peer %d plane %d: disconnected by the peer", l->peer, l->plane);
+			l->peer_closed = 1;
+			lane_break(l, TRIAD_S_UNREACHABLE);
+		}
+		break;
+	case TR_CM_DEVICE_REMOVED:
+		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
+		break;
+	default:
+		break;
+	}
+out:
+	tr_ctx_signal(ctx);
+}
+
+/* ---- failure and drain ---------------------------------------------------------------*/
+static void check_drained(struct tr_lane *l)
+{
+	if (l->state == TR_LANE_DRAINING && l->sq_posted == 0 && l->rq_posted == 0 &&
+	    l->rx_held == 0) {
+		release(l);
+		lane_set_state(l, TR_LANE_FAILED);
+	}
+}
+
+static void lane_break(struct tr_lane *l, enum triad_status why)
+{
+	l->down_status = why;
+	l->bsm_linger = 0;
+	/* Error state flushes everything posted, and the peer is told. */
+	tr_fab_qp_break(l->qp);
+	lane_set_state(l, TR_LANE_DRAINING);
+	/* Messages still waiting for a slot go to another lane. */
+	for (int p = 0; p < TR_FC_NPRIO; p++) {
+		while (!tr_list_empty(&l->msgq[p])) {
+			struct queued_msg *q = tr_list_first(&l->msgq[p], struct queued_msg, link);
+
+			tr_list_del(&q->link);
+			l->nqueued--;
+			tr_peer_msg_lost(l, q->data, q->len, (unsigned)p, q->req);
+			free(q);
+		}
+	}
+	check_drained(l);
+}
+
+void tr_lane_fail(struct tr_lane *l, enum triad_status why)
+{
+	if (l->state != TR_LANE_UP)
+		return;
+	tr_warn("peer %d plane %d: connection broken (%s)", l->peer, l->plane,
+		triad_status_str(why));
+	lane_break(l, why);
+}
+
+int tr_lane_idle(const struct tr_lane *l)
+{
+	return l->state != TR_LANE_UP || (l->sq_posted == l->bsm_inflight && l->nqueued == 0);
+}
+
+int tr_lane_send_wanted(const struct tr_lane *l)
+{
+	return l->sq_posted &&
+	       (l->rma_posted || l->req_msgs || l->nqueued || !l->tx_free || l->bsm_linger ||
+		l->state == TR_LANE_DRAINING);
+}
+
+void tr_lane_destroy(struct tr_lane *l)
+{
+	struct triad_ctx *ctx = l->ctx;
+
+	if (ctx->loop)
+		ev_timer_stop(ctx->loop, &l->retry_w);
+	release(l);
+	l->state = TR_LANE_FAILED; /* at close: nobody is told any more */
+}
+
+unsigned tr_lane_max_msg(const struct tr_lane *l)
+{
+	return l->state == TR_LANE_UP ? l->peer_slot_size : (unsigned)l->ctx->cfg.slot_size;
+}
+
+uint32_t tr_lane_max_inline(const struct tr_lane *l)
+{
+	return l->qp ? tr_fab_qp_max_inline(l->qp) : 0;
+}
+
+/* ---- sending ------------------------------------------------------------------------*/
+static int post_send(struct tr_lane *l, struct tr_buf *b, int len)
+{
+	int ret;
+
+	TR_EV(l->ctx, "post_send", l->peer, len);
+	ret = tr_fab_post_send(l->qp, b->data, (uint32_t)len, l->buf_mr,
+			       (uintptr_t)b | TR_CK_SEND);
+	if (ret)
+		return ret;
+	b->len = len;
+	l->tx_free = b->next_free;
+	l->sq_avail--;
+	l->sq_posted++;
+	l->stats.tx_msgs++;
+	l->stats.tx_bytes += (uint64_t)len;
+	return 0;
+}
+
+/* Posts one encoded message into the peer's slot, with our buffer status
+ * for the reverse direction in its header (always: a repeat is harmless
+ * and repairs nothing less than a standalone BSM would). */
+static int post_msg(struct tr_lane *l, const void *data, int len, int slot, unsigned prio,
+		    struct triad_req *req)
+{
+	struct tr_buf *b = l->tx_free;
+	uint64_t n, cf;
+	bool due;
+	int ret;
+
+	memcpy(b->data, data, (size_t)len);
+	due = tr_fc_rx_bsm_due(&l->fc_rx); /* does the status say something new? */
+	tr_fc_rx_bsm(&l->fc_rx, &n, &cf);
+	tr_wire_set_link(b->data, (uint8_t)slot, (uint8_t)prio, 1, n, cf);
+	b->slot = (uint8_t)slot;
+	b->prio = (uint8_t)prio;
+	b->req = req;
+	if (req)
+		tr_progress_want_send(l->ctx, l->plane);
+	ret = post_send(l, b, len);
+	if (ret)
+		return ret;
+	if (req)
+		l->req_msgs++;
+	tr_fc_tx_sent(&l->fc_tx, (unsigned)slot);
+	if (due)
+		l->stats.bsm_piggyback++;
+	TR_EV(l->ctx, "tx_msg", l->peer, tr_wire_type(data));
+	return 0;
+}
+
+static int post_bsm(struct tr_lane *l)
+{
+	struct tr_msg m = { .type = TR_MSG_BSM, .slot = NO_SLOT, .has_bsm = 1 };
+	struct tr_buf *b = l->tx_free;
+	int len, ret;
+
+	tr_fc_rx_bsm(&l->fc_rx, &m.bsm_n, &m.bsm_c);
+	len = tr_msg_encode(&m, b->data, l->peer_slot_size);
+	if (len < 0)
+		return len;
+	b->slot = NO_SLOT;
+	b->req = NULL;
+	ret = post_send(l, b, len);
+	if (ret)
+		return ret;
+	l->bsm_inflight++;
+	l->stats.bsm_standalone++;
+	TR_EV(l->ctx, "tx_bsm", l->peer, 0);
+	return 0;
+}
+
+/* A standalone BSM goes at once when it is urgent (a priority threshold
+ * was crossed) or when two thirds of the slots are unreported (the sender
+ * may soon run short); otherwise it lingers up to TRIAD_BSM_LINGER_US to
+ * cover more slots (force), so a streaming sender costs a BSM per several
+ * messages, not one each.  At most one is in flight, two when urgent. */
+static void pump_bsm(struct tr_lane *l, int force)
+{
+	unsigned unreported = (unsigned)__builtin_popcountll(l->fc_rx.nmtsr);
+	int urgent;
+
+	if (!tr_fc_rx_bsm_due(&l->fc_rx))
+		return;
+	if (!l->tx_free || !l->sq_avail) {
+		tr_progress_want_send(l->ctx, l->plane); /* a completion frees room */
+		return;
+	}
+	urgent = tr_fc_rx_bsm_urgent(&l->fc_rx, l->rx_need);
+	if (l->bsm_inflight >= 2 || (l->bsm_inflight == 1 && !urgent))
+		return; /* its completion pumps again */
+	if (!urgent && !force && 3 * unreported < 2 * l->fc_rx.nslots) {
+		if (!l->bsm_linger) {
+			l->bsm_linger = 1;
+			tr_progress_linger(l->ctx);
+		}
+		return;
+	}
+	l->bsm_linger = 0;
+	if (post_bsm(l))
+		tr_lane_fail(l, TRIAD_S_TRANSPORT);
+}
+
+/* Sends what flow control allows: queued messages by priority (a
+ * priority that must wait blocks the lower ones, which need more free
+ * slots), then a standalone BSM if our status changed and nothing carried
+ * it. */
+static void pump(struct tr_lane *l)
+{
+	unsigned p;
+
+	if (l->state != TR_LANE_UP)
+		return;
+	for (p = 0; p < TR_FC_NPRIO; p++) {
+		while (!tr_list_empty(&l->msgq[p])) {
+			struct queued_msg *q = tr_list_first(&l->msgq[p], struct queued_msg, link);
+			int slot;
+
+			if (!l->tx_free || !l->sq_avail)
+				return;
+			slot = tr_fc_tx_pick(&l->fc_tx, p);
+			if (slot < 0)
+				goto bsm;
+			if (post_msg(l, q->data, q->len, slot, p, q->req)) {
+				tr_lane_fail(l, TRIAD_S_TRANSPORT);
+				return;
+			}
+			tr_list_del(&q->link);
+			l->nqueued--;
+			free(q);
+		}
+	}
+bsm:
+	pump_bsm(l, 0);
+}
+
+void tr_lane_bsm_flush(struct tr_lane *l)
+{
+	if (l->state != TR_LANE_UP || !l->bsm_linger)
+		return;
+	l->bsm_linger = 0;
+	pump_bsm(l, 1);
+}
+
+int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
+		 struct triad_req *req)
+{
+	struct queued_msg *q;
+	int slot;
+
+	if (l->state != TR_LANE_UP)
+		return -ENOTCONN;
+	if (len < TR_WIRE_HDR_LEN || prio >= TR_FC_NPRIO)
+		return -EINVAL;
+	if ((unsigned)len > l->peer_slot_size)
+		return -EMSGSIZE;
+	/* Straight out when nothing of this priority waits and a slot is free. */
+	if (tr_list_empty(&l->msgq[prio]) && l->tx_free && l->sq_avail &&
+	    (slot = tr_fc_tx_pick(&l->fc_tx, prio)) >= 0) {
+		if (post_msg(l, data, len, slot, prio, req)) {
+			tr_lane_fail(l, TRIAD_S_TRANSPORT);
+			return -EIO;
+		}
+		return 0;
+	}
+	q = malloc(sizeof(*q) + (size_t)len);
+	if (!q)
+		return -ENOMEM;
+	memcpy(q->data, data, (size_t)len);
+	q->len = len;
+	q->req = req;
+	tr_list_add_tail(&l->msgq[prio], &q->link);
+	l->nqueued++;
+	if (!l->tx_free || !l->sq_avail)
+		tr_progress_want_send(l->ctx, l->plane); /* waits for send room */
+	pump(l);
+	return 0;
+}
+
+int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
+		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
+		     struct triad_req *req)
+{
+	int ret;
+
+	if (l->state != TR_LANE_UP)
+		return -ENOTCONN;
+	/* Keep room in the send queue for every message the slots allow, so
+	 * that bulk transfers never hold acknowledgements back. */
+	if (l->sq_avail <= l->ntx)
+		return -EAGAIN;
+	tr_progress_want_send(l->ctx, l->plane);
+	ret = tr_fab_post_rma(l->qp, op, laddr, len, mr, raddr, rkey, (uintptr_t)req | TR_CK_RMA);
+	if (ret)
+		return ret;
+	l->sq_avail--;
+	l->sq_posted++;
+	l->rma_posted++;
+	TR_EV(l->ctx, op == TR_RMA_WRITE ? "tx_write" : "tx_read", l->peer, len);
+	return 0;
+}
+
+/* ---- completions and arrivals -----------------------------------------------------------*/
+static void repost(struct tr_buf *b)
+{
+	struct tr_lane *l = b->lane;
+
+	if (l->state == TR_LANE_UP && post_recv(b))
+		tr_lane_fail(l, TRIAD_S_TRANSPORT);
+}
+
+void tr_lane_release(struct tr_buf *b)
+{
+	struct tr_lane *l = b->lane;
+
+	l->rx_held--;
+	tr_fc_rx_drain(&l->fc_rx, b->slot);
+	repost(b);
+	pump(l);
+	check_drained(l);
+}
+
+static void on_recv(struct tr_buf *b, const struct tr_fab_wc *wc)
+{
+	struct tr_lane *l = b->lane;
+	struct tr_msg m;
+	int ret;
+
+	l->rq_posted--;
+	if (wc->status != TRIAD_S_OK) {
+		if (!wc->flushed) {
+			tr_warn("peer %d plane %d: receive failed: %s", l->peer, l->plane, wc->why);
+			tr_lane_fail(l, wc->status);
+		}
+		check_drained(l);
+		return;
+	}
+	l->stats.rx_msgs++;
+	l->stats.rx_bytes += wc->len;
+	ret = tr_msg_decode(b->data, wc->len, &m);
+	if (ret) {
+		l->stats.rx_dropped++;
+		tr_warn("peer %d plane %d: dropped a malformed message (%u bytes): %s", l->peer,
+			l->plane, wc->len, strerror(-ret));
+		goto done;
+	}
+	TR_EV(l->ctx, "rx_msg", l->peer, m.type);
+	if (m.has_bsm && tr_fc_tx_bsm2(&l->fc_tx, m.bsm_n, m.bsm_c))
+		tr_warn("peer %d plane %d: inconsistent buffer status ignored", l->peer, l->plane);
+	if (m.type == TR_MSG_BSM)
+		goto done;
+	if (tr_fc_rx_arrive(&l->fc_rx, m.slot)) {
+		/* The peer broke flow control (or its slot count): never trust it. */
+		tr_error("peer %d plane %d: %s into slot %u, which is %s: dropped", l->peer,
+			 l->plane, tr_msg_type_str(m.type), m.slot,
+			 m.slot < l->fc_rx.nslots ? "occupied" : "not one of ours");
+		goto done;
+	}
+	b->slot = m.slot;
+	if (m.type != TR_MSG_AM) {
+		/* Everything but an active message is whole in m: free the slot
+		 * before handling it, so that the answer the handler sends (a
+		 * copy's DATA, RESP or DONE) already reports it free and no
+		 * standalone BSM has to follow. */
+		tr_fc_rx_drain(&l->fc_rx, m.slot);
+		repost(b);
+		tr_peer_on_msg(l, &m, NULL);
+		pump(l);
+		return;
+	}
+	if (tr_peer_on_msg(l, &m, b)) {
+		l->rx_held++; /* a handler kept it: tr_lane_release() frees it */
+		pump(l);
+		return;
+	}
+	tr_fc_rx_drain(&l->fc_rx, m.slot);
+done:
+	repost(b);
+	pump(l);
+}
+
+void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc)
+{
+	(void)arg;
+	on_recv((struct tr_buf *)(uintptr_t)(wc->cookie & ~(uint64_t)TR_CK_TAG_MASK), wc);
+}
+
+static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
+{
+	struct tr_lane *l = b->lane;
+	int bsm = b->slot == NO_SLOT;
+
+	l->sq_posted--;
+	l->sq_avail++;
+	b->next_free = l->tx_free;
+	l->tx_free = b;
+	if (bsm)
+		l->bsm_inflight--;
+	if (b->req)
+		l->req_msgs--;
+	if (wc->status != TRIAD_S_OK) {
+		if (!wc->flushed) {
+			l->stats.errors++;
+			tr_warn("peer %d plane %d: send failed: %s", l->peer, l->plane, wc->why);
+			tr_lane_fail(l, wc->status);
+		}
+		/* It may or may not have arrived; the peer sends it again on
+		 * another lane and the receiver drops a duplicate by its sequence
+		 * number.  A BSM belongs to this lane: it dies with it. */
+		if (!bsm)
+			tr_peer_msg_lost(l, b->data, b->len, b->prio, b->req);
+		check_drained(l);
+		return;
+	}
+	if (b->req)
+		tr_req_complete(b->req, TRIAD_S_OK);
+	pump(l);
+	tr_rma_pump(l);
+}
+
+static void on_rma(struct triad_req *req, const struct tr_fab_wc *wc)
+{
+	struct tr_lane *l = req->lane;
+	enum triad_status st = wc->status;
+
+	TR_EV(l->ctx, "rma_done", l->peer, wc->status);
+	l->sq_posted--;
+	l->sq_avail++;
+	l->rma_posted--;
+	if (st != TRIAD_S_OK) {
+		if (wc->flushed) {
+			st = l->down_status;
+		} else {
+			l->stats.errors++;
+			tr_warn("peer %d plane %d: %s failed: %s", l->peer, l->plane,
+				req->kind == TR_REQ_GET ? "get" : "put", wc->why);
+			tr_lane_fail(l, st);
+		}
+	}
+	tr_rma_done(req, st);
+	if (l->state == TR_LANE_UP) {
+		pump(l);
+		tr_rma_pump(l);
+	}
+	check_drained(l);
+}
+
+void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc)
+{
+	void *ptr = (void *)(uintptr_t)(wc->cookie & ~(uint64_t)TR_CK_TAG_MASK);
+
+	(void)arg;
+	if ((wc->cookie & TR_CK_TAG_MASK) == TR_CK_SEND)
+		on_send(ptr, wc);
+	else
+		on_rma(ptr, wc);
+}
+
+void tr_lane_fc_tick(struct tr_lane *l)
+{
+	unsigned n;
+
+	if (l->state != TR_LANE_UP)
+		return;
+	n = tr_fc_tx_tick(&l->fc_tx);
+	if (n) {
+		tr_warn("peer %d plane %d: %u slot(s) unconfirmed for a whole timer period: "
+			"freed", l->peer, l->plane, n);
+		pump(l);
+	}
+}

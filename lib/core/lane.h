@@ -1,0 +1,136 @@
+/* A lane: one peer on one plane.  It holds the fabric's QP handle, the
+ * connection's state machine (one writer: lane_set_state in lane.c), the
+ * message buffers, both directions' flow-control registers, the message
+ * queues by priority, the queue of one-sided operations waiting for
+ * send-queue room, and the counters.
+ *
+ * Messages (control, active messages, BSMs) use the peer's receive slots
+ * under buffer-status flow control (proto/fc): a message waits in its
+ * priority's queue until the peer's last BSM leaves a slot for it; every
+ * message carries this side's BSM for the reverse direction in its header,
+ * and a standalone BSM goes out when proto/fc's decision says so.  Each
+ * side tells the other its slot count and size when connecting; buffers
+ * are sized from them at ESTABLISHED.
+ *
+ * Every function here is called with the context lock held. */
+#ifndef TRIAD_CORE_LANE_H
+#define TRIAD_CORE_LANE_H
+
+#include <ev.h>
+
+#include "base/list.h"
+#include "fabric/fabric.h"
+#include "proto/fc.h"
+#include "proto/wire.h"
+#include "triad.h"
+
+struct triad_ctx;
+struct triad_req;
+
+enum tr_lane_state {
+	TR_LANE_DOWN,	    /* nothing yet (passive side waits for the peer) */
+	TR_LANE_CONNECTING, /* active side: resolving or connecting */
+	TR_LANE_ACCEPTING,  /* passive side: accepted, not yet established */
+	TR_LANE_UP,
+	TR_LANE_DRAINING,   /* broken: waiting for the flushed work requests */
+	TR_LANE_FAILED,	    /* resources released; operations fail at once */
+};
+const char *tr_lane_state_str(enum tr_lane_state s);
+
+/* Receive buffers beyond the slots: standalone BSMs in flight (at most
+ * two) and a spare.  Send buffers likewise beyond the peer's slots. */
+#define TR_LANE_EXTRA_BUFS 3
+
+/* Registered buffer for one message.  A receive buffer whose message a
+ * handler kept is the triad_am_msg_t handle. */
+struct tr_buf {
+	struct tr_lane *lane;
+	char *data;
+	int len;		/* of the message in it */
+	uint8_t slot;		/* the flow-control slot it occupies */
+	uint8_t prio;
+	struct triad_req *req;	/* send: completes when the message arrived */
+	struct tr_buf *next_free;
+};
+
+struct tr_lane {
+	struct triad_ctx *ctx;
+	int peer;
+	int plane;
+	enum tr_lane_state state;
+	enum triad_status down_status; /* why it broke */
+	struct tr_qp *qp;
+	int sq_avail;  /* send work requests that may still be posted */
+	int sq_posted; /* posted and not yet completed (incl. flushed) */
+	int rq_posted;
+	int rx_held;   /* receive buffers a handler kept */
+	char *bufmem;
+	struct tr_mr *buf_mr;
+	int nrx, ntx;
+	struct tr_buf *rx, *tx, *tx_free;
+	/* Flow control: our sends into the peer's slots, and the peer's into ours. */
+	struct tr_fc_tx fc_tx;
+	struct tr_fc_rx fc_rx;
+	unsigned rx_need[TR_FC_NPRIO]; /* the thresholds on our slots */
+	unsigned peer_slots, peer_slot_size; /* from the peer's connect data */
+	struct tr_conn_priv accept_priv;     /* passive side: the request's */
+	int bsm_inflight; /* standalone BSMs posted, not completed */
+	int rma_posted;	  /* WRITEs and READs posted, not completed */
+	int req_msgs;	  /* messages with a request posted, not completed */
+	int bsm_linger;	  /* a BSM is due but waits to cover more slots */
+	struct tr_list msgq[TR_FC_NPRIO]; /* encoded messages waiting for a slot */
+	unsigned nqueued;
+	struct tr_list rmaq; /* requests with chunks left to post */
+	struct triad_conn_stats stats;
+	ev_timer retry_w;
+	ev_tstamp deadline;
+	int attempts;
+	int want_reconnect; /* broken after start-up: the progress thread retries */
+	int peer_closed;    /* it broke because the peer disconnected */
+};
+
+/* Completion cookies: pointer | tag; every pointer is 8-byte aligned. */
+enum { TR_CK_RMA = 0, TR_CK_SEND = 1, TR_CK_RECV = 2, TR_CK_TAG_MASK = 7 };
+
+void tr_lane_init(struct triad_ctx *ctx, struct tr_lane *l, int peer, int plane);
+int tr_lane_connect(struct tr_lane *l); /* active side: start an attempt */
+void tr_lane_fail(struct tr_lane *l, enum triad_status why);
+/* Start-up is over and l never came up: stop accepting it. */
+void tr_lane_give_up(struct tr_lane *l);
+/* 1 when nothing this side sent is still unacknowledged. */
+int tr_lane_idle(const struct tr_lane *l);
+/* 1 when a send completion must raise an event: someone waits for one. */
+int tr_lane_send_wanted(const struct tr_lane *l);
+void tr_lane_destroy(struct tr_lane *l); /* at context close */
+/* Progress thread: start reconnecting l if it broke after start-up and
+ * this side connects (the lower rank); retries until up or closing. */
+void tr_lane_reconnect(struct tr_lane *l);
+/* Queue an encoded message (its sequence number already in it) on
+ * priority prio; it goes as soon as the peer has a slot for it.  req (may
+ * be NULL) completes when it arrived.  -ENOTCONN, -EMSGSIZE. */
+int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
+		 struct triad_req *req);
+/* A handler is done with a kept receive buffer: free its slot. */
+void tr_lane_release(struct tr_buf *b);
+/* One flow-control timer period passed. */
+void tr_lane_fc_tick(struct tr_lane *l);
+/* The linger time of a deferred BSM is over: send it. */
+void tr_lane_bsm_flush(struct tr_lane *l);
+/* Largest message the peer's slots take (header included). */
+unsigned tr_lane_max_msg(const struct tr_lane *l);
+uint32_t tr_lane_max_inline(const struct tr_lane *l);
+/* Post one RDMA WRITE or READ for req; -EAGAIN when the send queue must
+ * keep its room for messages. */
+int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
+		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
+		     struct triad_req *req);
+
+/* The fabric's events (ops table, registered by ctx.c). */
+void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc);
+void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc);
+void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
+			      uint8_t *reply, size_t *reply_len);
+void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev,
+		   const uint8_t *priv, size_t len, const char *why);
+
+#endif

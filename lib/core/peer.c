@@ -1,0 +1,215 @@
+/* Peers: one rank over one lane per plane.  The plane choice, the per-peer
+ * sequence numbers (every message carries the next one of its (sender,
+ * peer) pair, whatever lane it takes, and the receiver accepts each once),
+ * message dispatch to the features, resending what a broken lane may have
+ * lost, and what a lane's state change means for the peer. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "core/ctx.h"
+
+static int lane_live(const struct triad_ctx *ctx, const struct tr_lane *l)
+{
+	return l->state == TR_LANE_UP && tr_fab_plane_port_up(ctx->fab, l->plane);
+}
+
+int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags)
+{
+	int home, i;
+
+	if (flags & TR_F_PLANE_PIN)
+		return (int)(flags & TR_F_PLANE_MASK) < ctx->nplanes ? (int)(flags & TR_F_PLANE_MASK)
+								     : -1;
+	home = (ctx->rank + peer) % ctx->nplanes;
+	for (i = 0; i < ctx->nplanes; i++) {
+		int p = (home + i) % ctx->nplanes;
+
+		if (lane_live(ctx, &ctx->peers[peer].lane[p]))
+			return p;
+	}
+	return home; /* nothing live: the caller reports the home plane's state */
+}
+
+struct tr_lane *tr_peer_lane(struct triad_ctx *ctx, int peer, unsigned flags)
+{
+	int plane = tr_plane_choose(ctx, peer, flags);
+
+	return plane < 0 ? NULL : &ctx->peers[peer].lane[plane];
+}
+
+int tr_peer_reachable(const struct triad_ctx *ctx, int peer)
+{
+	for (int p = 0; p < ctx->nplanes; p++)
+		if (ctx->peers[peer].lane[p].state == TR_LANE_UP)
+			return 1;
+	return 0;
+}
+
+int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct triad_req *req)
+{
+	struct tr_peer *p = &l->ctx->peers[l->peer];
+	size_t need = tr_msg_len(m);
+	char stack[TR_WIRE_CTRL_LEN], *buf = stack;
+	int len, ret;
+
+	if (l->state != TR_LANE_UP)
+		return -ENOTCONN;
+	if (need > l->peer_slot_size)
+		return -EMSGSIZE;
+	if (need > sizeof(stack) && !(buf = malloc(need)))
+		return -ENOMEM;
+	m->seq = p->tx_seq;
+	m->slot = 0; /* the link fields are set when it is posted */
+	m->prio = (uint8_t)prio;
+	len = tr_msg_encode(m, buf, need);
+	ret = len < 0 ? len : tr_lane_send(l, buf, len, prio, req);
+	if (!ret)
+		p->tx_seq++;
+	if (buf != stack)
+		free(buf);
+	return ret;
+}
+
+int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio,
+		 struct triad_req *req)
+{
+	struct tr_lane *l = tr_peer_lane(ctx, peer, 0);
+	int ret = tr_peer_send_on(l, m, prio, req);
+
+	if (ret)
+		tr_debug("%s to rank %d on plane %d: %s", tr_msg_type_str(m->type), peer, l->plane,
+			 strerror(-ret));
+	return ret;
+}
+
+/* ---- lane events ----------------------------------------------------------------*/
+int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
+{
+	struct triad_ctx *ctx = l->ctx;
+	struct tr_peer *p = &ctx->peers[l->peer];
+	int kept = 0;
+
+	switch (tr_seq_rx_accept(&p->rx_seq, m->seq)) {
+	case TR_SEQ_NEW:
+		break;
+	case TR_SEQ_DUPLICATE:
+		tr_debug("peer %d: duplicate %s seq %u dropped", l->peer, tr_msg_type_str(m->type),
+			 m->seq);
+		return 0;
+	case TR_SEQ_TOO_FAR:
+		l->stats.errors++;
+		tr_warn("peer %d: %s seq %u beyond the window (expected %u): dropped", l->peer,
+			tr_msg_type_str(m->type), m->seq, p->rx_seq.next);
+		return 0;
+	}
+	switch (m->type) {
+	case TR_MSG_WIN_QUERY:
+		tr_win_on_query(ctx, l->peer, m);
+		break;
+	case TR_MSG_WIN_INFO:
+		tr_win_on_info(ctx, l->peer, m);
+		break;
+	case TR_MSG_BARRIER:
+	case TR_MSG_BARRIER_REL:
+		tr_barrier_on_msg(ctx, l->peer, m);
+		break;
+	case TR_MSG_AM:
+		kept = tr_am_deliver(ctx, l, m, b);
+		break;
+	case TR_MSG_COPY:
+		tr_copy_on_msg(ctx, l->peer, m);
+		break;
+	case TR_MSG_BCAST_DONE:
+		tr_bcast_on_msg(ctx, l->peer, m);
+		break;
+	case TR_MSG_BYE:
+		/* A clean exit: its disconnects follow; rebuilding them would
+		 * retry until we close. */
+		tr_info("peer %d: closing", l->peer);
+		p->gone = 1;
+		break;
+	case TR_MSG_PLANE_DOWN:
+		if ((int)m->u.plane_down.plane < ctx->nplanes) {
+			struct tr_lane *broken = &p->lane[m->u.plane_down.plane];
+
+			if (broken->state == TR_LANE_UP) {
+				tr_warn("peer %d plane %u: the peer reports the connection broken",
+					l->peer, m->u.plane_down.plane);
+				tr_lane_fail(broken, TRIAD_S_UNREACHABLE);
+			}
+		}
+		break;
+	default:
+		break;
+	}
+	tr_ctx_signal(ctx);
+	return kept;
+}
+
+void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
+		      struct triad_req *req)
+{
+	struct triad_ctx *ctx = l->ctx;
+	struct tr_lane *alt = tr_peer_lane(ctx, l->peer, 0);
+
+	if (ctx->closing) {
+		if (req)
+			tr_req_complete(req, TRIAD_S_CANCELLED);
+		return;
+	}
+	/* The encoded message keeps its sequence number: the receiver drops
+	 * it if the first copy did arrive. */
+	if (alt == l || tr_lane_send(alt, data, len, prio, req)) {
+		/* Nobody waits for our BYE, nor for anything to a peer that said
+		 * its own: that is a peer closing first, not a fault. */
+		if (ctx->peers[l->peer].gone || tr_wire_type(data) == TR_MSG_BYE)
+			tr_info("a message to rank %d is lost: it is closing", l->peer);
+		else
+			tr_error("a message to rank %d is lost: no live plane left", l->peer);
+		if (req)
+			tr_req_complete(req, l->down_status);
+		return;
+	}
+	tr_debug("message to rank %d moved from plane %d to plane %d", l->peer, l->plane,
+		 alt->plane);
+}
+
+void tr_peer_lane_changed(struct tr_lane *l)
+{
+	struct triad_ctx *ctx = l->ctx;
+
+	if (l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED) {
+		/* Operations not yet posted on it fail now; posted ones come back
+		 * flushed. */
+		while (!tr_list_empty(&l->rmaq)) {
+			struct triad_req *req = tr_list_first(&l->rmaq, struct triad_req, link);
+
+			tr_list_del(&req->link);
+			req->posted = req->len; /* post nothing more */
+			if (!req->status)
+				req->status = l->down_status;
+			if (!req->inflight)
+				tr_req_complete(req, req->status);
+		}
+		tr_win_lane_broken(ctx, l);
+		if (ctx->initialized && !ctx->closing && !tr_peer_reachable(ctx, l->peer)) {
+			tr_copy_peer_lost(ctx, l->peer);
+			tr_bcast_peer_lost(ctx, l->peer);
+		}
+		if (l->state == TR_LANE_DRAINING && !ctx->closing && !l->peer_closed &&
+		    !ctx->peers[l->peer].gone) {
+			/* The peer may not have noticed (a link fault loses its DREQ):
+			 * tell it on another plane, so it drops its side and the pair
+			 * can rebuild the connection. */
+			struct tr_msg m = { .type = TR_MSG_PLANE_DOWN };
+			struct tr_lane *alt = tr_peer_lane(ctx, l->peer, 0);
+
+			m.u.plane_down.plane = (uint32_t)l->plane;
+			if (alt != l && alt->state == TR_LANE_UP)
+				tr_peer_send_on(alt, &m, TR_FC_HIGH, NULL);
+		}
+	}
+	tr_ctx_signal(ctx);
+}

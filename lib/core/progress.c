@@ -1,0 +1,431 @@
+/* Progress: the lock, the libev loop and its thread, the hand-over between
+ * application threads that poll and the progress thread, spin budgets,
+ * completion-event arming, and the waiters.  See ctx.h for the locking.
+ *
+ * Completion events cost a wake-up each (about 200 us on the emulated test
+ * VM, bench/README.md), so they are armed only when someone needs one:
+ * receive events always while nobody polls; send events only when someone
+ * waits for a send completion (tr_lane_send_wanted), or always when an
+ * application thread goes to sleep. */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "core/ctx.h"
+
+/* An application thread that called in within this window is taken to be
+ * polling: it will reap its own completions, so the progress thread leaves
+ * completion events off and checks again one window later (one wake-up per
+ * window at most, instead of one per completion). */
+#define APP_ACTIVE_NS 2000000ull
+/* A sleeping application thread wakes at least this often, to check
+ * deadlines (window queries, copies). */
+#define APP_SLEEP_MAX_NS 50000000ull
+
+int tr_progress(struct triad_ctx *ctx)
+{
+	int n = 0;
+
+	for (int i = 0; i < ctx->nplanes; i++)
+		n += tr_fab_plane_poll(ctx->fab, i);
+	if (ctx->nqueries)
+		tr_win_check_timeouts(ctx);
+	tr_copy_progress(ctx);
+	return n;
+}
+
+void tr_progress_app(struct triad_ctx *ctx)
+{
+	ctx->app_poll_ns = tr_now_ns();
+	tr_progress(ctx);
+}
+
+static int app_polling(const struct triad_ctx *ctx)
+{
+	return tr_now_ns() - ctx->app_poll_ns < APP_ACTIVE_NS;
+}
+
+static int rearm_pending(const struct triad_ctx *ctx)
+{
+	return app_polling(ctx) && ev_is_active(&ctx->rearm_w);
+}
+
+/* Does anyone wait for a send completion on this plane? */
+static int send_wanted(const struct triad_ctx *ctx, int plane)
+{
+	for (int r = 0; ctx->peers && r < ctx->size; r++)
+		if (r != ctx->rank && tr_lane_send_wanted(&ctx->peers[r].lane[plane]))
+			return 1;
+	return 0;
+}
+
+void tr_progress_want_send(struct triad_ctx *ctx, int plane)
+{
+	if (!rearm_pending(ctx))
+		tr_fab_plane_arm(ctx->fab, plane, TR_FAB_CQ_SEND);
+}
+
+/* Events on for every plane (all: send events too, for an application
+ * thread going to sleep), then one poll for what landed before. */
+static void arm_all(struct triad_ctx *ctx, int all)
+{
+	for (int i = 0; i < ctx->nplanes; i++)
+		tr_fab_plane_arm(ctx->fab, i,
+				 TR_FAB_CQ_RECV | (all || send_wanted(ctx, i) ? TR_FAB_CQ_SEND : 0));
+	tr_progress(ctx);
+}
+
+static void rearm_later(struct triad_ctx *ctx)
+{
+	if (!ev_is_active(&ctx->rearm_w)) {
+		ev_timer_set(&ctx->rearm_w, APP_ACTIVE_NS * 1e-9, 0.);
+		ev_timer_start(ctx->loop, &ctx->rearm_w);
+	}
+}
+
+static void rearm_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct triad_ctx *ctx = w->data;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	if (app_polling(ctx))
+		rearm_later(ctx);
+	else
+		arm_all(ctx, 0);
+	tr_ctx_signal(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* ---- the progress thread's watchers -----------------------------------------*/
+static int plane_of(const struct triad_ctx *ctx, const ev_io *w, const ev_io *arr)
+{
+	(void)ctx;
+	return (int)(w - arr);
+}
+
+static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct triad_ctx *ctx = w->data;
+	int plane = plane_of(ctx, w, ctx->cq_w);
+	unsigned which;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	which = tr_fab_plane_events(ctx->fab, plane);
+	TR_EV(ctx, "cq_wake", plane, which);
+	if (which) {
+		/* While an application thread polls, it reaps the completions
+		 * itself: leave events off rather than wake this thread for each
+		 * one (rearm_cb re-arms once it stops). */
+		if (!app_polling(ctx))
+			tr_fab_plane_arm(ctx->fab, plane,
+					 TR_FAB_CQ_RECV |
+						 (send_wanted(ctx, plane) ? TR_FAB_CQ_SEND : 0));
+		else
+			rearm_later(ctx);
+	}
+	tr_progress(ctx);
+	TR_EV(ctx, "cq_served", plane, 0);
+	/* Serving a remote request usually brings a completion of our own or
+	 * the next message within tens of microseconds (a copy's WRITE, the
+	 * destination's answer): poll a little longer before sleeping, since a
+	 * wake-up costs far more than that (TRIAD_BG_SPIN_US).  The budget is
+	 * this thread's CPU time since it last found work, not wall time: on a
+	 * CPU shared with computing threads the yields hand them the CPU, and
+	 * what a fruitless spin takes from them stays TRIAD_BG_SPIN_US per
+	 * wake-up.  (Counted in wall time, a broadcast root that kept finding
+	 * a message now and then spun through most of the broadcast.) */
+	if (ctx->cfg.bg_spin_us && !app_polling(ctx)) {
+		uint64_t budget = (uint64_t)ctx->cfg.bg_spin_us * 1000, from = tr_thread_cpu_ns();
+
+		while (tr_thread_cpu_ns() - from < budget && !app_polling(ctx)) {
+			pthread_mutex_unlock(&ctx->lock);
+			sched_yield();
+			pthread_mutex_lock(&ctx->lock);
+			if (tr_progress(ctx) > 0)
+				from = tr_thread_cpu_ns();
+		}
+		TR_EV(ctx, "bg_spin_end", plane, 0);
+	}
+	tr_ctx_signal(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static void async_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct triad_ctx *ctx = w->data;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	tr_fab_async_dispatch(ctx->fab, plane_of(ctx, w, ctx->async_w));
+	tr_ctx_signal(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static void cm_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct triad_ctx *ctx = w->data;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	tr_fab_cm_dispatch(ctx->fab);
+	tr_ctx_signal(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* ---- waiters -----------------------------------------------------------------*/
+/* A thread asleep in tr_wait_until.  The signaller checks its condition
+ * and wakes it only when that holds: a thread waiting in a barrier sleeps
+ * through the copies its progress thread serves, instead of waking (and
+ * taking the lock and the CPU) for every message. */
+struct tr_waiter {
+	struct tr_list link;
+	pthread_cond_t cond;
+	int (*pred)(void *);
+	void *arg;
+	int woken;
+};
+
+void tr_ctx_signal(struct triad_ctx *ctx)
+{
+	for (struct tr_list *l = ctx->waiters.next; l != &ctx->waiters; l = l->next) {
+		struct tr_waiter *w = tr_container_of(l, struct tr_waiter, link);
+
+		if (!w->woken && w->pred(w->arg)) {
+			w->woken = 1;
+			pthread_cond_signal(&w->cond);
+		}
+	}
+}
+
+/* Sleeps until signalled for pred, or until the absolute CLOCK_MONOTONIC
+ * deadline ts (lock held).  Returns 1 when pred was seen to hold, by the
+ * signaller or here: it is evaluated once to true, never again (the
+ * barrier's releases the epoch when it does). */
+static int sleep_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg,
+		       const struct timespec *ts)
+{
+	struct tr_waiter w = { .pred = pred, .arg = arg };
+	pthread_condattr_t attr;
+	int held = 0;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&w.cond, &attr);
+	pthread_condattr_destroy(&attr);
+	tr_list_add_tail(&ctx->waiters, &w.link);
+	TR_EV(ctx, "app_sleep", 0, 0);
+	while (!w.woken && !(held = pred(arg))) {
+		if (pthread_cond_timedwait(&w.cond, &ctx->lock, ts) == ETIMEDOUT)
+			break;
+	}
+	TR_EV(ctx, "app_wake", w.woken, 0);
+	tr_list_del(&w.link);
+	pthread_cond_destroy(&w.cond);
+	return w.woken || held;
+}
+
+int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int timeout_ms)
+{
+	uint64_t start = tr_now_ns();
+	uint64_t spin_end = start + (uint64_t)ctx->cfg.spin_us * 1000;
+	uint64_t end = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000;
+	int ret = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (;;) {
+		uint64_t now, wake;
+		struct timespec ts;
+
+		tr_progress_app(ctx);
+		if (pred(arg))
+			break;
+		now = tr_now_ns();
+		if (now >= end) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		if (now < spin_end) {
+			/* Poll without starving the progress thread of the lock. */
+			pthread_mutex_unlock(&ctx->lock);
+			pthread_mutex_lock(&ctx->lock);
+			continue;
+		}
+		/* Sleep until the progress thread signals. */
+		ctx->app_poll_ns = 0; /* not polling any more: events on */
+		arm_all(ctx, 1);
+		if (pred(arg))
+			break;
+		wake = now + APP_SLEEP_MAX_NS;
+		if (wake > end)
+			wake = end;
+		ts.tv_sec = (time_t)(wake / 1000000000);
+		ts.tv_nsec = (long)(wake % 1000000000);
+		if (sleep_until(ctx, pred, arg, &ts))
+			break;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+/* ---- timers and requests from other threads -------------------------------------*/
+static int on_progress_thread(const struct triad_ctx *ctx)
+{
+	return ctx->thread_started && pthread_equal(pthread_self(), ctx->thread);
+}
+
+static void start_linger(struct triad_ctx *ctx)
+{
+	ctx->linger_wanted = 0;
+	if (!ev_is_active(&ctx->linger_w)) {
+		/* Well inside the sender's timer, which would otherwise free the
+		 * slots by timeout. */
+		double s = ctx->cfg.bsm_linger_us * 1e-6, most = ctx->cfg.fc_timer_ms * 0.25e-3;
+
+		ev_timer_set(&ctx->linger_w, s < most ? s : most, 0.);
+		ev_timer_start(ctx->loop, &ctx->linger_w);
+	}
+}
+
+void tr_progress_linger(struct triad_ctx *ctx)
+{
+	if (on_progress_thread(ctx)) {
+		start_linger(ctx);
+	} else if (!ctx->linger_wanted) {
+		ctx->linger_wanted = 1; /* the progress thread owns the timers */
+		ev_async_send(ctx->loop, &ctx->kick_w);
+	}
+}
+
+void tr_progress_kick(struct triad_ctx *ctx)
+{
+	ev_async_send(ctx->loop, &ctx->kick_w);
+}
+
+/* Calls fn on every lane of every peer. */
+static void each_lane(struct triad_ctx *ctx, void (*fn)(struct tr_lane *))
+{
+	for (int r = 0; r < ctx->size; r++)
+		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++)
+			fn(&ctx->peers[r].lane[p]);
+}
+
+static void linger_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct triad_ctx *ctx = w->data;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	each_lane(ctx, tr_lane_bsm_flush);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static void kick_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	struct triad_ctx *ctx = w->data;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	each_lane(ctx, tr_lane_reconnect);
+	if (ctx->linger_wanted)
+		start_linger(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct triad_ctx *ctx = w->data;
+
+	(void)loop;
+	(void)revents;
+	pthread_mutex_lock(&ctx->lock);
+	each_lane(ctx, tr_lane_fc_tick);
+	tr_copy_progress(ctx);
+	tr_ctx_signal(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void *progress_thread(void *arg)
+{
+	struct triad_ctx *ctx = arg;
+
+	ev_run(ctx->loop, 0);
+	return NULL;
+}
+
+/* ---- set-up ------------------------------------------------------------------*/
+int tr_progress_setup(struct triad_ctx *ctx)
+{
+	ctx->loop = ev_loop_new(EVFLAG_AUTO);
+	if (!ctx->loop) {
+		tr_error("cannot create the event loop");
+		return -ENOMEM;
+	}
+	ev_io_init(&ctx->cm_w, cm_cb, tr_fab_cm_fd(ctx->fab), EV_READ);
+	ctx->cm_w.data = ctx;
+	ev_io_start(ctx->loop, &ctx->cm_w);
+	for (int p = 0; p < ctx->nplanes; p++) {
+		int afd = tr_fab_plane_async_fd(ctx->fab, p);
+
+		ev_io_init(&ctx->cq_w[p], cq_cb, tr_fab_plane_cq_fd(ctx->fab, p), EV_READ);
+		ctx->cq_w[p].data = ctx;
+		ev_io_start(ctx->loop, &ctx->cq_w[p]);
+		if (afd >= 0) {
+			ev_io_init(&ctx->async_w[p], async_cb, afd, EV_READ);
+			ctx->async_w[p].data = ctx;
+			ev_io_start(ctx->loop, &ctx->async_w[p]);
+		}
+	}
+	ev_async_init(&ctx->wake_w, wake_cb);
+	ev_async_start(ctx->loop, &ctx->wake_w);
+	ev_async_init(&ctx->kick_w, kick_cb);
+	ctx->kick_w.data = ctx;
+	ev_async_start(ctx->loop, &ctx->kick_w);
+	/* The flow-control timer: one wake-up per period, idle or not. */
+	ev_timer_init(&ctx->fc_timer_w, fc_timer_cb, ctx->cfg.fc_timer_ms / 1000.0,
+		      ctx->cfg.fc_timer_ms / 1000.0);
+	ctx->fc_timer_w.data = ctx;
+	ev_timer_start(ctx->loop, &ctx->fc_timer_w);
+	ev_timer_init(&ctx->rearm_w, rearm_cb, 0., 0.);
+	ctx->rearm_w.data = ctx;
+	ev_timer_init(&ctx->linger_w, linger_cb, 0., 0.);
+	ctx->linger_w.data = ctx;
+	return 0;
+}
+
+int tr_progress_start(struct triad_ctx *ctx)
+{
+	int ret = pthread_create(&ctx->thread, NULL, progress_thread, ctx);
+
+	if (ret) {
+		tr_error("cannot start the progress thread: %s", strerror(ret));
+		return -ret;
+	}
+	ctx->thread_started = 1;
+	return 0;
+}
+
+void tr_progress_stop(struct triad_ctx *ctx)
+{
+	if (!ctx->thread_started)
+		return;
+	ev_async_send(ctx->loop, &ctx->wake_w);
+	pthread_join(ctx->thread, NULL);
+	ctx->thread_started = 0;
+}

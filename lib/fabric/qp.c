@@ -1,0 +1,167 @@
+/* QPs: creation on the plane's device, the error state, release, and the
+ * posts.  Every post carries the caller's opaque cookie, returned in its
+ * completion; every send-queue post is signalled. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "fabric/internal.h"
+
+struct tr_qp *tr_qp_new(struct tr_fab *fab, int plane, void *owner)
+{
+	struct tr_qp *qp = calloc(1, sizeof(*qp));
+
+	if (qp) {
+		qp->fab = fab;
+		qp->plane = plane;
+		qp->owner = owner;
+	}
+	return qp;
+}
+
+int tr_qp_setup(struct tr_qp *qp, struct rdma_cm_id *id)
+{
+	struct tr_fab *fab = qp->fab;
+	struct tr_fab_plane *pl = &fab->plane[qp->plane];
+	struct ibv_qp_init_attr attr = {
+		.send_cq = pl->scq,
+		.recv_cq = pl->cq,
+		.cap = { .max_send_wr = (uint32_t)fab->cfg.sq_depth,
+			 .max_recv_wr = (uint32_t)fab->cfg.rq_depth,
+			 .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 64 },
+		.qp_type = IBV_QPT_RC,
+	};
+	uint8_t tmo = (uint8_t)fab->cfg.ack_timeout;
+
+	if (id->verbs != pl->verbs) {
+		/* The routing trap of a one-host fabric (docs/fabric.md): rdma_cm
+		 * picked another device than the plane's own. */
+		tr_error("plane %d: rdma_cm chose device %s, the plane is %s; fix the routing "
+			 "(one table per address)", qp->plane,
+			 id->verbs ? ibv_get_device_name(id->verbs->device) : "none", pl->devname);
+		return -EXDEV;
+	}
+	if (rdma_create_qp(id, pl->pd, &attr)) {
+		attr.cap.max_inline_data = 0;
+		if (rdma_create_qp(id, pl->pd, &attr)) {
+			int ret = -errno;
+
+			tr_error("plane %d: rdma_create_qp: %m", qp->plane);
+			return ret;
+		}
+	}
+	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &tmo, sizeof(tmo)))
+		tr_warn("plane %d qp 0x%x: cannot set the ack timeout: %m", qp->plane,
+			id->qp->qp_num);
+	qp->id = id;
+	qp->qp = id->qp;
+	qp->max_inline = attr.cap.max_inline_data;
+	return 0;
+}
+
+void tr_qp_release(struct tr_qp *qp)
+{
+	if (qp->qp)
+		rdma_destroy_qp(qp->id);
+	if (qp->id)
+		rdma_destroy_id(qp->id);
+	free(qp);
+}
+
+void tr_fab_qp_break(struct tr_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	int ret;
+
+	/* The send CQ must raise an event for the flushed sends. */
+	tr_fab_plane_arm(qp->fab, qp->plane, TR_FAB_CQ_SEND);
+	if (qp->qp && (ret = ibv_modify_qp(qp->qp, &attr, IBV_QP_STATE)))
+		tr_warn("plane %d qp 0x%x: ibv_modify_qp(ERR): %s", qp->plane, qp->qp->qp_num,
+			strerror(ret));
+	if (qp->connected) {
+		qp->connected = 0;
+		rdma_disconnect(qp->id);
+	}
+}
+
+void tr_fab_qp_destroy(struct tr_qp *qp)
+{
+	if (!qp)
+		return;
+	if (qp->connected)
+		rdma_disconnect(qp->id);
+	tr_qp_release(qp);
+}
+
+uint32_t tr_fab_qp_num(const struct tr_qp *qp)
+{
+	return qp->qp ? qp->qp->qp_num : 0;
+}
+
+uint32_t tr_fab_qp_max_inline(const struct tr_qp *qp)
+{
+	return qp->max_inline;
+}
+
+int tr_fab_post_recv(struct tr_qp *qp, void *addr, uint32_t len, const struct tr_mr *mr,
+		     uint64_t cookie)
+{
+	struct ibv_sge sge = { (uintptr_t)addr, len, mr->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = cookie, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+	int ret = ibv_post_recv(qp->qp, &wr, &bad);
+
+	if (ret) {
+		tr_error("plane %d qp 0x%x: ibv_post_recv: %s", qp->plane, qp->qp->qp_num,
+			 strerror(ret));
+		return -ret;
+	}
+	return 0;
+}
+
+static int post(struct tr_qp *qp, struct ibv_send_wr *wr, const char *what)
+{
+	struct ibv_send_wr *bad;
+	int ret = ibv_post_send(qp->qp, wr, &bad);
+
+	if (ret) {
+		tr_error("plane %d qp 0x%x: ibv_post_send(%s, %u bytes): %s", qp->plane,
+			 qp->qp->qp_num, what, wr->sg_list->length, strerror(ret));
+		return -ret;
+	}
+	return 0;
+}
+
+int tr_fab_post_send(struct tr_qp *qp, const void *addr, uint32_t len, const struct tr_mr *mr,
+		     uint64_t cookie)
+{
+	struct ibv_sge sge = { (uintptr_t)addr, len, mr ? mr->mr->lkey : 0 };
+	struct ibv_send_wr wr = {
+		.wr_id = cookie,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED | (len <= qp->max_inline ? IBV_SEND_INLINE : 0),
+	};
+
+	return post(qp, &wr, "SEND");
+}
+
+int tr_fab_post_rma(struct tr_qp *qp, enum tr_rma_op op, void *laddr, uint32_t len,
+		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie)
+{
+	struct ibv_sge sge = { (uintptr_t)laddr, len, mr ? mr->mr->lkey : 0 };
+	struct ibv_send_wr wr = {
+		.wr_id = cookie,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = op == TR_RMA_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	};
+
+	if (op == TR_RMA_WRITE && len <= qp->max_inline)
+		wr.send_flags |= IBV_SEND_INLINE;
+	return post(qp, &wr, op == TR_RMA_READ ? "READ" : "WRITE");
+}
