@@ -151,7 +151,7 @@ static int setup_qp(struct tr_conn *c, struct rdma_cm_id *id)
 	uint8_t tmo = (uint8_t)ctx->cfg.ack_timeout;
 
 	if (id->verbs != pl->verbs) {
-		/* The routing trap of a one-host fabric (FABRIC.md): rdma_cm picked
+		/* The routing trap of a one-host fabric (docs/fabric.md): rdma_cm picked
 		 * another device than the plane's own. */
 		tr_error("peer %d plane %d: rdma_cm chose device %s, the plane is %s; "
 			 "fix the routing (one table per address)", c->peer, c->plane,
