@@ -1,5 +1,5 @@
-/* Broadcast schedulers (spec/third-party-copy.md, "Broadcast built on
- * Copy", after JP6740683B2 Fig. 11), sans I/O.
+/* Broadcast schedulers (docs/spec/tree-broadcast.md, after JP6740683B2
+ * Fig. 11), sans I/O.
  *
  * One engine (struct tr_bcast) per broadcast, run at the ROOT: it sends
  * len bytes from the root's buffer to the same offsets of every other

@@ -1,4 +1,4 @@
-/* Third-party copy (spec/third-party-copy.md, after JP6740683B2): the
+/* Third-party copy (docs/spec/third-party-copy.md, after JP6740683B2): the
  * operation tables of one rank and their transitions, sans I/O.
  *
  * Initiator I orders source S to RDMA-write [src_win, src_off, len) of S

@@ -1,4 +1,4 @@
-/* Buffer-status flow control (spec/buffer-status-flow-control.md, after
+/* Buffer-status flow control (docs/spec/buffer-status-flow-control.md, after
  * JP3739799B2) for one direction of one connection.
  *
  * The receiver owns K receive slots (1 <= K <= 64).  The sender picks a

@@ -1,5 +1,5 @@
 /* Unit tests for the broadcast schedulers (lib/proto/bcast.[ch]), following
- * spec/third-party-copy.md, "Broadcast built on Copy".
+ * docs/spec/tree-broadcast.md.
  *
  * Most tests drive one engine (the root's) through a discrete-event
  * simulation: every COPY or PUT it asks for becomes a transfer that

@@ -1,5 +1,5 @@
 /* Unit tests for the third-party copy engine (lib/proto/copy.[ch]),
- * following spec/third-party-copy.md.
+ * following docs/spec/third-party-copy.md.
  *
  * Two kinds of tests: single steps, where the test calls one engine and
  * checks every action it returns; and flows, where one engine per

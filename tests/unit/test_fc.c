@@ -1,5 +1,5 @@
 /* Unit tests for buffer-status flow control (lib/proto/fc.[ch]), following
- * the list of behaviours in spec/buffer-status-flow-control.md. */
+ * the list of behaviours in docs/spec/buffer-status-flow-control.md. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>

@@ -95,7 +95,7 @@ host_cpus() {
 
 # pin_vcpus PID FIRST: pin QEMU PID's vCPU threads ("CPU i/TCG", named thanks to
 # -name ...,debug-threads=on) to host CPUs, vCPU i on the (FIRST+i)-th allowed
-# CPU, round robin. Pinning keeps latency figures stable (FABRIC.md, Noise).
+# CPU, round robin. Pinning keeps latency figures stable (docs/fabric.md, Noise).
 # Best effort: waits up to 10 s for the threads, and never fails the run.
 pin_vcpus() {
     local pid=$1 first=$2 cpus n tries=0 t comm idx
