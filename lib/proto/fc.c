@@ -231,3 +231,36 @@ bool tr_fc_rx_bsm_urgent(const struct tr_fc_rx *rx, const unsigned need[TR_FC_NP
 			return true;
 	return false;
 }
+
+static const char *const bsm_action_names[TR_FC_BSM_NACTIONS] = {
+	[TR_FC_BSM_NONE] = "none",
+	[TR_FC_BSM_WAIT_ROOM] = "wait_room",
+	[TR_FC_BSM_BUSY] = "busy",
+	[TR_FC_BSM_LINGER] = "linger",
+	[TR_FC_BSM_SEND] = "send",
+};
+
+const char *tr_fc_bsm_action_str(unsigned action)
+{
+	return action < TR_FC_BSM_NACTIONS ? bsm_action_names[action] : "?";
+}
+
+enum tr_fc_bsm_action tr_fc_rx_bsm_decide(const struct tr_fc_rx *rx,
+					  const unsigned need[TR_FC_NPRIO],
+					  const struct tr_fc_bsm_in *in)
+{
+	unsigned unreported = popcount(rx->nmtsr);
+	bool urgent;
+
+	if (!tr_fc_rx_bsm_due(rx))
+		return TR_FC_BSM_NONE;
+	if (!in->room)
+		return TR_FC_BSM_WAIT_ROOM;
+	urgent = tr_fc_rx_bsm_urgent(rx, need);
+	if (in->inflight >= TR_FC_BSM_MAX_INFLIGHT ||
+	    (in->inflight == TR_FC_BSM_MAX_INFLIGHT - 1 && !urgent))
+		return TR_FC_BSM_BUSY;
+	if (urgent || 3 * unreported >= 2 * rx->nslots || in->force)
+		return TR_FC_BSM_SEND;
+	return TR_FC_BSM_LINGER;
+}

@@ -222,6 +222,62 @@ bool tr_fc_rx_bsm_due(const struct tr_fc_rx *rx);
  * to nslots as in tr_fc_tx_init(). */
 bool tr_fc_rx_bsm_urgent(const struct tr_fc_rx *rx, const unsigned need[TR_FC_NPRIO]);
 
+/* The standalone BSM send decision: what to do about a BSM that no
+ * reverse-direction message can carry.  A pure function of the receiver's
+ * registers, the peer's thresholds (need, NULL for the defaults, as in
+ * tr_fc_rx_bsm_urgent()) and what the caller knows about its send side;
+ * it changes nothing.  The rules, first match wins:
+ *
+ *  1. Nothing due (tr_fc_rx_bsm_due() false): NONE.  The idle-repeat BSM
+ *     that repairs a lost one is the caller's business, not this one's.
+ *  2. No send room (no free send buffer or no send-queue entry):
+ *     WAIT_ROOM.  The caller asks for a send completion and decides again
+ *     when one frees room.
+ *  3. In flight: at most TR_FC_BSM_MAX_INFLIGHT - 1 (one) standalone BSM
+ *     may be posted and not completed, TR_FC_BSM_MAX_INFLIGHT (two) when
+ *     the BSM is urgent; beyond that, BUSY.  The completion of one in
+ *     flight decides again; force does not lift this limit.
+ *  4. Urgent (tr_fc_rx_bsm_urgent(): a resync or first BSM is pending, or
+ *     the BSM carries the sender's free count across a priority
+ *     threshold): SEND at once.
+ *  5. Two thirds: at least two thirds of the slots unreported, i.e.
+ *     3 * popcount(NMTSR) >= 2 * nslots (NMTSR: the slots the sender
+ *     still counts as busy until the next BSM): SEND at once, before the
+ *     sender runs short.  With 6 slots, 3 unreported linger and 4 send.
+ *  6. Otherwise LINGER: wait up to the linger time (the caller starts its
+ *     timer if it is not running) so that one BSM covers several slots;
+ *     a streaming sender then costs a BSM per several messages, not one
+ *     each.  When that timer expires the caller decides again with force
+ *     set, which turns this LINGER into SEND (rules 1 to 3 still apply).
+ *
+ * On SEND the caller stops its linger timer, builds the BSM with
+ * tr_fc_rx_bsm() and posts it, counting it in inflight until its send
+ * completes. */
+enum tr_fc_bsm_action {
+	TR_FC_BSM_NONE,	     /* nothing new to report */
+	TR_FC_BSM_WAIT_ROOM, /* due, but no room to post: wait for a send completion */
+	TR_FC_BSM_BUSY,	     /* due, but enough BSMs in flight: their completion decides again */
+	TR_FC_BSM_LINGER,    /* due, not pressing: wait for more news or the linger timer */
+	TR_FC_BSM_SEND,	     /* post a standalone BSM now */
+	TR_FC_BSM_NACTIONS
+};
+
+#define TR_FC_BSM_MAX_INFLIGHT 2
+
+/* What the caller knows about its send side when it decides. */
+struct tr_fc_bsm_in {
+	unsigned inflight; /* standalone BSMs posted and not completed */
+	bool room;	   /* a send buffer and a send-queue entry are free */
+	bool force;	   /* the linger timer expired: no more waiting */
+};
+
+enum tr_fc_bsm_action tr_fc_rx_bsm_decide(const struct tr_fc_rx *rx,
+					  const unsigned need[TR_FC_NPRIO],
+					  const struct tr_fc_bsm_in *in);
+
+/* "none", "wait_room", "busy", "linger", "send"; "?" for anything else. */
+const char *tr_fc_bsm_action_str(unsigned action);
+
 static inline unsigned tr_fc_rx_free(const struct tr_fc_rx *rx)
 {
 	return (unsigned)__builtin_popcountll(~rx->cfr & rx->mask);

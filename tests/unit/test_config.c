@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "core/config.h"
-#include "core/log.h"
+#include "base/log.h"
 
 #define NVARS 21
 

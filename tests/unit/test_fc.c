@@ -1597,6 +1597,262 @@ static void test_random_one_field(void **state)
 	run_sims(true);
 }
 
+/* ---- the standalone BSM send decision ------------------------------------ */
+
+#define NONE TR_FC_BSM_NONE
+#define WAIT_ROOM TR_FC_BSM_WAIT_ROOM
+#define BUSY TR_FC_BSM_BUSY
+#define LINGER TR_FC_BSM_LINGER
+#define SEND TR_FC_BSM_SEND
+
+/* Asserts the decision for one set of inputs, and that deciding changed
+ * nothing in the receiver. */
+static void expect_decide(const struct tr_fc_rx *rx, const unsigned *need, unsigned inflight,
+			  bool room, bool force, enum tr_fc_bsm_action want, const char *step)
+{
+	struct tr_fc_bsm_in in = { .inflight = inflight, .room = room, .force = force };
+	struct tr_fc_rx before = *rx;
+	enum tr_fc_bsm_action got = tr_fc_rx_bsm_decide(rx, need, &in);
+
+	if (got != want)
+		fail_msg("%s: inflight %u room %d force %d (NMTSR %#llx CFR %#llx): %s, want %s",
+			 step, inflight, room, force, (unsigned long long)rx->nmtsr,
+			 (unsigned long long)rx->cfr, tr_fc_bsm_action_str(got),
+			 tr_fc_bsm_action_str(want));
+	assert_memory_equal(rx, &before, sizeof(before));
+}
+
+/* A receiver with nslots slots whose first BSM went out (nothing due). */
+static void rx_reported(struct tr_fc_rx *rx, unsigned nslots)
+{
+	uint64_t n, c;
+
+	assert_int_equal(tr_fc_rx_init(rx, nslots), 0);
+	tr_fc_rx_bsm(rx, &n, &c);
+	assert_false(tr_fc_rx_bsm_due(rx));
+}
+
+static void arrive_n(struct tr_fc_rx *rx, unsigned from, unsigned count)
+{
+	for (unsigned i = 0; i < count; i++)
+		assert_int_equal(tr_fc_rx_arrive(rx, from + i), 0);
+}
+
+static void report(struct tr_fc_rx *rx)
+{
+	uint64_t n, c;
+
+	tr_fc_rx_bsm(rx, &n, &c);
+}
+
+static void test_bsm_decide_nothing_due(void **state)
+{
+	struct tr_fc_rx rx;
+
+	(void)state;
+	rx_reported(&rx, 6);
+	for (unsigned inflight = 0; inflight < 4; inflight++)
+		for (int room = 0; room < 2; room++)
+			for (int force = 0; force < 2; force++)
+				expect_decide(&rx, NULL, inflight, room, force, NONE, "reported");
+	/* Full slots already reported are no news either, even with two
+	 * thirds of the slots busy at the sender. */
+	arrive_n(&rx, 0, 5);
+	report(&rx);
+	expect_decide(&rx, NULL, 0, true, false, NONE, "full, reported");
+	expect_decide(&rx, NULL, 0, true, true, NONE, "full, reported, force");
+	expect_decide(&rx, NULL, 0, false, true, NONE, "full, reported, no room");
+}
+
+static void test_bsm_decide_linger_and_force(void **state)
+{
+	struct tr_fc_rx rx;
+
+	(void)state;
+	rx_reported(&rx, 6);
+	assert_int_equal(tr_fc_rx_arrive(&rx, 0), 0);
+	expect_decide(&rx, NULL, 0, true, false, LINGER, "1 of 6");
+	expect_decide(&rx, NULL, 0, true, true, SEND, "1 of 6, expired");
+	arrive_n(&rx, 1, 2);
+	expect_decide(&rx, NULL, 0, true, false, LINGER, "3 of 6");
+	expect_decide(&rx, NULL, 0, true, true, SEND, "3 of 6, expired");
+	/* A drain that crosses no threshold lingers too. */
+	report(&rx);
+	assert_int_equal(tr_fc_rx_drain(&rx, 2), 0);
+	expect_decide(&rx, NULL, 0, true, false, LINGER, "drain, seen 3 next 4");
+	expect_decide(&rx, NULL, 0, true, true, SEND, "drain, expired");
+	/* Once sent, nothing is due and force sends nothing. */
+	report(&rx);
+	expect_decide(&rx, NULL, 0, true, true, NONE, "after the BSM");
+}
+
+static void test_bsm_decide_two_thirds(void **state)
+{
+	/* Hand-computed: the fewest unreported slots that send at once,
+	 * ceil(2 * nslots / 3). */
+	static const struct {
+		unsigned nslots, first_send;
+	} cases[] = {
+		{ 1, 1 }, { 2, 2 }, { 3, 2 }, { 4, 3 }, { 5, 4 },
+		{ 6, 4 }, { 7, 5 }, { 9, 6 }, { 63, 42 }, { 64, 43 },
+	};
+	struct tr_fc_rx rx;
+	char step[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		unsigned n = cases[i].nslots;
+
+		rx_reported(&rx, n);
+		for (unsigned k = 1; k <= n; k++) {
+			assert_int_equal(tr_fc_rx_arrive(&rx, k - 1), 0);
+			assert_false(tr_fc_rx_bsm_urgent(&rx, NULL)); /* arrivals only */
+			snprintf(step, sizeof(step), "%u of %u unreported", k, n);
+			expect_decide(&rx, NULL, 0, true, false,
+				      k < cases[i].first_send ? LINGER : SEND, step);
+		}
+	}
+
+	/* The exact boundary with 6 slots: 3 linger, 4 send. */
+	rx_reported(&rx, 6);
+	arrive_n(&rx, 0, 3);
+	expect_decide(&rx, NULL, 0, true, false, LINGER, "3 of 6");
+	assert_int_equal(tr_fc_rx_arrive(&rx, 3), 0);
+	expect_decide(&rx, NULL, 0, true, false, SEND, "4 of 6");
+
+	/* Unreported counts NMTSR: the slots the sender still holds busy,
+	 * including those full at the last BSM, not only the new arrivals. */
+	rx_reported(&rx, 6);
+	arrive_n(&rx, 0, 3);
+	report(&rx); /* NMTSR = CFR = {0, 1, 2} */
+	assert_int_equal(tr_fc_rx_drain(&rx, 0), 0);
+	expect_decide(&rx, NULL, 0, true, false, LINGER, "3 busy at the sender, 1 drained");
+	assert_int_equal(tr_fc_rx_arrive(&rx, 3), 0);
+	expect_decide(&rx, NULL, 0, true, false, SEND, "4 busy at the sender");
+}
+
+static void test_bsm_decide_urgent(void **state)
+{
+	struct tr_fc_rx rx;
+
+	(void)state;
+	/* The first BSM after init: urgent with nothing unreported, so it goes
+	 * even with one BSM already in flight. */
+	assert_int_equal(tr_fc_rx_init(&rx, 6), 0);
+	expect_decide(&rx, NULL, 0, true, false, SEND, "first BSM");
+	expect_decide(&rx, NULL, 1, true, false, SEND, "first BSM, one in flight");
+	expect_decide(&rx, NULL, 2, true, false, BUSY, "first BSM, two in flight");
+	report(&rx);
+	tr_fc_rx_resync(&rx);
+	expect_decide(&rx, NULL, 0, true, false, SEND, "resync");
+	expect_decide(&rx, NULL, 1, true, false, SEND, "resync, one in flight");
+
+	/* Every slot full and reported, then one drains: the sender's free
+	 * count goes from 0 to 1, over the high threshold. */
+	rx_reported(&rx, 6);
+	arrive_n(&rx, 0, 6);
+	report(&rx);
+	assert_int_equal(tr_fc_rx_drain(&rx, 5), 0);
+	assert_true(tr_fc_rx_bsm_urgent(&rx, NULL));
+	expect_decide(&rx, NULL, 1, true, false, SEND, "0 -> 1 free, one in flight");
+}
+
+static void test_bsm_decide_thresholds(void **state)
+{
+	static const unsigned need_125[TR_FC_NPRIO] = { 1, 2, 5 };
+	static const unsigned need_124[TR_FC_NPRIO] = { 1, 2, 4 };
+	struct tr_fc_rx rx;
+
+	(void)state;
+	/* 2 of 6 full and reported (seen 4), one drains (next 5): that crosses
+	 * a low threshold of 5, not the default 3.  Only 2 slots unreported,
+	 * so only urgency can send at once. */
+	rx_reported(&rx, 6);
+	arrive_n(&rx, 0, 2);
+	report(&rx);
+	assert_int_equal(tr_fc_rx_drain(&rx, 0), 0);
+	expect_decide(&rx, need_125, 0, true, false, SEND, "4 -> 5 free, need 5");
+	expect_decide(&rx, need_125, 1, true, false, SEND, "need 5, one in flight");
+	expect_decide(&rx, need_125, 2, true, false, BUSY, "need 5, two in flight");
+	expect_decide(&rx, NULL, 0, true, false, LINGER, "4 -> 5 free, need 3");
+	expect_decide(&rx, NULL, 1, true, false, BUSY, "need 3, one in flight");
+	expect_decide(&rx, need_124, 0, true, false, LINGER, "4 -> 5 free, need 4");
+
+	/* 3 of 6 reported (seen 3), one drains (next 4): a threshold of 4 is
+	 * crossed, the defaults are not. */
+	rx_reported(&rx, 6);
+	arrive_n(&rx, 0, 3);
+	report(&rx);
+	assert_int_equal(tr_fc_rx_drain(&rx, 1), 0);
+	expect_decide(&rx, need_124, 0, true, false, SEND, "3 -> 4 free, need 4");
+	expect_decide(&rx, need_125, 0, true, false, LINGER, "3 -> 4 free, need 5");
+	expect_decide(&rx, NULL, 0, true, false, LINGER, "3 -> 4 free, need 3");
+	/* The next drain reaches 5. */
+	assert_int_equal(tr_fc_rx_drain(&rx, 2), 0);
+	expect_decide(&rx, need_125, 0, true, false, SEND, "3 -> 5 free, need 5");
+}
+
+static void test_bsm_decide_inflight(void **state)
+{
+	struct tr_fc_rx rx;
+
+	(void)state;
+	/* Two thirds, not urgent: one in flight already blocks, force or not. */
+	rx_reported(&rx, 6);
+	arrive_n(&rx, 0, 4);
+	assert_false(tr_fc_rx_bsm_urgent(&rx, NULL));
+	expect_decide(&rx, NULL, 0, true, false, SEND, "2/3, none in flight");
+	for (unsigned inflight = 1; inflight < 4; inflight++) {
+		expect_decide(&rx, NULL, inflight, true, false, BUSY, "2/3, in flight");
+		expect_decide(&rx, NULL, inflight, true, true, BUSY, "2/3, in flight, force");
+	}
+	/* Lingering: the in-flight limit comes first. */
+	rx_reported(&rx, 6);
+	assert_int_equal(tr_fc_rx_arrive(&rx, 0), 0);
+	expect_decide(&rx, NULL, 1, true, false, BUSY, "linger, one in flight");
+	expect_decide(&rx, NULL, 1, true, true, BUSY, "expired, one in flight");
+
+	/* Urgent: two may be in flight, not three. */
+	assert_int_equal(tr_fc_rx_init(&rx, 6), 0);
+	expect_decide(&rx, NULL, 0, true, false, SEND, "urgent, none in flight");
+	expect_decide(&rx, NULL, 1, true, false, SEND, "urgent, one in flight");
+	expect_decide(&rx, NULL, 2, true, false, BUSY, "urgent, two in flight");
+	expect_decide(&rx, NULL, 2, true, true, BUSY, "urgent, two in flight, force");
+	expect_decide(&rx, NULL, 1000, true, false, BUSY, "urgent, many in flight");
+}
+
+static void test_bsm_decide_room(void **state)
+{
+	struct tr_fc_rx rx;
+
+	(void)state;
+	/* No room comes before every other rule but "nothing due". */
+	assert_int_equal(tr_fc_rx_init(&rx, 6), 0); /* urgent */
+	for (unsigned inflight = 0; inflight < 4; inflight++) {
+		expect_decide(&rx, NULL, inflight, false, false, WAIT_ROOM, "urgent, no room");
+		expect_decide(&rx, NULL, inflight, false, true, WAIT_ROOM, "urgent, no room, force");
+	}
+	rx_reported(&rx, 6);
+	assert_int_equal(tr_fc_rx_arrive(&rx, 0), 0);
+	expect_decide(&rx, NULL, 0, false, false, WAIT_ROOM, "linger, no room");
+	expect_decide(&rx, NULL, 0, false, true, WAIT_ROOM, "expired, no room");
+	arrive_n(&rx, 1, 3);
+	expect_decide(&rx, NULL, 0, false, false, WAIT_ROOM, "2/3, no room");
+	expect_decide(&rx, NULL, 0, true, false, SEND, "2/3, room");
+}
+
+static void test_bsm_action_names(void **state)
+{
+	(void)state;
+	assert_string_equal(tr_fc_bsm_action_str(NONE), "none");
+	assert_string_equal(tr_fc_bsm_action_str(WAIT_ROOM), "wait_room");
+	assert_string_equal(tr_fc_bsm_action_str(BUSY), "busy");
+	assert_string_equal(tr_fc_bsm_action_str(LINGER), "linger");
+	assert_string_equal(tr_fc_bsm_action_str(SEND), "send");
+	assert_string_equal(tr_fc_bsm_action_str(TR_FC_BSM_NACTIONS), "?");
+	assert_string_equal(tr_fc_bsm_action_str(-1u), "?");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1617,6 +1873,14 @@ int main(void)
 		cmocka_unit_test(test_misuse),
 		cmocka_unit_test(test_random_two_field),
 		cmocka_unit_test(test_random_one_field),
+		cmocka_unit_test(test_bsm_decide_nothing_due),
+		cmocka_unit_test(test_bsm_decide_linger_and_force),
+		cmocka_unit_test(test_bsm_decide_two_thirds),
+		cmocka_unit_test(test_bsm_decide_urgent),
+		cmocka_unit_test(test_bsm_decide_thresholds),
+		cmocka_unit_test(test_bsm_decide_inflight),
+		cmocka_unit_test(test_bsm_decide_room),
+		cmocka_unit_test(test_bsm_action_names),
 	};
 
 	return cmocka_run_group_tests_name("fc", tests, NULL, NULL);
