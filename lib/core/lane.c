@@ -542,35 +542,36 @@ static int post_bsm(struct tr_lane *l)
 	return 0;
 }
 
-/* A standalone BSM goes at once when it is urgent (a priority threshold
- * was crossed) or when two thirds of the slots are unreported (the sender
- * may soon run short); otherwise it lingers up to TRIAD_BSM_LINGER_US to
- * cover more slots (force), so a streaming sender costs a BSM per several
- * messages, not one each.  At most one is in flight, two when urgent. */
+/* A standalone BSM when proto/fc's decision says so (urgent, two thirds
+ * of the slots unreported, or a linger that ran out: force); a lingering
+ * one waits up to TRIAD_BSM_LINGER_US to cover more slots, so a streaming
+ * sender costs a BSM per several messages, not one each. */
 static void pump_bsm(struct tr_lane *l, int force)
 {
-	unsigned unreported = (unsigned)__builtin_popcountll(l->fc_rx.nmtsr);
-	int urgent;
+	struct tr_fc_bsm_in in = {
+		.inflight = (unsigned)l->bsm_inflight,
+		.room = l->tx_free && l->sq_avail,
+		.force = force,
+	};
 
-	if (!tr_fc_rx_bsm_due(&l->fc_rx))
-		return;
-	if (!l->tx_free || !l->sq_avail) {
+	switch (tr_fc_rx_bsm_decide(&l->fc_rx, l->rx_need, &in)) {
+	case TR_FC_BSM_WAIT_ROOM:
 		tr_progress_want_send(l->ctx, l->plane); /* a completion frees room */
-		return;
-	}
-	urgent = tr_fc_rx_bsm_urgent(&l->fc_rx, l->rx_need);
-	if (l->bsm_inflight >= 2 || (l->bsm_inflight == 1 && !urgent))
-		return; /* its completion pumps again */
-	if (!urgent && !force && 3 * unreported < 2 * l->fc_rx.nslots) {
+		break;
+	case TR_FC_BSM_LINGER:
 		if (!l->bsm_linger) {
 			l->bsm_linger = 1;
 			tr_progress_linger(l->ctx);
 		}
-		return;
+		break;
+	case TR_FC_BSM_SEND:
+		l->bsm_linger = 0;
+		if (post_bsm(l))
+			tr_lane_fail(l, TRIAD_S_TRANSPORT);
+		break;
+	default: /* nothing new, or one in flight: its completion pumps again */
+		break;
 	}
-	l->bsm_linger = 0;
-	if (post_bsm(l))
-		tr_lane_fail(l, TRIAD_S_TRANSPORT);
 }
 
 /* Sends what flow control allows: queued messages by priority (a
