@@ -74,6 +74,7 @@ struct triad_ctx_attr {
 int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p);
 void triad_fini(triad_ctx_t *ctx);
 
+/* This rank, the number of ranks, the number of planes; -EINVAL for NULL. */
 int triad_rank(const triad_ctx_t *ctx);
 int triad_size(const triad_ctx_t *ctx);
 int triad_nplanes(const triad_ctx_t *ctx);
@@ -262,11 +263,23 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 		  enum triad_prio prio, triad_req_t **req_p);
 /* Frees the slot of a message its handler kept. */
 int triad_am_release(triad_am_msg_t *msg);
-size_t triad_am_max_size(const triad_ctx_t *ctx);
+size_t triad_am_max_size(const triad_ctx_t *ctx); /* 0 for NULL */
 
 /* ---- counters ---------------------------------------------------------------*/
+/* field_mask, set by the caller: the groups of fields to fill.  The
+ * library writes only those, so a program built against an older triad.h
+ * (a shorter struct) is never written past its end; a new field comes
+ * with a new group.  Unknown bits: -EINVAL. */
+enum {
+	TRIAD_CONN_STATS_LINK = 1u << 0, /* up .. errors */
+	TRIAD_CONN_STATS_FC = 1u << 1,	 /* bsm_standalone .. rx_dropped */
+	TRIAD_CONN_STATS_AM = 1u << 2,	 /* am_unknown */
+	TRIAD_CONN_STATS_COPY = 1u << 3, /* copy_bytes */
+};
+#define TRIAD_CONN_STATS_ALL 0xfu
+
 struct triad_conn_stats {
-	uint64_t field_mask; /* reserved: the library fills every field */
+	uint64_t field_mask; /* TRIAD_CONN_STATS_* (in) */
 	int up;		     /* connection established */
 	uint64_t connects;	     /* connection attempts from this side (the lower rank's) */
 	uint64_t tx_msgs, rx_msgs;   /* messages (control, AM, BSM) */
@@ -285,6 +298,9 @@ struct triad_conn_stats {
 	uint64_t am_unknown;	     /* active messages for an unregistered id */
 	uint64_t copy_bytes;	     /* bytes this side wrote as a copy's source */
 };
+/* The counters of this rank's connection to rank on plane, for the groups
+ * stats_p->field_mask names (completions already queued are counted
+ * first). */
 int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane,
 		     struct triad_conn_stats *stats_p);
 

@@ -255,7 +255,7 @@ static int am_counters(struct perf_run *r, int peer, uint64_t c[NCTR])
 {
 	memset(c, 0, NCTR * sizeof(*c));
 	for (int p = 0; p < triad_nplanes(r->ctx); p++) {
-		struct triad_conn_stats s;
+		struct triad_conn_stats s = { .field_mask = TRIAD_CONN_STATS_ALL };
 		int ret = triad_conn_stats(r->ctx, peer, p, &s);
 
 		if (ret) {

@@ -12,12 +12,12 @@ int triad_am_register(triad_ctx_t *ctx, unsigned id, triad_am_handler_t handler,
 	int ret = 0;
 
 	if (!ctx || !handler || id > TRIAD_AM_MAX_ID) {
-		tr_error("am_register: needs a handler and an id <= %d (got %u)", TRIAD_AM_MAX_ID, id);
+		tr_debug("am_register: needs a handler and an id <= %d (got %u)", TRIAD_AM_MAX_ID, id);
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->am[id].fn) {
-		tr_error("am_register: id %u already has a handler", id);
+		tr_debug("am_register: id %u already has a handler", id);
 		ret = -EEXIST;
 	} else {
 		ctx->am[id].fn = handler;
@@ -29,6 +29,8 @@ int triad_am_register(triad_ctx_t *ctx, unsigned id, triad_am_handler_t handler,
 
 size_t triad_am_max_size(const triad_ctx_t *ctx)
 {
+	if (!ctx)
+		return 0;
 	return ctx->cfg.slot_size - TR_WIRE_HDR_LEN - TR_WIRE_AM_HDR_LEN;
 }
 
@@ -79,7 +81,7 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 	if (!ctx || (!buf && len) || id > TRIAD_AM_MAX_ID || (unsigned)prio > TRIAD_PRIO_LOW ||
 	    rank < 0 || rank >= (ctx ? ctx->size : 0)) {
 		if (ctx)
-			tr_error("am_send: bad arguments (rank %d of %d, id %u, prio %d)", rank,
+			tr_debug("am_send: bad arguments (rank %d of %d, id %u, prio %d)", rank,
 				 ctx->size, id, (int)prio);
 		return -EINVAL;
 	}

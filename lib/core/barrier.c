@@ -1,5 +1,16 @@
 /* The barrier: every rank tells rank 0 it arrived, rank 0 releases
- * everyone.  Epochs number the barriers each rank entered. */
+ * everyone.  Epochs number the barriers; each rank keeps the one it is in.
+ *
+ * Failure: a barrier cannot complete once a rank it needs is unreachable
+ * on every plane.  Rank 0 then fails its own barrier and tells every rank
+ * it can still reach (BARRIER_FAIL), so every survivor fails at once, not
+ * at its own timeout; a rank that loses rank 0 fails by itself.
+ *
+ * Retry: a barrier that timed out (-ETIMEDOUT) is still entered: the
+ * rank's arrival counts.  Calling triad_barrier again waits for that same
+ * barrier, without arriving twice, so a retry completes together with the
+ * ranks that were late.  Any other outcome ends the barrier: the next call
+ * enters the next one. */
 #include <errno.h>
 
 #include "base/log.h"
@@ -19,6 +30,9 @@ void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 	} else if (m->type == TR_MSG_BARRIER_REL && peer == 0) {
 		if ((int32_t)(e - ctx->bar_released) > 0)
 			ctx->bar_released = e;
+	} else if (m->type == TR_MSG_BARRIER_FAIL && peer == 0) {
+		if ((int32_t)(e - ctx->bar_failed) > 0)
+			ctx->bar_failed = e;
 	}
 }
 
@@ -27,6 +41,17 @@ struct bar_wait {
 	uint32_t epoch;
 	int error;
 };
+
+/* Rank 0 could not complete epoch: tell everyone it still reaches. */
+static void tell_failed(struct triad_ctx *ctx, uint32_t epoch)
+{
+	for (int peer = 1; peer < ctx->size; peer++) {
+		struct tr_msg m = { .type = TR_MSG_BARRIER_FAIL, .u.barrier.epoch = epoch };
+
+		if (tr_peer_reachable(ctx, peer))
+			tr_peer_send(ctx, peer, &m, TR_FC_HIGH, NULL);
+	}
+}
 
 static int barrier_done(void *arg)
 {
@@ -48,11 +73,18 @@ static int barrier_done(void *arg)
 	}
 	if ((int32_t)(ctx->bar_released - b->epoch) >= 0)
 		return 1;
+	if (ctx->bar_failed == b->epoch) {
+		tr_info("barrier %u: rank 0 reports a rank gone", b->epoch);
+		b->error = -EIO;
+		return 1;
+	}
 check_peers:
 	/* Give up when a rank we need can no longer be reached on any plane. */
 	for (peer = ctx->rank == 0 ? 1 : 0; peer < (ctx->rank == 0 ? ctx->size : 1); peer++) {
 		if (!tr_peer_reachable(ctx, peer)) {
-			tr_error("barrier: rank %d is unreachable", peer);
+			tr_info("barrier %u: rank %d is unreachable", b->epoch, peer);
+			if (ctx->rank == 0)
+				tell_failed(ctx, b->epoch);
 			b->error = -EIO;
 			return 1;
 		}
@@ -70,16 +102,24 @@ int triad_barrier(triad_ctx_t *ctx, int timeout_ms)
 	if (ctx->size == 1)
 		return 0;
 	pthread_mutex_lock(&ctx->lock);
-	b.epoch = ++ctx->bar_epoch;
-	if (ctx->rank != 0) {
-		struct tr_msg m = { .type = TR_MSG_BARRIER, .u.barrier.epoch = b.epoch };
+	if (ctx->bar_retry) {
+		b.epoch = ctx->bar_epoch; /* the barrier that timed out: arrived already */
+	} else {
+		b.epoch = ++ctx->bar_epoch;
+		if (ctx->rank != 0) {
+			struct tr_msg m = { .type = TR_MSG_BARRIER, .u.barrier.epoch = b.epoch };
 
-		if (tr_peer_send(ctx, 0, &m, TR_FC_HIGH, NULL)) {
-			pthread_mutex_unlock(&ctx->lock);
-			return -EIO;
+			if (tr_peer_send(ctx, 0, &m, TR_FC_HIGH, NULL)) {
+				pthread_mutex_unlock(&ctx->lock);
+				tr_info("barrier %u: rank 0 is unreachable", b.epoch);
+				return -EIO;
+			}
 		}
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	ret = tr_wait_until(ctx, barrier_done, &b, timeout_ms);
+	pthread_mutex_lock(&ctx->lock);
+	ctx->bar_retry = ret == -ETIMEDOUT;
+	pthread_mutex_unlock(&ctx->lock);
 	return ret ? ret : b.error;
 }

@@ -288,7 +288,7 @@ int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t
 	if (!ctx || !req_p || root < 0 || root >= ctx->size ||
 	    (unsigned)algo > TRIAD_BCAST_PIPELINED) {
 		if (ctx)
-			tr_error("bcast: bad arguments (root %d of %d ranks, algorithm %d)", root,
+			tr_debug("bcast: bad arguments (root %d of %d ranks, algorithm %d)", root,
 				 ctx->size, (int)algo);
 		return -EINVAL;
 	}

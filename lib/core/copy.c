@@ -122,6 +122,15 @@ static struct triad_req *internal_req(struct triad_ctx *ctx, enum tr_req_kind ki
 	return req;
 }
 
+/* COPY_START's message request: it arrived, or cannot be delivered (the
+ * engine hears of a lost source through tr_copy_peer_lost). */
+static void start_delivered(struct triad_req *req)
+{
+	if (req->status == TRIAD_S_OK)
+		tr_copy_start_delivered(&req->ctx->copy, req->c_op);
+	free(req);
+}
+
 static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 {
 	static const unsigned prio[TR_COPY_NMSGS] = {
@@ -151,6 +160,21 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 			}
 			free(then); /* cannot defer: the chunks' failure will fail the op */
 		}
+	}
+	if (a->msg == TR_COPY_START) {
+		/* Its arrival tells the engine that the order reached the source:
+		 * a source lost after that is leg S_I (or S_D), not I_S. */
+		struct triad_req *req = tr_req_new(ctx, TR_REQ_MSG, (int)a->to);
+
+		if (req) {
+			req->c_op = a->hdr.op_id;
+			req->on_done = start_delivered;
+		}
+		if (tr_peer_send(ctx, (int)a->to, &m, prio[a->msg], req)) {
+			free(req);
+			tr_copy_peer_lost(ctx, (int)a->to);
+		}
+		return;
 	}
 	if (tr_peer_send(ctx, (int)a->to, &m, prio[a->msg], NULL))
 		tr_copy_peer_lost(ctx, (int)a->to);
@@ -305,7 +329,7 @@ int triad_copy(triad_ctx_t *ctx, int src_rank, uint32_t src_win, uint64_t src_of
 	if (!ctx || !req_p || src_rank < 0 || src_rank >= ctx->size || dst_rank < 0 ||
 	    dst_rank >= ctx->size || flags > TRIAD_COPY_TRANSPORT_ACK) {
 		if (ctx)
-			tr_error("copy: bad arguments (source %d, destination %d of %d ranks, "
+			tr_debug("copy: bad arguments (source %d, destination %d of %d ranks, "
 				 "flags 0x%x)", src_rank, dst_rank, ctx->size, flags);
 		return -EINVAL;
 	}

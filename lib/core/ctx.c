@@ -4,6 +4,7 @@
 #include "core/ctx.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,7 +191,8 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 	char err[300];
 	int ret;
 
-	if (!ctx_p)
+	if (!ctx_p || (attr && (attr->field_mask & ~(uint64_t)(TRIAD_CTX_ATTR_RANK |
+							      TRIAD_CTX_ATTR_WORLD_FILE))))
 		return -EINVAL;
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
@@ -235,15 +237,80 @@ err:
 	return ret;
 }
 
-static int all_sent(void *arg)
+/* Messages this side sent or queued that are not acknowledged yet. */
+static unsigned unsent(const struct triad_ctx *ctx)
 {
-	struct triad_ctx *ctx = arg;
+	unsigned n = 0;
 
 	for (int r = 0; r < ctx->size; r++)
 		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++)
-			if (!tr_lane_idle(&ctx->peers[r].lane[p]))
-				return 0;
-	return 1;
+			n += tr_lane_unsent(&ctx->peers[r].lane[p]);
+	return n;
+}
+
+static int all_sent(void *arg)
+{
+	return unsent(arg) == 0;
+}
+
+/* Lets what we sent (the last barrier release, say) reach the peers before
+ * the disconnect overtakes it: waits while messages keep being
+ * acknowledged, up to how long the transport takes to give up on a plane,
+ * but no more than FINI_STALL_MS once nothing moves (a receiver that keeps
+ * its slots, a dead peer). */
+#define FINI_STALL_MS 1000
+
+static void flush_messages(struct triad_ctx *ctx)
+{
+	uint64_t end = tr_now_ns() + (uint64_t)((ctx->cfg.retry_count + 2) * 4.096e3 *
+						(double)(1ull << ctx->cfg.ack_timeout)) +
+		       FINI_STALL_MS * 1000000ull;
+	unsigned left, before;
+
+	pthread_mutex_lock(&ctx->lock);
+	left = unsent(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	while (left && tr_now_ns() < end) {
+		before = left;
+		tr_wait_until(ctx, all_sent, ctx, FINI_STALL_MS);
+		pthread_mutex_lock(&ctx->lock);
+		left = unsent(ctx);
+		pthread_mutex_unlock(&ctx->lock);
+		if (left >= before)
+			break;
+	}
+	if (left)
+		tr_info("closing with %u message(s) unacknowledged: cancelled", left);
+}
+
+/* Every lane still up is broken and drained: what is posted comes back
+ * flushed, and every request still open completes as cancelled.  The
+ * progress thread is gone; this thread polls. */
+#define FINI_DRAIN_MS 2000
+
+static void cancel_all(struct triad_ctx *ctx)
+{
+	uint64_t end = tr_now_ns() + FINI_DRAIN_MS * 1000000ull;
+	int r, p, draining;
+
+	for (r = 0; r < ctx->size; r++)
+		for (p = 0; r != ctx->rank && p < ctx->nplanes; p++)
+			tr_lane_cancel(&ctx->peers[r].lane[p]);
+	do {
+		tr_progress(ctx);
+		draining = 0;
+		for (r = 0; r < ctx->size; r++)
+			for (p = 0; r != ctx->rank && p < ctx->nplanes; p++)
+				draining |= ctx->peers[r].lane[p].state == TR_LANE_DRAINING;
+		if (draining) {
+			pthread_mutex_unlock(&ctx->lock);
+			sched_yield();
+			pthread_mutex_lock(&ctx->lock);
+		}
+	} while (draining && tr_now_ns() < end);
+	if (draining)
+		tr_warn("closing: the NIC did not flush every work request in %d ms",
+			FINI_DRAIN_MS);
 }
 
 /* Tells every peer we are closing, so that it does not try to rebuild the
@@ -267,27 +334,22 @@ void triad_fini(triad_ctx_t *ctx)
 	if (!ctx)
 		return;
 	if (ctx->thread_started && ctx->peers) {
-		/* Let what we sent (the last barrier release, say) reach the peers
-		 * before the disconnect overtakes it, bounded by how long the
-		 * transport takes to give up on a plane. */
-		int ms = (int)((ctx->cfg.retry_count + 2) * 4.096e-3 *
-			       (double)(1ull << ctx->cfg.ack_timeout)) + 1000;
-
 		say_bye(ctx);
-		if (tr_wait_until(ctx, all_sent, ctx, ms))
-			tr_warn("closing with messages still unacknowledged");
+		flush_messages(ctx);
 	}
 	pthread_mutex_lock(&ctx->lock);
 	ctx->closing = 1;
 	pthread_mutex_unlock(&ctx->lock);
 	tr_progress_stop(ctx);
 	pthread_mutex_lock(&ctx->lock);
+	if (ctx->peers)
+		cancel_all(ctx);
 	tr_bcast_teardown(ctx); /* requests still open complete as cancelled */
 	tr_copy_teardown(ctx);
 	for (r = 0; ctx->peers && r < ctx->size; r++) {
 		for (p = 0; p < ctx->nplanes; p++)
 			tr_lane_destroy(&ctx->peers[r].lane[p]);
-		tr_rwins_free(&ctx->peers[r]);
+		tr_rwins_free(ctx, &ctx->peers[r]);
 	}
 	tr_wins_destroy_all(ctx);
 	pthread_mutex_unlock(&ctx->lock);
@@ -302,27 +364,66 @@ void triad_fini(triad_ctx_t *ctx)
 	free(ctx);
 }
 
-int triad_rank(const triad_ctx_t *ctx) { return ctx->rank; }
-int triad_size(const triad_ctx_t *ctx) { return ctx->size; }
-int triad_nplanes(const triad_ctx_t *ctx) { return ctx->nplanes; }
+int triad_rank(const triad_ctx_t *ctx)
+{
+	return ctx ? ctx->rank : -EINVAL;
+}
+
+int triad_size(const triad_ctx_t *ctx)
+{
+	return ctx ? ctx->size : -EINVAL;
+}
+
+int triad_nplanes(const triad_ctx_t *ctx)
+{
+	return ctx ? ctx->nplanes : -EINVAL;
+}
 
 int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane, struct triad_conn_stats *stats_p)
 {
-	struct tr_lane *c;
+	struct triad_conn_stats *o = stats_p;
+	const struct tr_lane *l;
+	const struct triad_conn_stats *c;
+	uint64_t want;
 
 	if (!ctx || !stats_p || rank < 0 || rank >= ctx->size || plane < 0 ||
-	    plane >= ctx->nplanes || rank == ctx->rank)
+	    plane >= ctx->nplanes || rank == ctx->rank ||
+	    (stats_p->field_mask & ~(uint64_t)TRIAD_CONN_STATS_ALL))
 		return -EINVAL;
+	want = stats_p->field_mask;
 	pthread_mutex_lock(&ctx->lock);
-	c = &ctx->peers[rank].lane[plane];
-	*stats_p = c->stats;
-	if (c->state == TR_LANE_UP) {
-		stats_p->tx_slots_busy = (unsigned)__builtin_popcountll(c->fc_tx.bbr & c->fc_tx.mask);
-		stats_p->rx_slots_busy = (unsigned)__builtin_popcountll(c->fc_rx.cfr);
-		stats_p->fc_timeouts += tr_fc_tx_errors(&c->fc_tx);
-		stats_p->rx_overruns += tr_fc_rx_overruns(&c->fc_rx);
+	tr_progress(ctx); /* count what already completed */
+	l = &ctx->peers[rank].lane[plane];
+	c = &l->stats;
+	if (want & TRIAD_CONN_STATS_LINK) {
+		o->up = c->up;
+		o->connects = c->connects;
+		o->tx_msgs = c->tx_msgs;
+		o->rx_msgs = c->rx_msgs;
+		o->tx_bytes = c->tx_bytes;
+		o->rx_bytes = c->rx_bytes;
+		o->puts = c->puts;
+		o->gets = c->gets;
+		o->errors = c->errors;
 	}
-	stats_p->tx_queued = c->nqueued;
+	if (want & TRIAD_CONN_STATS_FC) {
+		int up = l->state == TR_LANE_UP;
+
+		o->bsm_standalone = c->bsm_standalone;
+		o->bsm_piggyback = c->bsm_piggyback;
+		o->tx_slots_busy =
+			up ? (unsigned)__builtin_popcountll(l->fc_tx.bbr & l->fc_tx.mask) : 0;
+		o->rx_slots_busy = up ? (unsigned)__builtin_popcountll(l->fc_rx.cfr) : 0;
+		o->tx_queued = l->nqueued;
+		/* The engines of a broken lane were added to the totals when it broke. */
+		o->fc_timeouts = c->fc_timeouts + (up ? tr_fc_tx_errors(&l->fc_tx) : 0);
+		o->rx_overruns = c->rx_overruns + (up ? tr_fc_rx_overruns(&l->fc_rx) : 0);
+		o->rx_dropped = c->rx_dropped;
+	}
+	if (want & TRIAD_CONN_STATS_AM)
+		o->am_unknown = c->am_unknown;
+	if (want & TRIAD_CONN_STATS_COPY)
+		o->copy_bytes = c->copy_bytes;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }

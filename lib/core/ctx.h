@@ -40,8 +40,11 @@
 #define TR_F_PLANE_MASK 0xffu
 #define TR_F_ALL (TR_F_PLANE_PIN | TR_F_PLANE_MASK)
 
-/* A peer's window as its owner described it (WIN_INFO). */
-enum tr_rwin_state { TR_RWIN_QUERYING, TR_RWIN_READY };
+/* A peer's window as its owner described it (WIN_INFO).  GONE: the owner
+ * destroyed it (WIN_GONE); the next access asks again, since the id may
+ * be in use again.  A descriptor is freed only at close: requests in
+ * flight keep pointing at it. */
+enum tr_rwin_state { TR_RWIN_QUERYING, TR_RWIN_READY, TR_RWIN_GONE };
 
 struct tr_rwin {
 	struct tr_rwin *next;
@@ -87,6 +90,7 @@ enum tr_req_kind {
 	TR_REQ_CHUNK,  /* internal: one WRITE of a copy this rank serves as source */
 	TR_REQ_LOOKUP, /* internal: a copy's source needs the destination's window */
 	TR_REQ_BCAST,  /* the application's broadcast */
+	TR_REQ_MSG,    /* internal: a message whose arrival someone waits for */
 };
 
 struct tr_am_entry {
@@ -107,6 +111,9 @@ struct triad_req {
 	char *buf;
 	uint64_t posted;   /* bytes handed to the NIC */
 	int inflight;	   /* chunks posted and not completed */
+	unsigned flags;		/* TRIAD_F_*: a pinned op is never moved */
+	int redo;		/* flushed by a lane that broke: done again, whole */
+	int redos;		/* times it was */
 	const struct tr_mr *mr; /* of buf; NULL: inline */
 	struct tr_mr *tmp_mr;	/* registration for this request only */
 	struct tr_rwin *rwin;
@@ -171,6 +178,8 @@ struct triad_ctx {
 	uint32_t bar_epoch;	 /* barriers this rank entered */
 	uint32_t bar_arrived[2]; /* rank 0: arrivals per epoch parity */
 	uint32_t bar_released;	 /* epochs released by rank 0 */
+	uint32_t bar_failed;	 /* the last epoch rank 0 reported failed */
+	int bar_retry;		 /* the barrier in bar_epoch timed out: a retry waits for it */
 };
 
 /* ---- progress (progress.c) ---------------------------------------------------*/
@@ -234,7 +243,13 @@ void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
 void tr_win_lane_broken(struct triad_ctx *ctx, struct tr_lane *l);
 void tr_win_check_timeouts(struct triad_ctx *ctx);
-void tr_rwins_free(struct tr_peer *p);
+/* rw's keys are no good any more (NULL: nothing): the next access asks
+ * the owner again. */
+void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw);
+/* The owner destroyed a window (WIN_GONE). */
+void tr_win_on_gone(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
+/* At close: every cached descriptor dropped, its waiters cancelled. */
+void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p);
 void tr_wins_destroy_all(struct triad_ctx *ctx);
 
 /* Requests (ctx.c, rma.c) */
@@ -245,8 +260,10 @@ void tr_req_complete(struct triad_req *req, enum triad_status st);
 void tr_rma_start(struct triad_req *req);
 /* Post what the lane's send queue takes of its queued operations. */
 void tr_rma_pump(struct tr_lane *l);
-/* One WRITE or READ of req completed. */
-void tr_rma_done(struct triad_req *req, enum triad_status st);
+/* One WRITE or READ of req completed; flushed: its lane broke under it. */
+void tr_rma_done(struct triad_req *req, enum triad_status st, int flushed);
+/* The lane req was queued on broke before it was posted whole. */
+void tr_rma_lane_broken(struct triad_req *req, enum triad_status st);
 
 /* Active messages (am.c): deliver m, which sits in receive buffer b;
  * 1 when the handler kept it. */

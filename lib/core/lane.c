@@ -381,8 +381,11 @@ void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev
 		}
 		break;
 	case TR_CM_DISCONNECTED:
-		/* The peer is closing, or it died and its kernel said so. */
-		if (l->state == TR_LANE_UP) {
+		/* The peer is closing, or it died and its kernel said so.  What it
+		 * sent before (the release of the barrier it just left, say) sits
+		 * in the CQs: handle it before the disconnect. */
+		tr_progress(ctx);
+		if (l->qp == qp && l->state == TR_LANE_UP) {
 			tr_info("peer %d plane %d: disconnected by the peer", l->peer, l->plane);
 			l->peer_closed = 1;
 			lane_break(l, TRIAD_S_UNREACHABLE);
@@ -401,8 +404,9 @@ out:
 /* ---- failure and drain ---------------------------------------------------------------*/
 static void check_drained(struct tr_lane *l)
 {
+	/* At close, buffers a handler kept are taken back. */
 	if (l->state == TR_LANE_DRAINING && l->sq_posted == 0 && l->rq_posted == 0 &&
-	    l->rx_held == 0) {
+	    (l->rx_held == 0 || l->ctx->closing)) {
 		release(l);
 		lane_set_state(l, TR_LANE_FAILED);
 	}
@@ -438,9 +442,21 @@ void tr_lane_fail(struct tr_lane *l, enum triad_status why)
 	lane_break(l, why);
 }
 
-int tr_lane_idle(const struct tr_lane *l)
+unsigned tr_lane_unsent(const struct tr_lane *l)
 {
-	return l->state != TR_LANE_UP || (l->sq_posted == l->bsm_inflight && l->nqueued == 0);
+	if (l->state != TR_LANE_UP)
+		return 0;
+	return (unsigned)(l->sq_posted - l->rma_posted - l->bsm_inflight) + l->nqueued;
+}
+
+void tr_lane_cancel(struct tr_lane *l)
+{
+	if (l->state == TR_LANE_UP) {
+		lane_break(l, TRIAD_S_CANCELLED);
+	} else if (l->state == TR_LANE_CONNECTING || l->state == TR_LANE_ACCEPTING) {
+		release(l); /* nothing is posted before ESTABLISHED */
+		lane_set_state(l, TR_LANE_FAILED);
+	}
 }
 
 int tr_lane_send_wanted(const struct tr_lane *l)
@@ -807,10 +823,15 @@ static void on_rma(struct triad_req *req, const struct tr_fab_wc *wc)
 			l->stats.errors++;
 			tr_warn("peer %d plane %d: %s failed: %s", l->peer, l->plane,
 				req->kind == TR_REQ_GET ? "get" : "put", wc->why);
+			/* The NIC refused the keys: the owner destroyed the window and
+			 * its notice is still on the way.  Nothing else goes to it
+			 * with them; the next access asks the owner again. */
+			if (st == TRIAD_S_REMOTE_ACCESS)
+				tr_win_stale(l->ctx, req->rwin);
 			tr_lane_fail(l, st);
 		}
 	}
-	tr_rma_done(req, st);
+	tr_rma_done(req, st, wc->flushed);
 	if (l->state == TR_LANE_UP) {
 		pump(l);
 		tr_rma_pump(l);

@@ -97,8 +97,11 @@ int tr_lane_connect(struct tr_lane *l); /* active side: start an attempt */
 void tr_lane_fail(struct tr_lane *l, enum triad_status why);
 /* Start-up is over and l never came up: stop accepting it. */
 void tr_lane_give_up(struct tr_lane *l);
-/* 1 when nothing this side sent is still unacknowledged. */
-int tr_lane_idle(const struct tr_lane *l);
+/* Messages sent or queued on l and not acknowledged yet (0 when down). */
+unsigned tr_lane_unsent(const struct tr_lane *l);
+/* At close: break l if it is up (everything posted comes back flushed and
+ * its requests complete as cancelled); drop an attempt in progress. */
+void tr_lane_cancel(struct tr_lane *l);
 /* 1 when a send completion must raise an event: someone waits for one. */
 int tr_lane_send_wanted(const struct tr_lane *l);
 void tr_lane_destroy(struct tr_lane *l); /* at context close */

@@ -54,7 +54,7 @@ int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct t
 	char stack[TR_WIRE_CTRL_LEN], *buf = stack;
 	int len, ret;
 
-	if (l->state != TR_LANE_UP)
+	if (l->state != TR_LANE_UP || l->ctx->closing) /* closing: nothing is sent any more */
 		return -ENOTCONN;
 	if (need > l->peer_slot_size)
 		return -EMSGSIZE;
@@ -111,8 +111,12 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	case TR_MSG_WIN_INFO:
 		tr_win_on_info(ctx, l->peer, m);
 		break;
+	case TR_MSG_WIN_GONE:
+		tr_win_on_gone(ctx, l->peer, m);
+		break;
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
+	case TR_MSG_BARRIER_FAIL:
 		tr_barrier_on_msg(ctx, l->peer, m);
 		break;
 	case TR_MSG_AM:
@@ -181,18 +185,11 @@ void tr_peer_lane_changed(struct tr_lane *l)
 	struct triad_ctx *ctx = l->ctx;
 
 	if (l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED) {
-		/* Operations not yet posted on it fail now; posted ones come back
-		 * flushed. */
-		while (!tr_list_empty(&l->rmaq)) {
-			struct triad_req *req = tr_list_first(&l->rmaq, struct triad_req, link);
-
-			tr_list_del(&req->link);
-			req->posted = req->len; /* post nothing more */
-			if (!req->status)
-				req->status = l->down_status;
-			if (!req->inflight)
-				tr_req_complete(req, req->status);
-		}
+		/* Operations not yet posted whole on it are done again elsewhere
+		 * or fail (rma.c); posted ones come back flushed. */
+		while (!tr_list_empty(&l->rmaq))
+			tr_rma_lane_broken(tr_list_first(&l->rmaq, struct triad_req, link),
+					   l->down_status);
 		tr_win_lane_broken(ctx, l);
 		if (ctx->initialized && !ctx->closing && !tr_peer_reachable(ctx, l->peer)) {
 			tr_copy_peer_lost(ctx, l->peer);

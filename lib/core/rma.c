@@ -1,8 +1,8 @@
 /* One-sided operations (put, get) and requests.
  *
- * An operation goes: argument checks -> plane choice -> local registration
- * -> window lookup (cached after the first) -> bounds and access checks ->
- * the connection's queue -> chunks of at most TRIAD_CHUNK_SIZE posted as
+ * An operation goes: argument checks -> plane choice -> window lookup
+ * (cached after the first) -> bounds and access checks -> registration of
+ * a buffer outside every window -> the lane's queue -> chunks of at most TRIAD_CHUNK_SIZE posted as
  * long as the send queue has room -> complete when every chunk completed. */
 #include <errno.h>
 #include <stdlib.h>
@@ -78,6 +78,15 @@ void tr_rma_start(struct triad_req *req)
 		tr_req_complete(req, TRIAD_S_OK);
 		return;
 	}
+	if (!req->mr && !(req->kind == TR_REQ_PUT && req->len <= tr_lane_max_inline(l))) {
+		req->tmp_mr = tr_fab_mr_reg(l->ctx->fab, l->plane, req->buf, req->len,
+					    TR_MR_LOCAL_WRITE);
+		if (!req->tmp_mr) {
+			tr_req_complete(req, TRIAD_S_NO_MEMORY);
+			return;
+		}
+		req->mr = req->tmp_mr;
+	}
 	tr_list_add_tail(&l->rmaq, &req->link);
 	tr_rma_pump(l);
 }
@@ -90,6 +99,17 @@ void tr_rma_pump(struct tr_lane *l)
 		struct triad_req *req = tr_list_first(&l->rmaq, struct triad_req, link);
 		struct tr_rwin *rw = req->rwin;
 
+		if (rw->state != TR_RWIN_READY) {
+			/* The owner destroyed the window meanwhile: nothing more of it
+			 * goes to the NIC, which would refuse it and break the lane. */
+			tr_list_del(&req->link);
+			req->posted = req->len;
+			if (!req->status)
+				req->status = TRIAD_S_NO_WINDOW;
+			if (!req->inflight)
+				tr_req_complete(req, req->status);
+			continue;
+		}
 		while (req->posted < req->len) {
 			uint64_t n = tr_chunk_len(req->len, chunk, req->posted);
 			int ret = tr_lane_post_rma(l, req->kind == TR_REQ_GET ? TR_RMA_READ : TR_RMA_WRITE,
@@ -121,17 +141,74 @@ void tr_rma_pump(struct tr_lane *l)
 	}
 }
 
-void tr_rma_done(struct triad_req *req, enum triad_status st)
+/* A flushed operation is done again, whole, on the lane the plane choice
+ * gives now (puts and gets may be repeated; the receiver of a copy's data
+ * sees the same bytes twice): a stale access or a plane fault then fails
+ * only the request it hit.  Pinned ones are not moved, and each is moved
+ * at most twice per plane. */
+static int may_redo(const struct triad_req *req)
+{
+	return !(req->flags & TR_F_PLANE_PIN) && req->status == TRIAD_S_OK &&
+	       req->redos < 2 * req->ctx->nplanes && !req->ctx->closing &&
+	       (req->kind == TR_REQ_PUT || req->kind == TR_REQ_GET || req->kind == TR_REQ_CHUNK);
+}
+
+static void redo(struct triad_req *req)
+{
+	struct triad_ctx *ctx = req->ctx;
+	struct triad_win *lw;
+
+	req->redo = 0;
+	req->redos++;
+	req->posted = 0;
+	req->lane = tr_peer_lane(ctx, req->peer, 0);
+	tr_debug("%s to rank %d: done again on plane %d", req->kind == TR_REQ_GET ? "get" : "put",
+		 req->peer, req->lane->plane);
+	if (req->plane != req->lane->plane) {
+		/* Registrations are per plane. */
+		tr_fab_mr_dereg(req->tmp_mr);
+		req->tmp_mr = NULL;
+		lw = tr_win_find_addr(ctx, req->buf, req->len);
+		req->mr = lw ? lw->mr[req->lane->plane] : NULL;
+		req->plane = req->lane->plane;
+	}
+	tr_win_lookup(ctx, req);
+}
+
+void tr_rma_lane_broken(struct triad_req *req, enum triad_status st)
+{
+	tr_list_del(&req->link);
+	req->posted = req->len; /* post nothing more here */
+	if (may_redo(req))
+		req->redo = 1;
+	else if (!req->status)
+		req->status = st;
+	if (req->inflight)
+		return; /* the flushed chunks come back first */
+	if (req->redo)
+		redo(req);
+	else
+		tr_req_complete(req, req->status);
+}
+
+void tr_rma_done(struct triad_req *req, enum triad_status st, int flushed)
 {
 	req->inflight--;
-	if (st != TRIAD_S_OK && req->status == TRIAD_S_OK) {
+	if (st != TRIAD_S_OK && flushed && may_redo(req)) {
+		req->redo = 1;
+	} else if (st != TRIAD_S_OK && req->status == TRIAD_S_OK) {
 		req->status = st;
+		req->redo = 0;
 		if (req->posted < req->len) { /* still queued: post no more */
 			tr_list_del(&req->link);
 			req->posted = req->len;
 		}
 	}
-	if (!req->inflight && req->posted == req->len)
+	if (req->inflight || req->posted < req->len)
+		return;
+	if (req->redo && req->status == TRIAD_S_OK)
+		redo(req);
+	else
 		tr_req_complete(req, req->status);
 }
 
@@ -185,6 +262,7 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 	req->off = off;
 	req->len = len;
 	req->buf = buf;
+	req->flags = flags;
 	*req_p = req;
 
 	pthread_mutex_lock(&ctx->lock);
@@ -203,20 +281,10 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		tr_req_complete(req, l->down_status);
 		goto out;
 	}
-	if (len == 0) {
-		tr_req_complete(req, TRIAD_S_OK);
-		goto out;
-	}
-	if ((lw = tr_win_find_addr(ctx, buf, len)))
+	/* A buffer inside a window is registered already; any other is
+	 * registered once the target's window has accepted the range. */
+	if (len && (lw = tr_win_find_addr(ctx, buf, len)))
 		req->mr = lw->mr[l->plane];
-	else if (!(kind == TR_REQ_PUT && len <= tr_lane_max_inline(l))) {
-		req->tmp_mr = tr_fab_mr_reg(ctx->fab, l->plane, buf, len, TR_MR_LOCAL_WRITE);
-		if (!req->tmp_mr) {
-			tr_req_complete(req, TRIAD_S_NO_MEMORY);
-			goto out;
-		}
-		req->mr = req->tmp_mr;
-	}
 	if (kind == TR_REQ_PUT)
 		l->stats.puts++;
 	else

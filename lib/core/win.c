@@ -51,18 +51,18 @@ int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 	int p, ret = 0;
 
 	if (!ctx || !win_p || !base || !len) {
-		tr_error("window %u: needs a context, a base address and a length > 0", id);
+		tr_debug("window %u: needs a context, a base address and a length > 0", id);
 		return -EINVAL;
 	}
 	if (attr && (attr->field_mask & ~(uint64_t)(TRIAD_WIN_ATTR_ACCESS | TRIAD_WIN_ATTR_NOTIFY))) {
-		tr_error("window %u: unknown attribute bits 0x%llx", id,
+		tr_debug("window %u: unknown attribute bits 0x%llx", id,
 			 (unsigned long long)attr->field_mask);
 		return -EINVAL;
 	}
 	if (attr && (attr->field_mask & TRIAD_WIN_ATTR_ACCESS)) {
 		access = attr->access;
 		if (access & ~(uint32_t)(TRIAD_WIN_READ | TRIAD_WIN_WRITE)) {
-			tr_error("window %u: unknown access bits 0x%x", id, access);
+			tr_debug("window %u: unknown access bits 0x%x", id, access);
 			return -EINVAL;
 		}
 	}
@@ -78,7 +78,7 @@ int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 
 	pthread_mutex_lock(&ctx->lock);
 	if (tr_win_find(ctx, id)) {
-		tr_error("window %u already exists on rank %d", id, ctx->rank);
+		tr_debug("window %u already exists on rank %d", id, ctx->rank);
 		ret = -EEXIST;
 		goto out;
 	}
@@ -139,6 +139,15 @@ int triad_win_destroy(triad_win_t *w)
 		return -EINVAL;
 	ctx = w->ctx;
 	pthread_mutex_lock(&ctx->lock);
+	/* Peers drop their descriptor before the keys die: their next access
+	 * fails alone (NO_WINDOW) instead of breaking the connection at the
+	 * NIC, and a window created again under the same id is asked anew. */
+	for (int r = 0; r < ctx->size; r++) {
+		struct tr_msg m = { .type = TR_MSG_WIN_GONE, .u.win_gone.win = w->id };
+
+		if (r != ctx->rank && tr_peer_reachable(ctx, r))
+			tr_peer_send(ctx, r, &m, TR_FC_HIGH, NULL);
+	}
 	win_remove(w);
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
@@ -185,13 +194,14 @@ static struct tr_rwin **rwin_slot(struct tr_peer *p, uint32_t id)
 }
 
 /* Unlinks *slot and fails everyone waiting for it. */
-static void rwin_fail(struct triad_ctx *ctx, struct tr_rwin **slot, enum triad_status st)
+/* Fails everyone waiting for rw's description; the next access asks
+ * again (not cached: the window may be created later).  rw stays listed:
+ * requests in flight may still point at it. */
+static void rwin_fail(struct triad_ctx *ctx, struct tr_rwin *rw, enum triad_status st)
 {
-	struct tr_rwin *rw = *slot;
-
-	*slot = rw->next;
 	if (rw->state == TR_RWIN_QUERYING)
 		ctx->nqueries--;
+	rw->state = TR_RWIN_GONE;
 	while (!tr_list_empty(&rw->waiters)) {
 		struct triad_req *req = tr_list_first(&rw->waiters, struct triad_req, link);
 
@@ -199,7 +209,6 @@ static void rwin_fail(struct triad_ctx *ctx, struct tr_rwin **slot, enum triad_s
 		req->rwin = NULL;
 		tr_req_complete(req, st);
 	}
-	free(rw);
 }
 
 void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
@@ -208,7 +217,7 @@ void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 	struct tr_rwin **slot = rwin_slot(p, req->win), *rw = *slot;
 	struct tr_msg m = { .type = TR_MSG_WIN_QUERY };
 
-	if (rw) {
+	if (rw && rw->state != TR_RWIN_GONE) {
 		req->rwin = rw;
 		if (rw->state == TR_RWIN_READY)
 			tr_rma_start(req);
@@ -216,10 +225,13 @@ void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 			tr_list_add_tail(&rw->waiters, &req->link);
 		return;
 	}
-	rw = calloc(1, sizeof(*rw));
-	if (!rw) {
-		tr_req_complete(req, TRIAD_S_NO_MEMORY);
-		return;
+	if (!rw) { /* a GONE one is asked again in place */
+		rw = calloc(1, sizeof(*rw));
+		if (!rw) {
+			tr_req_complete(req, TRIAD_S_NO_MEMORY);
+			return;
+		}
+		*slot = rw;
 	}
 	rw->id = req->win;
 	rw->state = TR_RWIN_QUERYING;
@@ -229,12 +241,11 @@ void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 	tr_list_init(&rw->waiters);
 	tr_list_add_tail(&rw->waiters, &req->link);
 	req->rwin = rw;
-	*slot = rw;
 	ctx->nqueries++;
 	m.u.win_query.qid = rw->qid;
 	m.u.win_query.win = rw->id;
 	if (tr_peer_send(ctx, req->peer, &m, TR_FC_MEDIUM, NULL))
-		rwin_fail(ctx, slot, TRIAD_S_UNREACHABLE);
+		rwin_fail(ctx, rw, TRIAD_S_UNREACHABLE);
 }
 
 void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
@@ -249,13 +260,13 @@ void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 	}
 	if (m->u.win_info.status != TRIAD_S_OK) {
 		/* Not cached: the window may be created later. */
-		rwin_fail(ctx, slot, (enum triad_status)m->u.win_info.status);
+		rwin_fail(ctx, rw, (enum triad_status)m->u.win_info.status);
 		return;
 	}
 	if (m->u.win_info.nplanes != ctx->nplanes) {
 		tr_error("rank %d describes window %u on %u planes, this world has %d", peer,
 			 rw->id, m->u.win_info.nplanes, ctx->nplanes);
-		rwin_fail(ctx, slot, TRIAD_S_TRANSPORT);
+		rwin_fail(ctx, rw, TRIAD_S_TRANSPORT);
 		return;
 	}
 	rw->state = TR_RWIN_READY;
@@ -274,14 +285,9 @@ void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 
 void tr_win_lane_broken(struct triad_ctx *ctx, struct tr_lane *l)
 {
-	struct tr_rwin **slot = &ctx->peers[l->peer].rwins;
-
-	while (*slot) {
-		if ((*slot)->state == TR_RWIN_QUERYING && (*slot)->query_plane == l->plane)
-			rwin_fail(ctx, slot, l->down_status);
-		else
-			slot = &(*slot)->next;
-	}
+	for (struct tr_rwin *rw = ctx->peers[l->peer].rwins; rw; rw = rw->next)
+		if (rw->state == TR_RWIN_QUERYING && rw->query_plane == l->plane)
+			rwin_fail(ctx, rw, l->down_status);
 }
 
 void tr_win_check_timeouts(struct triad_ctx *ctx)
@@ -289,25 +295,36 @@ void tr_win_check_timeouts(struct triad_ctx *ctx)
 	uint64_t now = tr_now_ns();
 
 	for (int r = 0; r < ctx->size; r++) {
-		struct tr_rwin **slot = &ctx->peers[r].rwins;
-
-		while (*slot) {
-			if ((*slot)->state == TR_RWIN_QUERYING && now > (*slot)->deadline_ns) {
-				tr_warn("rank %d did not describe window %u in time", r,
-					(*slot)->id);
-				rwin_fail(ctx, slot, TRIAD_S_TIMEOUT);
-			} else {
-				slot = &(*slot)->next;
+		for (struct tr_rwin *rw = ctx->peers[r].rwins; rw; rw = rw->next) {
+			if (rw->state == TR_RWIN_QUERYING && now > rw->deadline_ns) {
+				tr_warn("rank %d did not describe window %u in time", r, rw->id);
+				rwin_fail(ctx, rw, TRIAD_S_TIMEOUT);
 			}
 		}
 	}
 }
 
-void tr_rwins_free(struct tr_peer *p)
+void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw)
+{
+	(void)ctx;
+	if (rw && rw->state == TR_RWIN_READY) {
+		tr_debug("window %u: descriptor dropped", rw->id);
+		rw->state = TR_RWIN_GONE;
+		memset(rw->rkey, 0, sizeof(rw->rkey));
+	}
+}
+
+void tr_win_on_gone(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+{
+	tr_win_stale(ctx, *rwin_slot(&ctx->peers[peer], m->u.win_gone.win));
+}
+
+void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p)
 {
 	while (p->rwins) {
 		struct tr_rwin *rw = p->rwins;
 
+		rwin_fail(ctx, rw, TRIAD_S_CANCELLED);
 		p->rwins = rw->next;
 		free(rw);
 	}

@@ -16,6 +16,8 @@ static const char *const type_names[TR_MSG_TYPE_MAX] = {
 	[TR_MSG_COPY] = "COPY",
 	[TR_MSG_BCAST_DONE] = "BCAST_DONE",
 	[TR_MSG_BYE] = "BYE",
+	[TR_MSG_BARRIER_FAIL] = "BARRIER_FAIL",
+	[TR_MSG_WIN_GONE] = "WIN_GONE",
 };
 
 const char *tr_msg_type_str(unsigned type)
@@ -66,7 +68,9 @@ static size_t body_len(const struct tr_msg *m)
 	case TR_MSG_WIN_INFO: return 32 + 4 * (size_t)m->u.win_info.nplanes;
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
-	case TR_MSG_PLANE_DOWN: return 4;
+	case TR_MSG_BARRIER_FAIL:
+	case TR_MSG_PLANE_DOWN:
+	case TR_MSG_WIN_GONE: return 4;
 	case TR_MSG_AM: return TR_WIRE_AM_HDR_LEN + (size_t)m->u.am.len;
 	case TR_MSG_COPY: return 64;
 	case TR_MSG_BCAST_DONE: return 8;
@@ -178,10 +182,14 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		break;
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
+	case TR_MSG_BARRIER_FAIL:
 		PUT32(&c, m->u.barrier.epoch);
 		break;
 	case TR_MSG_PLANE_DOWN:
 		PUT32(&c, m->u.plane_down.plane);
+		break;
+	case TR_MSG_WIN_GONE:
+		PUT32(&c, m->u.win_gone.win);
 		break;
 	case TR_MSG_BCAST_DONE:
 		PUT32(&c, m->u.bcast_done.seq);
@@ -276,12 +284,16 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		break;
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
+	case TR_MSG_BARRIER_FAIL:
 		m.u.barrier.epoch = GET32(&c);
 		break;
 	case TR_MSG_PLANE_DOWN:
 		m.u.plane_down.plane = GET32(&c);
 		if (m.u.plane_down.plane >= TRIAD_MAX_PLANES)
 			return -EPROTO;
+		break;
+	case TR_MSG_WIN_GONE:
+		m.u.win_gone.win = GET32(&c);
 		break;
 	case TR_MSG_BCAST_DONE:
 		m.u.bcast_done.seq = GET32(&c);

@@ -45,6 +45,8 @@ enum tr_msg_type {
 	TR_MSG_COPY,	      /* third-party copy: START, DATA, RESP or DONE */
 	TR_MSG_BCAST_DONE,    /* root -> rank: broadcast seq is over for you */
 	TR_MSG_BYE,	      /* I am closing (triad_fini): do not reconnect; no body */
+	TR_MSG_BARRIER_FAIL,  /* rank 0 -> all: epoch cannot complete (a rank is gone) */
+	TR_MSG_WIN_GONE,      /* owner -> all: window win was destroyed: drop its descriptor */
 	TR_MSG_TYPE_MAX
 };
 
@@ -72,6 +74,9 @@ struct tr_msg {
 		struct {
 			uint32_t plane;
 		} plane_down;
+		struct {
+			uint32_t win;
+		} win_gone;
 		struct {
 			uint32_t seq;	 /* the root's broadcast number */
 			uint16_t status; /* enum triad_status */

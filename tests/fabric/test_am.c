@@ -180,7 +180,7 @@ static void phase_backpressure(triad_ctx_t *ctx)
 		FT_CHECK(bad_order == 0, "%ld messages out of order", (long)bad_order);
 		FT_CHECK(bad_data == 0, "%ld messages with wrong bytes", (long)bad_data);
 		for (int s = 1; s < nranks; s++) {
-			struct triad_conn_stats cs;
+			struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
 			uint64_t ov = 0, standalone = 0, piggy = 0, msgs = 0;
 
 			for (int p = 0; p < triad_nplanes(ctx); p++) {
@@ -257,7 +257,7 @@ static void phase_errors(triad_ctx_t *ctx)
 
 		wait_int(&probe_seen, 2, 60, "messages after the unknown id");
 		for (int p = 0; p < triad_nplanes(ctx); p++) {
-			struct triad_conn_stats cs;
+			struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
 
 			triad_conn_stats(ctx, 1, p, &cs);
 			unknown += cs.am_unknown;

@@ -451,7 +451,7 @@ static void case_win_recreate(triad_ctx_t **ctxp)
 #define WS_VALID 11
 #define WS_STALE 12
 #define WS_LOCAL 13
-#define WS_VLEN (1u << 20)
+#define WS_VLEN (2u << 20) /* 4 ops, then room for the accesses after them */
 #define WS_SLEN (64u << 10)
 #define WS_OP (256u << 10)
 
@@ -533,6 +533,115 @@ static void case_win_stale_access(triad_ctx_t **ctxp)
 	sync_all("done", -1);
 }
 
+/* ---- win-destroy-inflight ------------------------------------------------------------ */
+/* The owner destroys a window while a stream of puts into it is in flight:
+ * the chunks already posted hit the NIC with dead keys (it refuses them
+ * and breaks that plane's connection), the ones still queued learn of it
+ * first.  Unpinned puts into another window on the same connection must
+ * all succeed with their bytes in place (done again on a live plane), and
+ * every plane must work again afterwards. */
+#define WD_VALID 14
+#define WD_DOOMED 15
+#define WD_N 24
+#define WD_OP (1u << 20)
+
+/* Some byte of [p, p + n) is not zero. */
+static int landed(const volatile char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 1;
+	return 0;
+}
+
+static void case_win_destroy_inflight(triad_ctx_t **ctxp)
+{
+	triad_ctx_t *ctx = *ctxp;
+	char *v = calloc(WD_N, WD_OP), *d = calloc(WD_N, WD_OP), *l = calloc(WD_N, WD_OP);
+	triad_win_t *wv = NULL, *wd = NULL, *wl = NULL;
+
+	FT_CHECK(v && d && l, "memory");
+	if (!v || !d || !l)
+		return;
+	if (rank == 1) {
+		FT_CHECK(triad_win_create(ctx, WD_VALID, v, (size_t)WD_N * WD_OP, NULL, &wv) == 0,
+			 "valid");
+		FT_CHECK(triad_win_create(ctx, WD_DOOMED, d, (size_t)WD_N * WD_OP, NULL, &wd) == 0,
+			 "doomed");
+	}
+	if (rank == 0)
+		FT_CHECK(triad_win_create(ctx, WD_VALID, l, (size_t)WD_N * WD_OP, NULL, &wl) == 0,
+			 "local");
+	sync_all("created", -1);
+	if (rank == 0) {
+		triad_req_t *rv[WD_N], *rd[WD_N];
+		int ok = 0, gone = 0, refused = 0, bad = 0;
+		uint64_t errors = 0;
+
+		ft_fill(l, (size_t)WD_N * WD_OP, 70, 0);
+		/* Learn both descriptors first, so nothing waits for a lookup. */
+		FT_CHECK(put_st(ctx, l, 8, 1, WD_VALID, 0, 0) == TRIAD_S_OK, "first put");
+		FT_CHECK(put_st(ctx, l, 8, 1, WD_DOOMED, 0, 0) == TRIAD_S_OK, "first put");
+		sync_post("go", '1');
+		for (int i = 0; i < WD_N; i++) {
+			FT_CHECK(triad_put(ctx, l + (size_t)i * WD_OP, WD_OP, 1, WD_DOOMED,
+					   (uint64_t)i * WD_OP, 0, &rd[i]) == 0, "put");
+			FT_CHECK(triad_put(ctx, l + (size_t)i * WD_OP, WD_OP, 1, WD_VALID,
+					   (uint64_t)i * WD_OP, 0, &rv[i]) == 0, "put");
+		}
+		for (int i = 0; i < WD_N; i++) {
+			enum triad_status a = wait_st(rv[i], 30000), b = wait_st(rd[i], 30000);
+
+			ok += a == TRIAD_S_OK;
+			FT_CHECK(a == TRIAD_S_OK, "put %d into the valid window: %s", i, st_str(a));
+			gone += b == TRIAD_S_NO_WINDOW;
+			refused += b == TRIAD_S_REMOTE_ACCESS;
+			bad += b != TRIAD_S_OK && b != TRIAD_S_NO_WINDOW && b != TRIAD_S_REMOTE_ACCESS;
+		}
+		FT_CHECK(bad == 0, "%d puts into the destroyed window ended with another status", bad);
+		for (int p = 0; p < triad_nplanes(ctx); p++) {
+			struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_LINK };
+
+			if (triad_conn_stats(ctx, 1, p, &cs) == 0)
+				errors += cs.errors;
+		}
+		/* Every plane works again, the broken one once it is rebuilt. */
+		for (int p = 0; p < triad_nplanes(ctx); p++) {
+			enum triad_status st = TRIAD_S_MAX;
+			double end = now_s() + 20;
+
+			while (now_s() < end &&
+			       (st = put_st(ctx, l, 4096, 1, WD_VALID, 0, TRIAD_F_PLANE(p))) != TRIAD_S_OK)
+				usleep(200000);
+			FT_CHECK(st == TRIAD_S_OK, "plane %d after the destruction: %s", p, st_str(st));
+		}
+		printf("win-destroy-inflight: %d/%d valid puts ok; destroyed window: %d no such "
+		       "window, %d refused by the NIC, %d ok before it; %llu completion errors\n",
+		       ok, WD_N, gone, refused, WD_N - gone - refused - bad,
+		       (unsigned long long)errors);
+		sync_post("ok0", ok == WD_N ? '1' : '0');
+	}
+	if (rank == 1) {
+		FT_CHECK(sync_wait("go", 0, 60000), "rank 0 never started");
+		/* Destroy while the stream is on the wire: once the first bytes land. */
+		for (double end = now_s() + 20; now_s() < end && !landed(d + WD_OP / 2, 64);)
+			usleep(100);
+		FT_CHECK(triad_win_destroy(wd) == 0, "destroy");
+	}
+	sync_all("checked", -1);
+	if (rank == 1 && sync_wait("ok0", 0, 1000) == '1')
+		FT_CHECK(ft_verify(v, (size_t)WD_N * WD_OP, 70, 0) < 0,
+			 "the valid puts' bytes are not in the window");
+	sync_all("done", -1);
+	if (wv)
+		triad_win_destroy(wv);
+	if (wl)
+		triad_win_destroy(wl);
+	free(v);
+	free(d);
+	free(l);
+}
+
 /* ---- copy-leg-si ------------------------------------------------------------------- */
 #define CP_SRC_WIN 20
 #define CP_DST_WIN 21
@@ -586,7 +695,7 @@ static void case_copy_leg_si(triad_ctx_t **ctxp)
 			uint64_t bytes = 0;
 
 			for (int p = 0; p < triad_nplanes(ctx); p++) {
-				struct triad_conn_stats cs;
+				struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
 
 				if (triad_conn_stats(ctx, 2, p, &cs) == 0)
 					bytes += cs.copy_bytes;
@@ -720,6 +829,7 @@ static const struct tcase {
 	{ "barrier-retry", case_barrier_retry, -1, 0 },
 	{ "win-recreate", case_win_recreate, -1, 0 },
 	{ "win-stale-access", case_win_stale_access, -1, 0 },
+	{ "win-destroy-inflight", case_win_destroy_inflight, -1, 0 },
 	{ "copy-leg-si", case_copy_leg_si, 1, 0 },
 	{ "api-null", case_api_null, -1, NO_CTX },
 	{ "put-len0-nowin", case_put_len0_nowin, -1, 0 },

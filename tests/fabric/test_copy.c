@@ -170,7 +170,7 @@ static uint64_t sent_bytes(triad_ctx_t *ctx, uint64_t *copy_bytes)
 	*copy_bytes = 0;
 	for (int r = 0; r < size; r++)
 		for (int p = 0; r != rank && p < triad_nplanes(ctx); p++) {
-			struct triad_conn_stats cs;
+			struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
 
 			if (triad_conn_stats(ctx, r, p, &cs) == 0) {
 				sum += cs.tx_bytes;

@@ -45,7 +45,7 @@ static int is_failure(enum triad_status st)
 
 static uint64_t connects(triad_ctx_t *ctx, int peer, int nplanes, int *up)
 {
-	struct triad_conn_stats cs;
+	struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
 	uint64_t n = 0;
 
 	*up = 0;
@@ -140,7 +140,7 @@ int main(void)
 
 	/* The plane comes back: the pair reconnects by itself, flow control
 	 * restarts from state III and the receiver's first BSM frees every slot. */
-	struct triad_conn_stats cs = { 0 };
+	struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
 	int waited = 0;
 
 	for (; waited < 600; waited++) {

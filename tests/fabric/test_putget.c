@@ -270,7 +270,7 @@ static void phase_errors(triad_ctx_t *ctx)
 		/* The target stays healthy: every plane still carries put and get,
 		 * and no connection saw a transport error. */
 		for (p = 0; p < nplanes; p++) {
-			struct triad_conn_stats cs;
+			struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
 
 			st = op_status(ctx, 0, 1, WIN_MAIN, 0, 8, TRIAD_F_PLANE(p));
 			FT_CHECK(st == TRIAD_S_OK, "put after errors, plane %d: %s", p, triad_status_str(st));

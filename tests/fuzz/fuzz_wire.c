@@ -1,7 +1,8 @@
-/* libFuzzer target: tr_msg_decode() on arbitrary bytes.  A message that
- * decodes must encode back to exactly the same bytes (the format has one
- * encoding per message), decode again to the same message, and keep its
- * bytes when its own link fields are written into it again. */
+/* libFuzzer target: tr_msg_decode() and tr_conn_priv_decode() on arbitrary
+ * bytes.  A message that decodes must encode back to exactly the same
+ * bytes (the format has one encoding per message), decode again to the
+ * same message, and keep its bytes when its own link fields are written
+ * into it again. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,12 +29,15 @@ static int same_msg(const struct tr_msg *a, const struct tr_msg *b)
 		return !memcmp(&a->u.win_info, &b->u.win_info, sizeof(a->u.win_info));
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
+	case TR_MSG_BARRIER_FAIL:
 		return a->u.barrier.epoch == b->u.barrier.epoch;
 	case TR_MSG_BSM:
 	case TR_MSG_BYE:
 		return 1;
 	case TR_MSG_PLANE_DOWN:
 		return a->u.plane_down.plane == b->u.plane_down.plane;
+	case TR_MSG_WIN_GONE:
+		return a->u.win_gone.win == b->u.win_gone.win;
 	case TR_MSG_BCAST_DONE:
 		return a->u.bcast_done.seq == b->u.bcast_done.seq &&
 		       a->u.bcast_done.status == b->u.bcast_done.status;
@@ -48,11 +52,28 @@ static int same_msg(const struct tr_msg *a, const struct tr_msg *b)
 	}
 }
 
+/* The connection private data: what decodes encodes back to the same
+ * first TR_WIRE_PRIV_LEN bytes (the rest is ignored), within its ranges. */
+static void check_priv(const uint8_t *data, size_t size)
+{
+	struct tr_conn_priv d;
+	uint8_t out[TR_WIRE_PRIV_LEN];
+
+	if (tr_conn_priv_decode(data, size, &d))
+		return;
+	if (d.slots < 1 || d.slots > 64 || d.slot_size < 512 || d.slot_size > TR_WIRE_MAX_LEN)
+		abort();
+	tr_conn_priv_encode(out, &d);
+	if (memcmp(out, data, sizeof(out)))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tr_msg m, m2;
 	int n;
 
+	check_priv(data, size);
 	if (tr_msg_decode(data, size, &m))
 		return 0;
 	if (m.type == TR_MSG_AM) {

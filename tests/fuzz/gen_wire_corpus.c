@@ -98,6 +98,15 @@ int main(int argc, char **argv)
 	m.slot = 0;
 	bad |= emit(argv[1], "barrier_rel", &m);
 
+	m.type = TR_MSG_BARRIER_FAIL;
+	bad |= emit(argv[1], "barrier_fail", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_WIN_GONE;
+	m.seq = 9;
+	m.u.win_gone.win = 77;
+	bad |= emit(argv[1], "win_gone", &m);
+
 	/* Standalone buffer status messages: no slot, no body. */
 	memset(&m, 0, sizeof(m));
 	m.type = TR_MSG_BSM;

@@ -100,10 +100,14 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 		break;
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
+	case TR_MSG_BARRIER_FAIL:
 		assert_int_equal(a->u.barrier.epoch, b->u.barrier.epoch);
 		break;
 	case TR_MSG_PLANE_DOWN:
 		assert_int_equal(a->u.plane_down.plane, b->u.plane_down.plane);
+		break;
+	case TR_MSG_WIN_GONE:
+		assert_int_equal(a->u.win_gone.win, b->u.win_gone.win);
 		break;
 	case TR_MSG_BCAST_DONE:
 		assert_int_equal(a->u.bcast_done.seq, b->u.bcast_done.seq);
@@ -135,7 +139,9 @@ static size_t wire_len(const struct tr_msg *m)
 	case TR_MSG_WIN_INFO: return 32 + 32 + 4 * (size_t)m->u.win_info.nplanes;
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
-	case TR_MSG_PLANE_DOWN: return 32 + 4;
+	case TR_MSG_BARRIER_FAIL:
+	case TR_MSG_PLANE_DOWN:
+	case TR_MSG_WIN_GONE: return 32 + 4;
 	case TR_MSG_COPY: return 32 + 64;
 	case TR_MSG_BCAST_DONE: return 32 + 8;
 	case TR_MSG_BSM:
@@ -303,10 +309,14 @@ static struct tr_msg random_msg(void)
 		break;
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
+	case TR_MSG_BARRIER_FAIL:
 		m.u.barrier.epoch = (uint32_t)rnd();
 		break;
 	case TR_MSG_PLANE_DOWN:
 		m.u.plane_down.plane = (uint32_t)(rnd() % TRIAD_MAX_PLANES);
+		break;
+	case TR_MSG_WIN_GONE:
+		m.u.win_gone.win = (uint32_t)rnd();
 		break;
 	case TR_MSG_BCAST_DONE:
 		m.u.bcast_done.seq = (uint32_t)rnd();
