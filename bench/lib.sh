@@ -1,7 +1,7 @@
 # bench/lib.sh: helpers shared by the benchmark scripts that run INSIDE the
 # VM (run-putget, run-am); sourced, not run.  See bench/README.md.
 #
-# The caller sets PROG, OUT, PERF (triad_perf, absolute), WORLD,
+# The caller sets PROG, OUT, PERF (triad-perf, absolute), WORLD,
 # DEV0/DEV1 and ADDR0/ADDR1 (client node 0, server node 1), TOOL_TIMEOUT,
 # and calls bench_setup_pair and bench_tsc first.
 # shellcheck shell=bash
@@ -66,7 +66,7 @@ perftest() {
     return "$rc"
 }
 
-# triad TAG ARGS...: one triad_perf run with the same command line on both
+# triad TAG ARGS...: one triad-perf run with the same command line on both
 # ranks, rank 1 on vCPU 1 in the background, rank 0 on vCPU 0; rank 0's
 # JSON goes to $OUT/TAG.out.
 triad() {
@@ -81,7 +81,7 @@ triad() {
     wait "$r1"
     rc1=$?
     ((rc == 0 && rc1 == 0)) && return 0
-    say "$tag: triad_perf failed (rank 0 status $rc, rank 1 status $rc1);" \
+    say "$tag: triad-perf failed (rank 0 status $rc, rank 1 status $rc1);" \
         "see $OUT/$tag.out, .err, .server"
     return 1
 }
@@ -90,7 +90,7 @@ triad() {
 perftest_col() {
     awk -v s="$2" -v c="$3" '$1 == s && $2 ~ /^[0-9]+$/ { v = $c } END { if (v != "") print v }' "$1"
 }
-# json_num FILE KEY: a number from triad_perf's JSON line (the last one).
+# json_num FILE KEY: a number from triad-perf's JSON line (the last one).
 json_num() {
     sed -n "s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1" | tail -n1
 }

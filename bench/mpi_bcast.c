@@ -1,4 +1,4 @@
-/* mpi_bcast: the MPI_Bcast baseline of bench/run-bcast, timed as triad_perf
+/* mpi_bcast: the MPI_Bcast baseline of bench/run-bcast, timed as triad-perf
  * bcast times triad_bcast: each iteration is MPI_Barrier, then MPI_Bcast of
  * SIZE bytes from rank 0, then a 1-byte MPI_Reduce to rank 0 (MPI_Bcast may
  * return at the root before every rank holds the data; the root's

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 		case 'r': root = atoi(optarg); break;
 		case 'n': repeat = atoi(optarg); break;
 		case 'h':
-			printf("usage: bcast [-s SIZE] [-a greedy|binomial|pipelined|auto] [-r ROOT] "
+			printf("usage: triad-bcast [-s SIZE] [-a greedy|binomial|pipelined|auto] [-r ROOT] "
 			       "[-n REPEAT]\n");
 			return 0;
 		default: return 2;

@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 	double t0, t_put, t_get;
 
 	if (!size) {
-		fprintf(stderr, "usage: putget [SIZE_BYTES > 0]\n");
+		fprintf(stderr, "usage: triad-putget [SIZE_BYTES > 0]\n");
 		return 2;
 	}
 	ret = triad_init(NULL, &ctx);

@@ -1,4 +1,4 @@
-/* triad_perf: ib_write_lat / ib_read_lat / ib_write_bw and active-message
+/* triad-perf: ib_write_lat / ib_read_lat / ib_write_bw and active-message
  * ping-pong and streaming, on the public triad API only.  Shared between the
  * command line (triad_perf.c), the one-sided tests (perf_tests.c), the
  * active-message tests (perf_am.c) and the statistics (perf_stats.c). */
@@ -108,7 +108,7 @@ void perf_bw_summarize(const uint64_t *tpost, const uint64_t *tcomp, size_t n, s
 
 /* Helpers shared by the tests (perf_tests.c). */
 uint64_t perf_now_ns(void);
-/* "triad_perf: rank R: WHAT: strerror(-ret)" on stderr. */
+/* "triad-perf: rank R: WHAT: strerror(-ret)" on stderr. */
 void perf_err(const struct perf_run *r, const char *what, int ret);
 /* Byte i of the data pattern of a size-byte message (the same on every rank). */
 uint8_t perf_pattern(size_t i, size_t size);

@@ -243,7 +243,7 @@ static int am_wait_count(struct perf_am *am, int timeout_ms, const char *what)
 		ret = pthread_cond_timedwait(&am->cv, &am->mu, &ts);
 	pthread_mutex_unlock(&am->mu);
 	if (atomic_load(&am->count) < want) {
-		fprintf(stderr, "triad_perf: rank %d: %s: %ld of %ld messages arrived in %d ms\n",
+		fprintf(stderr, "triad-perf: rank %d: %s: %ld of %ld messages arrived in %d ms\n",
 			am->r->rank, what, atomic_load(&am->count), want, timeout_ms);
 		return -ETIMEDOUT;
 	}
@@ -353,7 +353,7 @@ static void am_check(struct perf_run *r, const char *test, size_t size, const ui
 	int err = atomic_load(&am->send_err);
 
 	if (bad) {
-		fprintf(stderr, "triad_perf: rank %d: %s %zu B: %ld message(s) with a wrong "
+		fprintf(stderr, "triad-perf: rank %d: %s %zu B: %ld message(s) with a wrong "
 			"length or out of order\n", r->rank, test, size, bad);
 		r->verify_errors++;
 	}
@@ -362,7 +362,7 @@ static void am_check(struct perf_run *r, const char *test, size_t size, const ui
 		r->verify_errors++;
 	}
 	if (c && (c[CTR_RX_OVERRUNS] || c[CTR_RX_DROPPED] || c[CTR_AM_UNKNOWN])) {
-		fprintf(stderr, "triad_perf: rank %d: %s %zu B: rx_overruns %llu, rx_dropped "
+		fprintf(stderr, "triad-perf: rank %d: %s %zu B: rx_overruns %llu, rx_dropped "
 			"%llu, am_unknown %llu\n", r->rank, test, size,
 			(unsigned long long)c[CTR_RX_OVERRUNS],
 			(unsigned long long)c[CTR_RX_DROPPED],
@@ -417,7 +417,7 @@ static int am_lat_client(struct perf_run *r, size_t size, long iters, long warmu
 		while (atomic_load_explicit(&am->count, memory_order_acquire) <= i) {
 			sched_yield();
 			if (++spins % 256 == 0 && perf_now_ns() - t0 > tmo) {
-				fprintf(stderr, "triad_perf: rank %d: iteration %ld: no pong after "
+				fprintf(stderr, "triad-perf: rank %d: iteration %ld: no pong after "
 					"%d ms\n", r->rank, i, r->timeout_ms);
 				return -ETIMEDOUT;
 			}

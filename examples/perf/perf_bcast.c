@@ -162,7 +162,7 @@ static int finish_bcast(struct perf_run *r, triad_req_t *req)
 		return ret; /* leaked on purpose: the library may still complete it */
 	}
 	if (triad_req_status(req) != TRIAD_S_OK && r->rank == r->o->root)
-		fprintf(stderr, "triad_perf: rank %d: bcast did not reach rank %d\n", r->rank,
+		fprintf(stderr, "triad-perf: rank %d: bcast did not reach rank %d\n", r->rank,
 			triad_req_failed_rank(req));
 	return perf_finish_req(r, req, "bcast");
 }
@@ -376,12 +376,12 @@ int perf_bcast(struct perf_run *r, size_t size, long iters, long warmup)
 
 	if (o->root >= n) {
 		if (r->rank == 0)
-			fprintf(stderr, "triad_perf: --root %d: the world has %d ranks\n", o->root, n);
+			fprintf(stderr, "triad-perf: --root %d: the world has %d ranks\n", o->root, n);
 		return -EINVAL;
 	}
 	if ((size_t)n * sizeof(struct bc_share) > r->area) {
 		if (r->rank == 0)
-			fprintf(stderr, "triad_perf: bcast: %d ranks do not fit the report area\n", n);
+			fprintf(stderr, "triad-perf: bcast: %d ranks do not fit the report area\n", n);
 		return -EINVAL;
 	}
 	if (!o->iters) {

@@ -42,7 +42,7 @@ static int check_world(struct perf_run *r, const char *test)
 {
 	if (triad_size(r->ctx) > PERF_COPY_DEST)
 		return 0;
-	fprintf(stderr, "triad_perf: rank %d: %s needs %d ranks (initiator %d, source %d, "
+	fprintf(stderr, "triad-perf: rank %d: %s needs %d ranks (initiator %d, source %d, "
 		"destination %d); the world has %d\n", r->rank, test, PERF_COPY_DEST + 1,
 		PERF_COPY_INITIATOR, PERF_COPY_SOURCE, PERF_COPY_DEST, triad_size(r->ctx));
 	return -EINVAL;
@@ -56,7 +56,7 @@ static int post_copy(struct perf_run *r, size_t size, triad_req_t **req_p)
 			     PERF_WIN_ID, 0, size, r->o->copy_mode, req_p);
 
 	if (ret == -EAGAIN)
-		fprintf(stderr, "triad_perf: rank %d: triad_copy: too many copies outstanding "
+		fprintf(stderr, "triad-perf: rank %d: triad_copy: too many copies outstanding "
 			"(raise TRIAD_COPY_OPS or lower --window)\n", r->rank);
 	else if (ret)
 		perf_err(r, "triad_copy", ret);
@@ -76,7 +76,7 @@ static int finish_copy(struct perf_run *r, triad_req_t *req)
 		return ret;
 	}
 	if (st != TRIAD_S_OK) {
-		fprintf(stderr, "triad_perf: rank %d: copy (%s) failed: %s, leg %s\n", r->rank,
+		fprintf(stderr, "triad-perf: rank %d: copy (%s) failed: %s, leg %s\n", r->rank,
 			perf_copy_mode_str(r->o->copy_mode), triad_status_str(st),
 			triad_copy_leg_str(leg));
 		return -EIO;
@@ -99,7 +99,7 @@ static int poll_copy(struct perf_run *r, triad_req_t *req, long iter)
 		if (!deadline) {
 			deadline = perf_now_ns() + (uint64_t)r->timeout_ms * 1000000;
 		} else if (perf_now_ns() > deadline) {
-			fprintf(stderr, "triad_perf: rank %d: copy %ld did not complete in %d ms\n",
+			fprintf(stderr, "triad-perf: rank %d: copy %ld did not complete in %d ms\n",
 				r->rank, iter, r->timeout_ms);
 			return -ETIMEDOUT;
 		}
@@ -193,7 +193,7 @@ static int serve_poll(struct perf_run *r, int timeout_ms)
 			return ret;
 		}
 		if (perf_now_ns() > deadline) {
-			fprintf(stderr, "triad_perf: rank %d: no stop from rank %d in %d ms\n",
+			fprintf(stderr, "triad-perf: rank %d: no stop from rank %d in %d ms\n",
 				r->rank, PERF_COPY_INITIATOR, timeout_ms);
 			return -ETIMEDOUT;
 		}

@@ -32,7 +32,7 @@ uint64_t perf_now_ns(void)
 
 void perf_err(const struct perf_run *r, const char *what, int ret)
 {
-	fprintf(stderr, "triad_perf: rank %d: %s: %s\n", r->rank, what, strerror(-ret));
+	fprintf(stderr, "triad-perf: rank %d: %s: %s\n", r->rank, what, strerror(-ret));
 }
 
 /* ---- defaults --------------------------------------------------------------------*/
@@ -93,7 +93,7 @@ void perf_verify(struct perf_run *r, size_t n, size_t size, const char *test)
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] != perf_pattern(i, size)) {
 			fprintf(stderr,
-				"triad_perf: rank %d: %s %zu B: data mismatch at byte %zu: "
+				"triad-perf: rank %d: %s %zu B: data mismatch at byte %zu: "
 				"0x%02x, expected 0x%02x\n",
 				r->rank, test, size, i, p[i], perf_pattern(i, size));
 			r->verify_errors++;
@@ -138,7 +138,7 @@ int perf_finish_req(struct perf_run *r, triad_req_t *req, const char *what)
 		return ret;
 	}
 	if (st != TRIAD_S_OK) {
-		fprintf(stderr, "triad_perf: rank %d: %s failed: %s\n", r->rank, what,
+		fprintf(stderr, "triad-perf: rank %d: %s failed: %s\n", r->rank, what,
 			triad_status_str(st));
 		return -EIO;
 	}
@@ -200,7 +200,7 @@ static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_
 			deadline = perf_now_ns() + (uint64_t)r->timeout_ms * 1000000;
 		} else if (perf_now_ns() > deadline) {
 			fprintf(stderr,
-				"triad_perf: rank %d: iteration %ld: no data from the peer "
+				"triad-perf: rank %d: iteration %ld: no data from the peer "
 				"after %d ms (last byte 0x%02x, expected 0x%02x)\n",
 				r->rank, iter, r->timeout_ms, *vp, v);
 			return -ETIMEDOUT;
@@ -410,7 +410,7 @@ static int put_lat(struct perf_run *r, size_t size, long iters, long warmup)
 		/* The last byte carries the iteration value, the rest the pattern. */
 		perf_verify(r, size - 1, size, "put_lat");
 		if (perf_recv_area(r)[size - 1] != perf_iter_value(warmup + iters - 1)) {
-			fprintf(stderr, "triad_perf: rank %d: put_lat %zu B: last byte 0x%02x, "
+			fprintf(stderr, "triad-perf: rank %d: put_lat %zu B: last byte 0x%02x, "
 				"expected 0x%02x\n", r->rank, size, perf_recv_area(r)[size - 1],
 				perf_iter_value(warmup + iters - 1));
 			r->verify_errors++;
@@ -517,7 +517,7 @@ int perf_stream(struct perf_run *r, size_t size, long n, triad_req_t **ring, uin
 				goto drain;
 			deadline = t + (uint64_t)r->timeout_ms * 1000000;
 		} else if (perf_now_ns() > deadline) {
-			fprintf(stderr, "triad_perf: rank %d: %s %ld of %ld did not complete in "
+			fprintf(stderr, "triad-perf: rank %d: %s %ld of %ld did not complete in "
 				"%d ms\n", r->rank, ops->what, done, n, r->timeout_ms);
 			ret = -ETIMEDOUT;
 			goto drain;

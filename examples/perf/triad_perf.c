@@ -15,7 +15,7 @@
 
 #include "perf.h"
 
-#define PROG "triad_perf"
+#define PROG "triad-perf"
 #define SWEEP_MIN 2
 #define SWEEP_MAX (8u << 20)
 #define SIZE_MAX_ALLOWED (1ul << 30)
