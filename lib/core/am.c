@@ -40,7 +40,7 @@ int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg 
 	struct tr_am_entry *e = m->u.am.id <= TRIAD_AM_MAX_ID ? &ctx->am[m->u.am.id] : NULL;
 
 	if (!e || !e->fn) {
-		l->stats.am_unknown++;
+		tr_lane_count_drop(l, 1);
 		tr_warn("rank %d sent an active message for id %u, which has no handler: dropped",
 			l->peer, m->u.am.id);
 		return 0;

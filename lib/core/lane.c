@@ -486,6 +486,32 @@ uint32_t tr_lane_max_inline(const struct tr_lane *l)
 	return l->qp ? tr_fab_qp_max_inline(l->qp) : 0;
 }
 
+/* ---- counters: their one writer ----------------------------------------------------*/
+void tr_lane_count(struct tr_lane *l, const struct triad_req *req, int done)
+{
+	if (!done) {
+		if (req->kind == TR_REQ_PUT)
+			l->stats.puts++;
+		else if (req->kind == TR_REQ_GET)
+			l->stats.gets++;
+		return;
+	}
+	if (req->kind == TR_REQ_CHUNK) /* a copy's chunk is sent data too */
+		l->stats.copy_bytes += req->len;
+	if (req->kind == TR_REQ_PUT || req->kind == TR_REQ_CHUNK)
+		l->stats.tx_bytes += req->len;
+	else if (req->kind == TR_REQ_GET)
+		l->stats.rx_bytes += req->len;
+}
+
+void tr_lane_count_drop(struct tr_lane *l, int am_unknown)
+{
+	if (am_unknown)
+		l->stats.am_unknown++;
+	else
+		l->stats.errors++;
+}
+
 /* ---- sending ------------------------------------------------------------------------*/
 static int post_send(struct tr_lane *l, struct tr_buf *b, int len)
 {

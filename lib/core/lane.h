@@ -128,6 +128,13 @@ int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t
 		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
 		     struct triad_req *req);
 
+/* The counters (triad_conn_stats) have one writer, lane.c: an operation
+ * issued (done = 0) or completed OK (done = 1: its bytes); a message
+ * dropped (an active message for no handler, or a sequence number beyond
+ * the window). */
+void tr_lane_count(struct tr_lane *l, const struct triad_req *req, int done);
+void tr_lane_count_drop(struct tr_lane *l, int am_unknown);
+
 /* The fabric's events (ops table, registered by ctx.c). */
 void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc);
 void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc);

@@ -99,7 +99,7 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 			 m->seq);
 		return 0;
 	case TR_SEQ_TOO_FAR:
-		l->stats.errors++;
+		tr_lane_count_drop(l, 0);
 		tr_warn("peer %d: %s seq %u beyond the window (expected %u): dropped", l->peer,
 			tr_msg_type_str(m->type), m->seq, p->rx_seq.next);
 		return 0;

@@ -18,10 +18,8 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 
 	free(req->then); /* never posted: its op fails with this request */
 	req->then = NULL;
-	if (req->kind == TR_REQ_CHUNK && st == TRIAD_S_OK && req->lane) {
-		req->lane->stats.tx_bytes += req->len;
-		req->lane->stats.copy_bytes += req->len;
-	}
+	if (st == TRIAD_S_OK && req->lane)
+		tr_lane_count(req->lane, req, 1);
 	if (req->kind == TR_REQ_CHUNK || req->kind == TR_REQ_LOOKUP) {
 		tr_copy_req_done(req, st); /* reports to the copy engine, frees req */
 		return;
@@ -29,12 +27,6 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 	if (req->tmp_mr) {
 		tr_fab_mr_dereg(req->tmp_mr);
 		req->tmp_mr = NULL;
-	}
-	if (st == TRIAD_S_OK && req->lane) {
-		if (req->kind == TR_REQ_PUT)
-			req->lane->stats.tx_bytes += req->len;
-		else if (req->kind == TR_REQ_GET)
-			req->lane->stats.rx_bytes += req->len;
 	}
 	req->status = st;
 	if (req->on_done) { /* internal: the owner takes it from here */
@@ -285,10 +277,7 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 	 * registered once the target's window has accepted the range. */
 	if (len && (lw = tr_win_find_addr(ctx, buf, len)))
 		req->mr = lw->mr[l->plane];
-	if (kind == TR_REQ_PUT)
-		l->stats.puts++;
-	else
-		l->stats.gets++;
+	tr_lane_count(l, req, 0);
 	tr_win_lookup(ctx, req);
 out:
 	pthread_mutex_unlock(&ctx->lock);

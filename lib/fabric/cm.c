@@ -98,6 +98,12 @@ static void on_route_resolved(struct tr_qp *qp)
 		report(qp, TR_CM_FAILED, NULL, 0, "rdma_connect");
 }
 
+static void reject(const struct tr_fab_plane *pl, struct rdma_cm_id *id)
+{
+	if (rdma_reject(id, NULL, 0))
+		tr_debug("plane %d: rdma_reject: %m", pl->index);
+}
+
 static void on_connect_request(struct tr_fab *fab, struct tr_fab_plane *pl,
 			       struct rdma_cm_id *id, const uint8_t *priv, size_t len)
 {
@@ -109,15 +115,16 @@ static void on_connect_request(struct tr_fab *fab, struct tr_fab_plane *pl,
 						&reply_len);
 
 	if (!owner || !(qp = tr_qp_new(fab, pl->index, owner))) {
-		rdma_reject(id, NULL, 0);
-		rdma_destroy_id(id);
+		reject(pl, id);
+		if (rdma_destroy_id(id))
+			tr_warn("plane %d: rdma_destroy_id: %m", pl->index);
 		return;
 	}
 	id->context = qp;
 	if (tr_qp_setup(qp, id)) {
-		rdma_reject(id, NULL, 0);
-		if (!qp->id)
-			rdma_destroy_id(id);
+		reject(pl, id);
+		if (!qp->id && rdma_destroy_id(id))
+			tr_warn("plane %d: rdma_destroy_id: %m", pl->index);
 		tr_qp_release(qp);
 		return;
 	}
@@ -162,7 +169,8 @@ void tr_fab_cm_dispatch(struct tr_fab *fab)
 			if (plen)
 				memcpy(priv, ev->param.conn.private_data, plen);
 		}
-		rdma_ack_cm_event(ev);
+		if (rdma_ack_cm_event(ev))
+			tr_warn("rdma_ack_cm_event: %m");
 
 		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			on_connect_request(fab, listen->context, id, priv, plen);

@@ -76,18 +76,25 @@ int tr_fab_plane_async_fd(const struct tr_fab *fab, int index)
 	return pl->owns_async ? pl->verbs->async_fd : -1;
 }
 
+/* A resource that cannot be released is still in use: a leak to report. */
+static void check_release(const struct tr_fab_plane *pl, const char *what, int ret)
+{
+	if (ret)
+		tr_warn("plane %d: %s: %s", pl->index, what, strerror(ret < 0 ? errno : ret));
+}
+
 static void plane_close(struct tr_fab_plane *pl)
 {
 	if (pl->cq)
-		ibv_destroy_cq(pl->cq);
+		check_release(pl, "ibv_destroy_cq", ibv_destroy_cq(pl->cq));
 	if (pl->scq)
-		ibv_destroy_cq(pl->scq);
+		check_release(pl, "ibv_destroy_cq", ibv_destroy_cq(pl->scq));
 	if (pl->chan)
-		ibv_destroy_comp_channel(pl->chan);
+		check_release(pl, "ibv_destroy_comp_channel", ibv_destroy_comp_channel(pl->chan));
 	if (pl->pd)
-		ibv_dealloc_pd(pl->pd);
+		check_release(pl, "ibv_dealloc_pd", ibv_dealloc_pd(pl->pd));
 	if (pl->listen_id)
-		rdma_destroy_id(pl->listen_id);
+		check_release(pl, "rdma_destroy_id", rdma_destroy_id(pl->listen_id));
 	memset(pl, 0, sizeof(*pl));
 }
 

@@ -63,10 +63,19 @@ int tr_qp_setup(struct tr_qp *qp, struct rdma_cm_id *id)
 void tr_qp_release(struct tr_qp *qp)
 {
 	if (qp->qp)
-		rdma_destroy_qp(qp->id);
-	if (qp->id)
-		rdma_destroy_id(qp->id);
+		rdma_destroy_qp(qp->id); /* void: nothing to check */
+	if (qp->id && rdma_destroy_id(qp->id))
+		tr_warn("plane %d: rdma_destroy_id: %m", qp->plane);
 	free(qp);
+}
+
+/* Disconnect fails when the peer's disconnect already completed the
+ * exchange: not worth more than a debug line. */
+static void disconnect(struct tr_qp *qp)
+{
+	qp->connected = 0;
+	if (rdma_disconnect(qp->id))
+		tr_debug("plane %d: rdma_disconnect: %m", qp->plane);
 }
 
 void tr_fab_qp_break(struct tr_qp *qp)
@@ -79,10 +88,8 @@ void tr_fab_qp_break(struct tr_qp *qp)
 	if (qp->qp && (ret = ibv_modify_qp(qp->qp, &attr, IBV_QP_STATE)))
 		tr_warn("plane %d qp 0x%x: ibv_modify_qp(ERR): %s", qp->plane, qp->qp->qp_num,
 			strerror(ret));
-	if (qp->connected) {
-		qp->connected = 0;
-		rdma_disconnect(qp->id);
-	}
+	if (qp->connected)
+		disconnect(qp);
 }
 
 void tr_fab_qp_destroy(struct tr_qp *qp)
@@ -90,7 +97,7 @@ void tr_fab_qp_destroy(struct tr_qp *qp)
 	if (!qp)
 		return;
 	if (qp->connected)
-		rdma_disconnect(qp->id);
+		disconnect(qp);
 	tr_qp_release(qp);
 }
 
