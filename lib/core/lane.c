@@ -473,7 +473,7 @@ void tr_lane_destroy(struct tr_lane *l)
 	if (ctx->loop)
 		ev_timer_stop(ctx->loop, &l->retry_w);
 	release(l);
-	l->state = TR_LANE_FAILED; /* at close: nobody is told any more */
+	lane_set_state(l, TR_LANE_FAILED);
 }
 
 unsigned tr_lane_max_msg(const struct tr_lane *l)

@@ -1,6 +1,8 @@
 /* Writes the seed corpus of fuzz_wire: one valid encoded message per file,
- * every type, with and without a piggybacked buffer status.
+ * every type, with and without a piggybacked buffer status, and one
+ * connection private data block.
  * Usage: gen_wire_corpus DIR */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +23,24 @@ static int emit(const char *dir, const char *name, const struct tr_msg *m)
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "wb");
 	if (!f || fwrite(buf, 1, (size_t)n, f) != (size_t)n || fclose(f)) {
+		perror(path);
+		return 1;
+	}
+	return 0;
+}
+
+/* The connection private data (rdma_cm), which the same target decodes. */
+static int emit_priv(const char *dir, const char *name)
+{
+	struct tr_conn_priv d = { .plane = 1, .rank = 2, .size = 8, .slots = 16, .slot_size = 4096 };
+	uint8_t p[TR_WIRE_PRIV_LEN];
+	char path[4096];
+	FILE *f;
+
+	tr_conn_priv_encode(p, &d);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(p, 1, sizeof(p), f) != sizeof(p) || fclose(f)) {
 		perror(path);
 		return 1;
 	}
@@ -179,5 +199,6 @@ int main(int argc, char **argv)
 	m.u.copy.hdr.status = TRIAD_S_OUT_OF_BOUNDS;
 	m.u.copy.hdr.leg = TR_COPY_LEG_AT_DST;
 	bad |= emit(argv[1], "copy_done_error", &m);
+	bad |= emit_priv(argv[1], "conn_priv");
 	return bad;
 }
