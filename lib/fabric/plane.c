@@ -164,16 +164,21 @@ int tr_fab_plane_open(struct tr_fab *fab, int index, struct in_addr addr, uint16
 	pl->max_init_rd_atom = dattr.max_qp_init_rd_atom < 16 ? dattr.max_qp_init_rd_atom : 16;
 
 	pl->pd = ibv_alloc_pd(pl->verbs);
-	pl->chan = ibv_create_comp_channel(pl->verbs);
-	if (!pl->pd || !pl->chan) {
+	if (!pl->pd) {
 		ret = -ENOMEM;
-		tr_error("plane %d: cannot allocate a PD or a channel on %s: %m", index,
-			 pl->devname);
+		tr_error("plane %d: ibv_alloc_pd on %s: %m", index, pl->devname);
+		goto err;
+	}
+	pl->chan = ibv_create_comp_channel(pl->verbs);
+	if (!pl->chan) {
+		ret = -ENOMEM;
+		tr_error("plane %d: ibv_create_comp_channel on %s: %m", index, pl->devname);
 		goto err;
 	}
 	cqe = fab->cfg.cqe < dattr.max_cqe ? fab->cfg.cqe : dattr.max_cqe;
 	pl->cq = ibv_create_cq(pl->verbs, cqe, pl, pl->chan, 0);
-	pl->scq = ibv_create_cq(pl->verbs, cqe, pl, pl->chan, 0);
+	if (pl->cq)
+		pl->scq = ibv_create_cq(pl->verbs, cqe, pl, pl->chan, 0);
 	if (!pl->cq || !pl->scq) {
 		ret = -ENOMEM;
 		tr_error("plane %d: ibv_create_cq(%d) on %s: %m", index, cqe, pl->devname);
