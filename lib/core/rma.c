@@ -133,16 +133,19 @@ void tr_rma_pump(struct tr_lane *l)
 	}
 }
 
-/* A flushed operation is done again, whole, on the lane the plane choice
- * gives now (puts and gets may be repeated; the receiver of a copy's data
- * sees the same bytes twice): a stale access or a plane fault then fails
- * only the request it hit.  Pinned ones are not moved, and each is moved
- * at most twice per plane. */
+/* A flushed put or get is done again, whole, on the lane the plane choice
+ * gives now (both may be repeated): a stale access or a plane fault then
+ * fails only the request it hit.  Pinned ones are not moved, and each is
+ * moved at most twice per plane.  A copy's chunk is not: its COPY_DATA,
+ * resent on the new lane as soon as its own flush comes back, could
+ * overtake a chunk waiting there for send-queue room, and the destination
+ * would answer before the data is whole; the copy fails with its leg
+ * instead (moving a copy whole, in order, is the multipath issue's). */
 static int may_redo(const struct triad_req *req)
 {
 	return !(req->flags & TR_F_PLANE_PIN) && req->status == TRIAD_S_OK &&
 	       req->redos < 2 * req->ctx->nplanes && !req->ctx->closing &&
-	       (req->kind == TR_REQ_PUT || req->kind == TR_REQ_GET || req->kind == TR_REQ_CHUNK);
+	       (req->kind == TR_REQ_PUT || req->kind == TR_REQ_GET);
 }
 
 static void redo(struct triad_req *req)
