@@ -265,6 +265,44 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 int triad_am_release(triad_am_msg_t *msg);
 size_t triad_am_max_size(const triad_ctx_t *ctx); /* 0 for NULL */
 
+/* ---- planes -----------------------------------------------------------------*/
+/*
+ * Planned drain, for maintenance of a plane (a NIC, a port, a cable): new
+ * messages and operations to every peer leave the plane, nothing fails,
+ * and the peers are asked to stop sending to this rank on it too.  What is
+ * already on the plane finishes there (a copy this rank serves keeps its
+ * plane to the end); triad_plane_info() reports DRAINED once nothing of
+ * this rank's is in flight on it.  Draining a drained plane does nothing.
+ * -EBUSY (nothing changes) when a peer would be left with no other live
+ * plane; -EINVAL for a plane that does not exist.  triad_plane_restore()
+ * brings the traffic of the plane's home peers back to it.  Operations
+ * pinned with TRIAD_F_PLANE keep their plane.
+ */
+int triad_plane_drain(triad_ctx_t *ctx, int plane);
+int triad_plane_restore(triad_ctx_t *ctx, int plane);
+
+enum triad_plane_state {
+	TRIAD_PLANE_NORMAL,   /* in use */
+	TRIAD_PLANE_DRAINING, /* drained on request; something of ours still in flight on it */
+	TRIAD_PLANE_DRAINED,  /* drained on request; nothing in flight */
+	TRIAD_PLANE_DOWN,     /* not drained, but its port is down or no peer is connected on it */
+};
+const char *triad_plane_state_str(enum triad_plane_state s);
+
+/* field_mask (in): TRIAD_PLANE_INFO_ALL; unknown bits: -EINVAL. */
+#define TRIAD_PLANE_INFO_ALL 0x1u
+struct triad_plane_info {
+	uint64_t field_mask;
+	enum triad_plane_state state;
+	int port_up;
+	unsigned peers_up;	/* peers connected on the plane */
+	unsigned msgs_inflight; /* messages posted and not acknowledged */
+	unsigned msgs_queued;	/* messages waiting for a slot of the peer */
+	unsigned rma_inflight;	/* WRITE/READ work requests posted, plus operations
+				 * queued for send-queue room */
+};
+int triad_plane_info(triad_ctx_t *ctx, int plane, struct triad_plane_info *info_p);
+
 /* ---- counters ---------------------------------------------------------------*/
 /* field_mask, set by the caller: the groups of fields to fill.  The
  * library writes only those, so a program built against an older triad.h

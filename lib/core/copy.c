@@ -143,11 +143,11 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 
 	m.u.copy.kind = (uint8_t)a->msg;
 	m.u.copy.hdr = a->hdr;
-	/* DATA must follow the op's chunks on their QP (both take
-	 * tr_plane_choose()'s plane).  Chunks still waiting for send-queue room
-	 * would be overtaken by a message: hang DATA on the last of them. */
+	/* DATA must follow the op's chunks on their QP (tr_copy_lane keeps
+	 * them on one).  Chunks still waiting for send-queue room would be
+	 * overtaken by a message: hang DATA on the last of them. */
 	if (a->msg == TR_COPY_DATA) {
-		struct tr_lane *l = tr_peer_lane(ctx, (int)a->to, 0);
+		struct tr_lane *l = tr_copy_lane(ctx, a->hdr.initiator, a->hdr.op_id, (int)a->to, 1);
 
 		if (!tr_list_empty(&l->rmaq)) {
 			struct triad_req *last = tr_container_of(l->rmaq.prev, struct triad_req, link);
@@ -160,6 +160,9 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 			}
 			free(then); /* cannot defer: the chunks' failure will fail the op */
 		}
+		if (tr_peer_send_on(l, &m, prio[a->msg], NULL))
+			tr_copy_peer_lost(ctx, (int)a->to);
+		return;
 	}
 	if (a->msg == TR_COPY_START) {
 		/* Its arrival tells the engine that the order reached the source:
@@ -209,6 +212,11 @@ static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		free(req);
 		exec(ctx, acts, n);
 		return;
+	}
+	/* Transport-ack sends no COPY_DATA after the chunks: any lane will do. */
+	if (a->hdr.mode != TR_COPY_TRANSPORT_ACK) {
+		req->lane = tr_copy_lane(ctx, a->hdr.initiator, a->hdr.op_id, req->peer, 0);
+		req->plane = req->lane->plane;
 	}
 	req->off = a->dst_off;
 	req->len = a->len;

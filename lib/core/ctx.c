@@ -132,10 +132,11 @@ static int open_peers(triad_ctx_t *ctx)
 		return -ENOMEM;
 	for (int r = 0; r < ctx->size; r++) {
 		ctx->peers[r].rank = r;
+		tr_psw_init(&ctx->peers[r].psw, (unsigned)ctx->nplanes, 0);
 		for (int p = 0; p < ctx->nplanes; p++)
 			tr_lane_init(ctx, &ctx->peers[r].lane[p], r, p);
 	}
-	return 0;
+	return tr_planes_setup(ctx);
 }
 
 /* Connects every lane (the lower rank connects, the higher accepts) and
@@ -352,6 +353,7 @@ void triad_fini(triad_ctx_t *ctx)
 		tr_rwins_free(ctx, &ctx->peers[r]);
 	}
 	tr_wins_destroy_all(ctx);
+	tr_planes_teardown(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	tr_fab_close(ctx->fab);
 	if (ctx->loop)

@@ -32,6 +32,7 @@
 #include "core/world.h"
 #include "fabric/fabric.h"
 #include "proto/copy.h"
+#include "proto/plane_switch.h"
 #include "proto/seq.h"
 #include "triad.h"
 
@@ -69,6 +70,8 @@ struct tr_peer {
 	struct tr_rwin *rwins;
 	uint32_t tx_seq;
 	struct tr_seq_rx rx_seq;
+	struct tr_psw psw;	 /* plane switch: which plane each home plane maps to now */
+	unsigned peer_drained;	 /* planes the peer asked us not to send on */
 	int gone; /* it said BYE: its connections are not rebuilt */
 };
 
@@ -175,6 +178,11 @@ struct triad_ctx {
 	struct tr_list bc_early;  /* BCAST_DONEs that came before the local call */
 	uint32_t *bc_seq;	  /* broadcasts called so far, per root */
 
+	unsigned drained;	  /* planes drained on request (triad_plane_drain) */
+	struct tr_copy_pin *pins; /* the plane of each copy this rank serves */
+	unsigned npins;
+	uint64_t pin_stamp;
+
 	uint32_t bar_epoch;	 /* barriers this rank entered */
 	uint32_t bar_arrived[2]; /* rank 0: arrivals per epoch parity */
 	uint32_t bar_released;	 /* epochs released by rank 0 */
@@ -233,6 +241,19 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
 void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
 		      struct triad_req *req);
 void tr_peer_lane_changed(struct tr_lane *l);
+/* The switch of peer p hears what plane's lane and drain state now say
+ * (up and wanted: restored; down: failed; up but drained: drained). */
+void tr_peer_plane_event(struct triad_ctx *ctx, struct tr_peer *p, int plane);
+
+/* ---- planes (drain.c) -------------------------------------------------------------*/
+/* The lane a copy's chunk or COPY_DATA takes at its source: every chunk of
+ * an op and its COPY_DATA on one lane, so that the data is whole when
+ * COPY_DATA arrives, whatever drains or faults change meanwhile.  last:
+ * the op's COPY_DATA, the pin is dropped. */
+struct tr_lane *tr_copy_lane(struct triad_ctx *ctx, uint32_t initiator, uint64_t op, int to,
+			     int last);
+int tr_planes_setup(struct triad_ctx *ctx);
+void tr_planes_teardown(struct triad_ctx *ctx);
 
 /* Windows (win.c) */
 struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id);

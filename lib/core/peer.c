@@ -17,19 +17,60 @@ static int lane_live(const struct triad_ctx *ctx, const struct tr_lane *l)
 
 int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags)
 {
-	int home, i;
+	struct tr_peer *p = &ctx->peers[peer];
+	unsigned plane;
+	int home, i, q;
 
 	if (flags & TR_F_PLANE_PIN)
 		return (int)(flags & TR_F_PLANE_MASK) < ctx->nplanes ? (int)(flags & TR_F_PLANE_MASK)
 								     : -1;
 	home = (ctx->rank + peer) % ctx->nplanes;
+	/* The switch maps the home plane to the one to use now (itself, or
+	 * its alternate while it is failed or drained). */
+	if (tr_psw_unordered(&p->psw, (unsigned)home, &plane) == TR_PSW_POST &&
+	    lane_live(ctx, &p->lane[plane]))
+		return (int)plane;
+	/* A lane the switch has not heard about yet: the next live usable one,
+	 * else any live one (a drained plane rather than none). */
 	for (i = 0; i < ctx->nplanes; i++) {
-		int p = (home + i) % ctx->nplanes;
-
-		if (lane_live(ctx, &ctx->peers[peer].lane[p]))
-			return p;
+		q = (home + i) % ctx->nplanes;
+		if (lane_live(ctx, &p->lane[q]) && tr_psw_usable(&p->psw, (unsigned)q))
+			return q;
+	}
+	for (i = 0; i < ctx->nplanes; i++) {
+		q = (home + i) % ctx->nplanes;
+		if (lane_live(ctx, &p->lane[q]))
+			return q;
 	}
 	return home; /* nothing live: the caller reports the home plane's state */
+}
+
+/* Whether plane should carry traffic to peer: not drained here or by the
+ * peer. */
+static int wanted(const struct triad_ctx *ctx, const struct tr_peer *p, int plane)
+{
+	return !((ctx->drained | p->peer_drained) >> plane & 1u);
+}
+
+void tr_peer_plane_event(struct triad_ctx *ctx, struct tr_peer *p, int plane)
+{
+	struct tr_lane *l = &p->lane[plane];
+	unsigned alt;
+
+	if (l->state == TR_LANE_UP && wanted(ctx, p, plane)) {
+		if (!tr_psw_usable(&p->psw, (unsigned)plane))
+			tr_psw_restore(&p->psw, (unsigned)plane);
+	} else if (l->state != TR_LANE_UP) {
+		if (tr_psw_usable(&p->psw, (unsigned)plane))
+			tr_psw_fault(&p->psw, (unsigned)plane, &alt);
+	} else if (tr_psw_usable(&p->psw, (unsigned)plane) &&
+		   tr_psw_drain(&p->psw, (unsigned)plane) == -EBUSY) {
+		/* Up but drained, and the only usable plane to this peer: it
+		 * stays in use (triad_plane_drain refuses this; a peer's drain
+		 * request may not get it). */
+		tr_info("peer %d plane %d: drained, but the only plane left to it: still used",
+			p->rank, plane);
+	}
 }
 
 struct tr_lane *tr_peer_lane(struct triad_ctx *ctx, int peer, unsigned flags)
@@ -134,6 +175,17 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		tr_info("peer %d: closing", l->peer);
 		p->gone = 1;
 		break;
+	case TR_MSG_PLANE_DRAIN:
+		if ((int)m->u.plane_drain.plane < ctx->nplanes) {
+			unsigned bit = 1u << m->u.plane_drain.plane;
+
+			tr_info("peer %d asks %s plane %u", l->peer,
+				m->u.plane_drain.on ? "to leave" : "to use again", m->u.plane_drain.plane);
+			p->peer_drained = m->u.plane_drain.on ? p->peer_drained | bit
+							      : p->peer_drained & ~bit;
+			tr_peer_plane_event(ctx, p, (int)m->u.plane_drain.plane);
+		}
+		break;
 	case TR_MSG_PLANE_DOWN:
 		if ((int)m->u.plane_down.plane < ctx->nplanes) {
 			struct tr_lane *broken = &p->lane[m->u.plane_down.plane];
@@ -184,6 +236,8 @@ void tr_peer_lane_changed(struct tr_lane *l)
 {
 	struct triad_ctx *ctx = l->ctx;
 
+	if (l->state == TR_LANE_UP || l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED)
+		tr_peer_plane_event(ctx, &ctx->peers[l->peer], l->plane);
 	if (l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED) {
 		/* Operations not yet posted whole on it are done again elsewhere
 		 * or fail (rma.c); posted ones come back flushed. */

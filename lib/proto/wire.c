@@ -18,6 +18,7 @@ static const char *const type_names[TR_MSG_TYPE_MAX] = {
 	[TR_MSG_BYE] = "BYE",
 	[TR_MSG_BARRIER_FAIL] = "BARRIER_FAIL",
 	[TR_MSG_WIN_GONE] = "WIN_GONE",
+	[TR_MSG_PLANE_DRAIN] = "PLANE_DRAIN",
 };
 
 const char *tr_msg_type_str(unsigned type)
@@ -73,7 +74,8 @@ static size_t body_len(const struct tr_msg *m)
 	case TR_MSG_WIN_GONE: return 4;
 	case TR_MSG_AM: return TR_WIRE_AM_HDR_LEN + (size_t)m->u.am.len;
 	case TR_MSG_COPY: return 64;
-	case TR_MSG_BCAST_DONE: return 8;
+	case TR_MSG_BCAST_DONE:
+	case TR_MSG_PLANE_DRAIN: return 8;
 	default: return 0;
 	}
 }
@@ -140,6 +142,9 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		return -EINVAL;
 	if (m->type == TR_MSG_PLANE_DOWN && m->u.plane_down.plane >= TRIAD_MAX_PLANES)
 		return -EINVAL;
+	if (m->type == TR_MSG_PLANE_DRAIN &&
+	    (m->u.plane_drain.plane >= TRIAD_MAX_PLANES || m->u.plane_drain.on > 1))
+		return -EINVAL;
 	if (m->type == TR_MSG_COPY && !copy_ok(m))
 		return -EINVAL;
 	if (m->type == TR_MSG_BCAST_DONE && m->u.bcast_done.status >= TRIAD_S_MAX)
@@ -190,6 +195,10 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		break;
 	case TR_MSG_WIN_GONE:
 		PUT32(&c, m->u.win_gone.win);
+		break;
+	case TR_MSG_PLANE_DRAIN:
+		PUT32(&c, m->u.plane_drain.plane);
+		PUT32(&c, m->u.plane_drain.on);
 		break;
 	case TR_MSG_BCAST_DONE:
 		PUT32(&c, m->u.bcast_done.seq);
@@ -294,6 +303,12 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		break;
 	case TR_MSG_WIN_GONE:
 		m.u.win_gone.win = GET32(&c);
+		break;
+	case TR_MSG_PLANE_DRAIN:
+		m.u.plane_drain.plane = GET32(&c);
+		m.u.plane_drain.on = GET32(&c);
+		if (m.u.plane_drain.plane >= TRIAD_MAX_PLANES || m.u.plane_drain.on > 1)
+			return -EPROTO;
 		break;
 	case TR_MSG_BCAST_DONE:
 		m.u.bcast_done.seq = GET32(&c);

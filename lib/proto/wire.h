@@ -47,6 +47,7 @@ enum tr_msg_type {
 	TR_MSG_BYE,	      /* I am closing (triad_fini): do not reconnect; no body */
 	TR_MSG_BARRIER_FAIL,  /* rank 0 -> all: epoch cannot complete (a rank is gone) */
 	TR_MSG_WIN_GONE,      /* owner -> all: window win was destroyed: drop its descriptor */
+	TR_MSG_PLANE_DRAIN,   /* do not send to me on plane (on = 1), or again (on = 0) */
 	TR_MSG_TYPE_MAX
 };
 
@@ -77,6 +78,10 @@ struct tr_msg {
 		struct {
 			uint32_t win;
 		} win_gone;
+		struct {
+			uint32_t plane; /* < TRIAD_MAX_PLANES */
+			uint32_t on;	/* 0 or 1 */
+		} plane_drain;
 		struct {
 			uint32_t seq;	 /* the root's broadcast number */
 			uint16_t status; /* enum triad_status */

@@ -38,6 +38,9 @@ static int same_msg(const struct tr_msg *a, const struct tr_msg *b)
 		return a->u.plane_down.plane == b->u.plane_down.plane;
 	case TR_MSG_WIN_GONE:
 		return a->u.win_gone.win == b->u.win_gone.win;
+	case TR_MSG_PLANE_DRAIN:
+		return a->u.plane_drain.plane == b->u.plane_drain.plane &&
+		       a->u.plane_drain.on == b->u.plane_drain.on;
 	case TR_MSG_BCAST_DONE:
 		return a->u.bcast_done.seq == b->u.bcast_done.seq &&
 		       a->u.bcast_done.status == b->u.bcast_done.status;

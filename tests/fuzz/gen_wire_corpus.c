@@ -127,6 +127,13 @@ int main(int argc, char **argv)
 	m.u.win_gone.win = 77;
 	bad |= emit(argv[1], "win_gone", &m);
 
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_PLANE_DRAIN;
+	m.seq = 10;
+	m.u.plane_drain.plane = 1;
+	m.u.plane_drain.on = 1;
+	bad |= emit(argv[1], "plane_drain", &m);
+
 	/* Standalone buffer status messages: no slot, no body. */
 	memset(&m, 0, sizeof(m));
 	m.type = TR_MSG_BSM;

@@ -109,6 +109,10 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 	case TR_MSG_WIN_GONE:
 		assert_int_equal(a->u.win_gone.win, b->u.win_gone.win);
 		break;
+	case TR_MSG_PLANE_DRAIN:
+		assert_int_equal(a->u.plane_drain.plane, b->u.plane_drain.plane);
+		assert_int_equal(a->u.plane_drain.on, b->u.plane_drain.on);
+		break;
 	case TR_MSG_BCAST_DONE:
 		assert_int_equal(a->u.bcast_done.seq, b->u.bcast_done.seq);
 		assert_int_equal(a->u.bcast_done.status, b->u.bcast_done.status);
@@ -143,7 +147,8 @@ static size_t wire_len(const struct tr_msg *m)
 	case TR_MSG_PLANE_DOWN:
 	case TR_MSG_WIN_GONE: return 32 + 4;
 	case TR_MSG_COPY: return 32 + 64;
-	case TR_MSG_BCAST_DONE: return 32 + 8;
+	case TR_MSG_BCAST_DONE:
+	case TR_MSG_PLANE_DRAIN: return 32 + 8;
 	case TR_MSG_BSM:
 	case TR_MSG_BYE: return 32;
 	case TR_MSG_AM: return 32 + 4 + (size_t)m->u.am.len;
@@ -317,6 +322,10 @@ static struct tr_msg random_msg(void)
 		break;
 	case TR_MSG_WIN_GONE:
 		m.u.win_gone.win = (uint32_t)rnd();
+		break;
+	case TR_MSG_PLANE_DRAIN:
+		m.u.plane_drain.plane = (uint32_t)(rnd() % TRIAD_MAX_PLANES);
+		m.u.plane_drain.on = (uint32_t)(rnd() % 2);
 		break;
 	case TR_MSG_BCAST_DONE:
 		m.u.bcast_done.seq = (uint32_t)rnd();
@@ -1056,6 +1065,33 @@ static void test_decode_bad_status(void **state)
 	assert_int_equal(out.u.win_info.status, TRIAD_S_MAX - 1);
 }
 
+/* PLANE_DRAIN: the plane must exist, "on" is 0 or 1; encode refuses what
+ * decode refuses. */
+static void test_decode_bad_plane_drain(void **state)
+{
+	struct tr_msg m = { .type = TR_MSG_PLANE_DRAIN, .seq = 3 }, out;
+	int n;
+
+	(void)state;
+	m.u.plane_drain.plane = TRIAD_MAX_PLANES - 1;
+	m.u.plane_drain.on = 1;
+	n = encode(&m, buf_a);
+	assert_int_equal(n, TR_WIRE_HDR_LEN + 8);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_int_equal(out.u.plane_drain.plane, TRIAD_MAX_PLANES - 1);
+	assert_int_equal(out.u.plane_drain.on, 1);
+	put32(buf_a + BODY, TRIAD_MAX_PLANES);
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	put32(buf_a + BODY, 0);
+	put32(buf_a + BODY + 4, 2);
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	m.u.plane_drain.on = 2;
+	assert_int_equal(tr_msg_encode(&m, buf_b, TR_WIRE_MAX_LEN), -EINVAL);
+	m.u.plane_drain.on = 0;
+	m.u.plane_drain.plane = TRIAD_MAX_PLANES;
+	assert_int_equal(tr_msg_encode(&m, buf_b, TR_WIRE_MAX_LEN), -EINVAL);
+}
+
 static void test_decode_bad_access(void **state)
 {
 	struct tr_msg m = win_info(2), out;
@@ -1558,6 +1594,7 @@ int main(void)
 		cmocka_unit_test(test_decode_unknown_type),
 		cmocka_unit_test(test_decode_too_many_planes),
 		cmocka_unit_test(test_decode_bad_status),
+		cmocka_unit_test(test_decode_bad_plane_drain),
 		cmocka_unit_test(test_decode_bad_access),
 		cmocka_unit_test(test_decode_base_len_overflow),
 		cmocka_unit_test(test_decode_bit_flips),

@@ -1,0 +1,205 @@
+/* Planes as the application (and later the node's daemon) sees them:
+ * planned drain and restore, and what is still in flight on a plane.
+ *
+ * A drain feeds every peer's plane switch (proto/plane_switch): the plane
+ * is left for its alternate at the next message boundary; every message
+ * and put/get is one unit here (a message is one send, an operation's
+ * chunks all take the lane it was queued on), so every new choice already
+ * is a boundary.  A copy this rank serves is several sends to one peer
+ * (WRITE chunks, then COPY_DATA, which must arrive after them): its chunks
+ * and COPY_DATA keep the lane of its first chunk (tr_copy_lane).  The
+ * peers are asked to leave the plane too (PLANE_DRAIN), so that the NIC
+ * can be taken out once both directions are quiet. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "base/log.h"
+#include "core/ctx.h"
+
+static const char *const plane_state_names[] = {
+	[TRIAD_PLANE_NORMAL] = "normal",
+	[TRIAD_PLANE_DRAINING] = "draining",
+	[TRIAD_PLANE_DRAINED] = "drained",
+	[TRIAD_PLANE_DOWN] = "down",
+};
+
+const char *triad_plane_state_str(enum triad_plane_state s)
+{
+	return (unsigned)s < sizeof(plane_state_names) / sizeof(plane_state_names[0])
+		       ? plane_state_names[s] : "unknown plane state";
+}
+
+/* ---- the plane of a copy this rank serves ------------------------------------*/
+struct tr_copy_pin {
+	uint32_t initiator;
+	uint64_t op;
+	uint64_t stamp; /* insertion order: the oldest goes when the table is full */
+	int peer, plane;
+	int used;
+};
+
+int tr_planes_setup(struct triad_ctx *ctx)
+{
+	ctx->npins = (unsigned)ctx->cfg.copy_ops;
+	ctx->pins = calloc(ctx->npins, sizeof(*ctx->pins));
+	return ctx->pins ? 0 : -ENOMEM;
+}
+
+void tr_planes_teardown(struct triad_ctx *ctx)
+{
+	free(ctx->pins);
+	ctx->pins = NULL;
+}
+
+struct tr_lane *tr_copy_lane(struct triad_ctx *ctx, uint32_t initiator, uint64_t op, int to,
+			     int last)
+{
+	struct tr_copy_pin *pin = NULL, *oldest = NULL;
+	struct tr_lane *l;
+
+	for (unsigned i = 0; i < ctx->npins; i++) {
+		struct tr_copy_pin *e = &ctx->pins[i];
+
+		if (e->used && e->initiator == initiator && e->op == op && e->peer == to) {
+			pin = e;
+			break;
+		}
+		if (!oldest || !e->used || (oldest->used && e->stamp < oldest->stamp))
+			oldest = e;
+	}
+	if (pin) {
+		l = &ctx->peers[to].lane[pin->plane];
+		if (last)
+			pin->used = 0;
+		return l;
+	}
+	l = tr_peer_lane(ctx, to, 0);
+	if (!last && oldest) {
+		/* More of the op follows on this lane.  A full table drops its
+		 * oldest pin: an op that failed without its COPY_DATA. */
+		*oldest = (struct tr_copy_pin){ .initiator = initiator, .op = op, .peer = to,
+						.plane = l->plane, .stamp = ++ctx->pin_stamp, .used = 1 };
+	}
+	return l;
+}
+
+/* ---- drain and restore ------------------------------------------------------------*/
+static int plane_ok(const struct triad_ctx *ctx, int plane)
+{
+	return ctx && plane >= 0 && plane < ctx->nplanes;
+}
+
+/* Every reachable peer keeps a live lane on another plane not drained. */
+static int others_left(const struct triad_ctx *ctx, int plane)
+{
+	for (int r = 0; r < ctx->size; r++) {
+		const struct tr_peer *p = &ctx->peers[r];
+		int other = 0, reachable = 0;
+
+		if (r == ctx->rank)
+			continue;
+		for (int q = 0; q < ctx->nplanes; q++) {
+			int up = p->lane[q].state == TR_LANE_UP &&
+				 tr_fab_plane_port_up(ctx->fab, q);
+
+			reachable |= up;
+			other |= up && q != plane && !((ctx->drained | p->peer_drained) >> q & 1u);
+		}
+		if (reachable && !other)
+			return 0;
+	}
+	return 1;
+}
+
+/* Tells every reachable peer whether to send to us on plane. */
+static void tell_peers(struct triad_ctx *ctx, int plane, int on)
+{
+	for (int r = 0; r < ctx->size; r++) {
+		struct tr_msg m = { .type = TR_MSG_PLANE_DRAIN };
+
+		m.u.plane_drain.plane = (uint32_t)plane;
+		m.u.plane_drain.on = (uint32_t)on;
+		if (r != ctx->rank && tr_peer_reachable(ctx, r))
+			tr_peer_send(ctx, r, &m, TR_FC_HIGH, NULL);
+	}
+}
+
+static void each_peer_event(struct triad_ctx *ctx, int plane)
+{
+	for (int r = 0; r < ctx->size; r++)
+		if (r != ctx->rank)
+			tr_peer_plane_event(ctx, &ctx->peers[r], plane);
+}
+
+int triad_plane_drain(triad_ctx_t *ctx, int plane)
+{
+	int ret = 0;
+
+	if (!plane_ok(ctx, plane))
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->drained >> plane & 1u)
+		goto out;
+	if (!others_left(ctx, plane)) {
+		tr_info("plane %d: not drained: a peer has no other live plane", plane);
+		ret = -EBUSY;
+		goto out;
+	}
+	ctx->drained |= 1u << plane;
+	each_peer_event(ctx, plane);
+	tell_peers(ctx, plane, 1); /* on the other planes: this one is left */
+	tr_info("plane %d: draining", plane);
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int triad_plane_restore(triad_ctx_t *ctx, int plane)
+{
+	if (!plane_ok(ctx, plane))
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->drained >> plane & 1u) {
+		ctx->drained &= ~(1u << plane);
+		tell_peers(ctx, plane, 0);
+		each_peer_event(ctx, plane);
+		tr_info("plane %d: restored", plane);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+int triad_plane_info(triad_ctx_t *ctx, int plane, struct triad_plane_info *info_p)
+{
+	struct triad_plane_info in = { 0 };
+	unsigned busy;
+
+	if (!plane_ok(ctx, plane) || !info_p || (info_p->field_mask & ~(uint64_t)TRIAD_PLANE_INFO_ALL))
+		return -EINVAL;
+	in.field_mask = info_p->field_mask;
+	pthread_mutex_lock(&ctx->lock);
+	tr_progress(ctx); /* count what already completed */
+	in.port_up = tr_fab_plane_port_up(ctx->fab, plane);
+	for (int r = 0; r < ctx->size; r++) {
+		const struct tr_lane *l = &ctx->peers[r].lane[plane];
+
+		if (r == ctx->rank || l->state != TR_LANE_UP)
+			continue;
+		in.peers_up++;
+		in.msgs_inflight += (unsigned)(l->sq_posted - l->rma_posted - l->bsm_inflight);
+		in.msgs_queued += l->nqueued;
+		in.rma_inflight += (unsigned)l->rma_posted;
+		for (const struct tr_list *e = l->rmaq.next; e != &l->rmaq; e = e->next)
+			in.rma_inflight++;
+	}
+	busy = in.msgs_inflight + in.msgs_queued + in.rma_inflight;
+	if (ctx->drained >> plane & 1u)
+		in.state = busy ? TRIAD_PLANE_DRAINING : TRIAD_PLANE_DRAINED;
+	else if (!in.port_up || (ctx->size > 1 && !in.peers_up))
+		in.state = TRIAD_PLANE_DOWN;
+	else
+		in.state = TRIAD_PLANE_NORMAL;
+	pthread_mutex_unlock(&ctx->lock);
+	*info_p = in;
+	return 0;
+}
