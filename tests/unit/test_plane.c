@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "memo.h"
+
 #include "proto/plane_switch.h"
 #include "proto/stream.h"
 
@@ -1172,75 +1174,9 @@ static void xkey(const struct xcfg *c, const struct xworld *w, uint8_t key[XKEY]
 	assert_true(k <= XKEY);
 }
 
-/* Open-addressing set of the states seen, with the interleavings that end
- * from each (saturating). */
-struct xmemo {
-	uint8_t (*keys)[XKEY];
-	uint64_t *paths;
-	bool *used;
-	size_t cap, len;
-};
-
-static uint64_t xhash(const uint8_t key[XKEY])
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (unsigned i = 0; i < XKEY; i++)
-		h = (h ^ key[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static size_t xslot(const struct xmemo *m, const uint8_t key[XKEY])
-{
-	size_t i = (size_t)xhash(key) & (m->cap - 1);
-
-	while (m->used[i] && memcmp(m->keys[i], key, XKEY))
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-static void xalloc(struct xmemo *m, size_t cap)
-{
-	m->cap = cap;
-	m->len = 0;
-	m->keys = calloc(cap, XKEY);
-	m->paths = calloc(cap, sizeof(*m->paths));
-	m->used = calloc(cap, sizeof(*m->used));
-	assert_true(m->keys && m->paths && m->used);
-}
-
-static void xfree(struct xmemo *m)
-{
-	free(m->keys);
-	free(m->paths);
-	free(m->used);
-}
-
-static void xput(struct xmemo *m, const uint8_t key[XKEY], uint64_t paths)
-{
-	size_t i;
-
-	if (2 * (m->len + 1) > m->cap) {
-		struct xmemo big;
-
-		xalloc(&big, 2 * m->cap);
-		for (size_t j = 0; j < m->cap; j++)
-			if (m->used[j])
-				xput(&big, m->keys[j], m->paths[j]);
-		xfree(m);
-		*m = big;
-	}
-	i = xslot(m, key);
-	assert_false(m->used[i]);
-	m->used[i] = true;
-	memcpy(m->keys[i], key, XKEY);
-	m->paths[i] = paths;
-	m->len++;
-}
-
 struct xrun {
 	const struct xcfg *c;
-	struct xmemo memo;
+	struct memo memo;
 	uint64_t moves, ends;
 	unsigned max_depth;
 };
@@ -1251,14 +1187,14 @@ static uint64_t xexplore(struct xrun *e, const struct xworld *w, unsigned depth)
 {
 	struct xworld next[XSUCC];
 	uint8_t key[XKEY];
+	const uint64_t *seen;
 	uint64_t paths = 0;
 	unsigned k;
-	size_t i;
 
 	xkey(e->c, w, key);
-	i = xslot(&e->memo, key);
-	if (e->memo.used[i])
-		return e->memo.paths[i];
+	seen = memo_get(&e->memo, key);
+	if (seen)
+		return *seen;
 	assert_true(depth < XDEPTH); /* no cycle */
 	if (depth > e->max_depth)
 		e->max_depth = depth;
@@ -1275,7 +1211,7 @@ static uint64_t xexplore(struct xrun *e, const struct xworld *w, unsigned depth)
 			paths = UINT64_MAX;
 		e->moves++;
 	}
-	xput(&e->memo, key, paths);
+	assert_int_equal(memo_put(&e->memo, key, paths), 0);
 	return paths;
 }
 
@@ -1310,13 +1246,13 @@ static struct xcounts xrun(const struct xcfg *c, bool walk)
 	xinit(c, &w);
 	xsettle(c, &w);
 	memset(&xs, 0, sizeof(xs));
-	xalloc(&e.memo, 1 << 14);
+	assert_int_equal(memo_init(&e.memo, XKEY, 1 << 14), 0);
 	r.paths = xexplore(&e, &w, 0);
 	r.states = e.memo.len;
 	r.moves = e.moves;
 	r.ends = e.ends;
 	r.s = xs;
-	xfree(&e.memo);
+	memo_free(&e.memo);
 	printf("plane: %u msgs x %u pkts, %u planes, <= %u failures, <= %u drains, %s, "
 	       "first %#x: %llu states, %llu moves, %llu end states, %s%llu interleavings, "
 	       "longest %u; %llu waits, %llu resends, %llu drained, %llu duplicates\n",

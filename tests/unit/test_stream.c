@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "memo.h"
+
 #include "proto/stream.h"
 
 #define NEW TR_SEQ_NEW
@@ -620,71 +622,6 @@ static void world_key(const struct cfg *c, const struct world *w, uint8_t key[KE
 	assert_true(k <= KEYLEN);
 }
 
-/* Open-addressing map from state to the interleavings that end from it. */
-struct memo {
-	uint8_t (*keys)[KEYLEN];
-	uint64_t *paths;
-	bool *used;
-	size_t cap, len;
-};
-
-static uint64_t hash_key(const uint8_t key[KEYLEN])
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (unsigned i = 0; i < KEYLEN; i++)
-		h = (h ^ key[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static size_t memo_slot(const struct memo *m, const uint8_t key[KEYLEN])
-{
-	size_t i = (size_t)hash_key(key) & (m->cap - 1);
-
-	while (m->used[i] && memcmp(m->keys[i], key, KEYLEN))
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-static void memo_alloc(struct memo *m, size_t cap)
-{
-	m->cap = cap;
-	m->len = 0;
-	m->keys = calloc(cap, KEYLEN);
-	m->paths = calloc(cap, sizeof(*m->paths));
-	m->used = calloc(cap, sizeof(*m->used));
-	assert_true(m->keys && m->paths && m->used);
-}
-
-static void memo_free(struct memo *m)
-{
-	free(m->keys);
-	free(m->paths);
-	free(m->used);
-}
-
-static void memo_put(struct memo *m, const uint8_t key[KEYLEN], uint64_t paths)
-{
-	size_t i;
-
-	if (2 * (m->len + 1) > m->cap) {
-		struct memo big;
-
-		memo_alloc(&big, 2 * m->cap);
-		for (size_t j = 0; j < m->cap; j++)
-			if (m->used[j])
-				memo_put(&big, m->keys[j], m->paths[j]);
-		memo_free(m);
-		*m = big;
-	}
-	i = memo_slot(m, key);
-	assert_false(m->used[i]);
-	m->used[i] = true;
-	memcpy(m->keys[i], key, KEYLEN);
-	m->paths[i] = paths;
-	m->len++;
-}
-
 struct explore {
 	const struct cfg *c;
 	struct memo memo;
@@ -699,14 +636,14 @@ static uint64_t explore_memo(struct explore *e, const struct world *w, unsigned 
 {
 	struct world next[MAXSUCC];
 	uint8_t key[KEYLEN];
+	const uint64_t *seen;
 	uint64_t paths = 0;
 	unsigned k;
-	size_t i;
 
 	world_key(e->c, w, key);
-	i = memo_slot(&e->memo, key);
-	if (e->memo.used[i])
-		return e->memo.paths[i];
+	seen = memo_get(&e->memo, key);
+	if (seen)
+		return *seen;
 	assert_true(depth < MAX_DEPTH); /* no cycle: every move makes progress */
 	if (depth > e->max_depth)
 		e->max_depth = depth;
@@ -722,7 +659,7 @@ static uint64_t explore_memo(struct explore *e, const struct world *w, unsigned 
 		assert_false(__builtin_add_overflow(paths, sub, &paths));
 		e->moves++;
 	}
-	memo_put(&e->memo, key, paths);
+	assert_int_equal(memo_put(&e->memo, key, paths), 0);
 	return paths;
 }
 
@@ -756,7 +693,7 @@ static struct counts run_exhaustive(const struct cfg *c, bool walk_all)
 	world_init(c, &w);
 	world_check(c, &w);
 	dup_moves = 0;
-	memo_alloc(&e.memo, 1 << 12);
+	assert_int_equal(memo_init(&e.memo, KEYLEN, 1 << 12), 0);
 	r.paths = explore_memo(&e, &w, 0);
 	r.states = e.memo.len;
 	r.moves = e.moves;
