@@ -44,12 +44,19 @@ struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int p
 	return req;
 }
 
-/* What the fabric reports, and to whom in core. */
+/* What the fabric reports, and to whom in core.  A local port that goes
+ * down switches every peer off the plane at once. */
 static void on_port(void *arg, int plane, int up)
 {
-	(void)plane;
-	(void)up;
-	tr_ctx_signal(arg);
+	struct triad_ctx *ctx = arg;
+
+	if (!up && ctx->peers && ctx->initialized && !ctx->closing) {
+		tr_info("plane %d: port down: its connections move to the other planes", plane);
+		for (int r = 0; r < ctx->size; r++)
+			if (r != ctx->rank)
+				tr_lane_port_down(&ctx->peers[r].lane[plane]);
+	}
+	tr_ctx_signal(ctx);
 }
 
 static const struct tr_fab_ops fab_ops = {

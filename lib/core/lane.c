@@ -449,6 +449,12 @@ unsigned tr_lane_unsent(const struct tr_lane *l)
 	return (unsigned)(l->sq_posted - l->rma_posted - l->bsm_inflight) + l->nqueued;
 }
 
+void tr_lane_port_down(struct tr_lane *l)
+{
+	if (l->state == TR_LANE_UP)
+		lane_break(l, TRIAD_S_PLANE_DOWN);
+}
+
 void tr_lane_cancel(struct tr_lane *l)
 {
 	if (l->state == TR_LANE_UP) {

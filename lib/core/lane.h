@@ -99,6 +99,10 @@ void tr_lane_fail(struct tr_lane *l, enum triad_status why);
 void tr_lane_give_up(struct tr_lane *l);
 /* Messages sent or queued on l and not acknowledged yet (0 when down). */
 unsigned tr_lane_unsent(const struct tr_lane *l);
+/* Its plane's local port went down: break l now (what is posted comes
+ * back flushed and moves to a live plane) rather than after the RC
+ * transport's retries; it is rebuilt once the port is back. */
+void tr_lane_port_down(struct tr_lane *l);
 /* At close: break l if it is up (everything posted comes back flushed and
  * its requests complete as cancelled); drop an attempt in progress. */
 void tr_lane_cancel(struct tr_lane *l);

@@ -12,20 +12,32 @@
  *   4. on plane 0 both directions still work; the link comes back up;
  *   5. the pair reconnects plane L by itself, its flow control restarts
  *      (every slot of the peer free again after its first BSM), and a put
- *      pinned to plane L works. */
+ *      pinned to plane L works.
+ * And the failover of what is not pinned: unpinned puts of rank 0, whose
+ * home plane is L, in flight when the link goes down, all complete OK
+ * (done again, whole, on plane 0) with their bytes in place; an unpinned put
+ * during the fault takes plane 0; after the reconnect the pair is back on
+ * its home plane L (the per-plane put counters show it). */
 #include <unistd.h>
 
 #include "ft.h"
 
-static int ctl(const char *verb, int node, int plane)
+/* Runs the harness's fabric-ctl; with bg, in the background (returns at once). */
+static int ctl_run(const char *verb, int node, int plane, int bg)
 {
 	const char *tool = getenv("TRIAD_FABRIC_CTL");
 	char cmd[512];
 
 	if (!tool)
 		tool = "fabric-ctl"; /* the VM harness puts it on PATH */
-	snprintf(cmd, sizeof(cmd), "%s %s %d %d", tool, verb, node, plane);
+	snprintf(cmd, sizeof(cmd), "%s %s %d %d%s", tool, verb, node, plane,
+		 bg ? " >/dev/null 2>&1 &" : "");
 	return system(cmd);
+}
+
+static int ctl(const char *verb, int node, int plane)
+{
+	return ctl_run(verb, node, plane, 0);
 }
 
 static enum triad_status put_on(triad_ctx_t *ctx, int peer, int plane, int timeout_ms)
@@ -37,6 +49,30 @@ static enum triad_status put_on(triad_ctx_t *ctx, int peer, int plane, int timeo
 		return TRIAD_S_MAX;
 	return ft_wait(req, timeout_ms);
 }
+
+static uint64_t puts_on(triad_ctx_t *ctx, int peer, int plane)
+{
+	struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_LINK };
+
+	return triad_conn_stats(ctx, peer, plane, &cs) == 0 ? cs.puts : 0;
+}
+
+/* An unpinned put; checks that it took plane want. */
+static void put_takes(triad_ctx_t *ctx, int peer, int want, const char *when)
+{
+	static char buf[4096];
+	uint64_t before = puts_on(ctx, peer, want);
+	enum triad_status st = TRIAD_S_MAX;
+	triad_req_t *req;
+
+	if (triad_put(ctx, buf, sizeof(buf), peer, 1, 0, 0, &req) == 0)
+		st = ft_wait(req, 60000);
+	FT_CHECK(st == TRIAD_S_OK, "unpinned put %s: %s", when, triad_status_str(st));
+	FT_CHECK(puts_on(ctx, peer, want) == before + 1, "unpinned put %s did not take plane %d",
+		 when, want);
+}
+
+#define NFLY 512 /* 32 MiB: about a second of streaming, the fault lands in it */
 
 static int is_failure(enum triad_status st)
 {
@@ -122,9 +158,41 @@ int main(void)
 		FT_CHECK(st == TRIAD_S_OK, "put on plane %d before the fault: %s", p, triad_status_str(st));
 	}
 	ft_barrier(ctx);
-	if (rank == 0)
-		FT_CHECK(ctl("down", 0, last) == 0, "fabric-ctl down 0 %d", last);
+	if (rank == 0) {
+		/* In flight on the home plane (last, for the pair 0-1) when it
+		 * goes down. */
+		static char fly[sizeof(win_buf)];
+		triad_req_t *req[NFLY];
+		int ok = 0;
+
+		struct triad_plane_info pi = { .field_mask = TRIAD_PLANE_INFO_ALL };
+
+		ft_fill(fly, sizeof(fly), 4242, 0);
+		/* The link goes down while the puts stream. */
+		FT_CHECK(ctl_run("down", 0, last, 1) == 0, "fabric-ctl down 0 %d", last);
+		for (int i = 0; i < NFLY; i++)
+			FT_CHECK(triad_put(ctx, fly, sizeof(fly), peer, 1, 0, 0, &req[i]) == 0, "put");
+		for (int i = 0; i < NFLY; i++) {
+			st = ft_wait(req[i], 60000);
+			ok += st == TRIAD_S_OK;
+			FT_CHECK(st == TRIAD_S_OK, "unpinned put %d in flight at the fault: %s", i,
+				 triad_status_str(st));
+		}
+		for (int i = 0; i < 100 && triad_plane_info(ctx, last, &pi) == 0 && pi.port_up; i++)
+			usleep(100000);
+		FT_CHECK(!pi.port_up, "plane %d: the port is still up 10 s after fabric-ctl down",
+			 last);
+		printf("rank 0: %d of %d unpinned puts streaming at the fault completed OK\n", ok,
+		       NFLY);
+	}
 	ft_barrier(ctx); /* travels on plane 0 */
+	if (rank == 1) {
+		int64_t bad = ft_verify(win_buf, sizeof(win_buf), 4242, 0);
+
+		FT_CHECK(bad < 0, "the puts in flight at the fault: wrong bytes from offset %lld",
+			 (long long)bad);
+	}
+	ft_barrier(ctx); /* before anything writes the window again */
 
 	/* Bounded: the RC retries give up after a few seconds; 60 s would be a hang. */
 	st = put_on(ctx, peer, last, 60000);
@@ -134,6 +202,7 @@ int main(void)
 	       triad_status_str(st));
 	st = put_on(ctx, peer, 0, 60000);
 	FT_CHECK(st == TRIAD_S_OK, "put on plane 0 during the fault: %s", triad_status_str(st));
+	put_takes(ctx, peer, 0, "during the fault");
 	ft_barrier(ctx);
 	if (rank == 0)
 		FT_CHECK(ctl("up", 0, last) == 0, "fabric-ctl up 0 %d", last);
@@ -156,5 +225,6 @@ int main(void)
 	st = put_on(ctx, peer, last, 60000);
 	FT_CHECK(st == TRIAD_S_OK, "put on plane %d after the reconnect: %s", last,
 		 triad_status_str(st));
+	put_takes(ctx, peer, last, "after the reconnect (the home plane)");
 	return clean_exit(ctx, peer, nplanes);
 }
