@@ -358,6 +358,7 @@ void triad_fini(triad_ctx_t *ctx)
 		for (p = 0; p < ctx->nplanes; p++)
 			tr_lane_destroy(&ctx->peers[r].lane[p]);
 		tr_rwins_free(ctx, &ctx->peers[r]);
+		tr_peer_free(&ctx->peers[r]);
 	}
 	tr_wins_destroy_all(ctx);
 	tr_planes_teardown(ctx);

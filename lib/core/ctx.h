@@ -71,6 +71,11 @@ struct tr_peer {
 	uint32_t tx_seq;
 	struct tr_seq_rx rx_seq;
 	struct tr_psw psw;	 /* plane switch: which plane each home plane maps to now */
+	/* Sequence numbers of messages lost for good (no live plane was
+	 * left): told to the peer (SEQ_SKIP) once a lane is back, or its
+	 * receive window would wait for them for ever. */
+	uint32_t *skip;
+	unsigned nskip, skip_cap;
 	unsigned peer_drained;	 /* planes the peer asked us not to send on */
 	int gone; /* it said BYE: its connections are not rebuilt */
 };
@@ -241,6 +246,7 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
 void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
 		      struct triad_req *req);
 void tr_peer_lane_changed(struct tr_lane *l);
+void tr_peer_free(struct tr_peer *p); /* at close */
 /* The switch of peer p hears what plane's lane and drain state now say
  * (up and wanted: restored; down: failed; up but drained: drained). */
 void tr_peer_plane_event(struct triad_ctx *ctx, struct tr_peer *p, int plane);

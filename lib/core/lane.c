@@ -321,9 +321,18 @@ void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t 
 	l = &ctx->peers[d.rank].lane[plane];
 	/* FAILED: the peer rebuilds a lane that broke (its side found out first,
 	 * or ours is about to: a stale one is dropped by its peer). */
+	if (l->state == TR_LANE_UP) {
+		/* The peer connects only what it lost: ours is stale (it broke
+		 * while no plane could tell us, every plane down at once, say).
+		 * Drop it; the peer's next attempt finds it gone. */
+		tr_info("peer %u plane %d: the peer reconnects: the connection is stale", d.rank,
+			plane);
+		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
+		return NULL;
+	}
 	if (l->state != TR_LANE_DOWN && l->state != TR_LANE_FAILED) {
-		tr_warn("peer %u plane %d: connection request while %s: rejected", d.rank, plane,
-			state_names[l->state]);
+		tr_debug("peer %u plane %d: connection request while %s: rejected, the peer "
+			 "retries", d.rank, plane, state_names[l->state]);
 		return NULL;
 	}
 	if (ctx->closing)

@@ -125,6 +125,91 @@ int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned pri
 	return ret;
 }
 
+/* ---- messages lost for good --------------------------------------------------*/
+static void skip_add(struct tr_peer *p, uint32_t seq)
+{
+	if (p->nskip == p->skip_cap) {
+		unsigned cap = p->skip_cap ? 2 * p->skip_cap : 64;
+		uint32_t *n = realloc(p->skip, cap * sizeof(*n));
+
+		if (!n) {
+			tr_error("rank %d: no memory to remember a lost message: its later "
+				 "messages may be refused", p->rank);
+			return;
+		}
+		p->skip = n;
+		p->skip_cap = cap;
+	}
+	p->skip[p->nskip++] = seq;
+}
+
+/* A lost message's numbers go back on the list: a lost SEQ_SKIP gives back
+ * the numbers it carried, anything else its own. */
+static void skip_lost(struct tr_peer *p, const void *data, int len)
+{
+	struct tr_msg m;
+
+	if (tr_wire_type(data) != TR_MSG_SEQ_SKIP) {
+		skip_add(p, tr_wire_seq(data));
+		return;
+	}
+	if (tr_msg_decode(data, (size_t)len, &m) == 0)
+		for (unsigned i = 0; i < m.u.seq_skip.count; i++)
+			skip_add(p, m.u.seq_skip.seq[i]);
+}
+
+static int serial_cmp(const void *a, const void *b)
+{
+	int32_t d = (int32_t)(*(const uint32_t *)a - *(const uint32_t *)b);
+
+	return (d > 0) - (d < 0);
+}
+
+/* Tells the peer, on l, every number it will never get, lowest first (its
+ * window moves up as each hole fills).  SEQ_SKIP itself carries no number. */
+static void skip_flush(struct tr_lane *l)
+{
+	struct tr_peer *p = &l->ctx->peers[l->peer];
+	unsigned sent = 0;
+
+	qsort(p->skip, p->nskip, sizeof(*p->skip), serial_cmp);
+	while (sent < p->nskip) {
+		struct tr_msg m = { .type = TR_MSG_SEQ_SKIP, .prio = TR_FC_HIGH };
+		char buf[TR_WIRE_CTRL_LEN];
+		int len;
+
+		m.u.seq_skip.count = p->nskip - sent < TR_WIRE_SKIP_MAX ? p->nskip - sent
+								       : TR_WIRE_SKIP_MAX;
+		memcpy(m.u.seq_skip.seq, p->skip + sent, m.u.seq_skip.count * sizeof(uint32_t));
+		len = tr_msg_encode(&m, buf, sizeof(buf));
+		if (len < 0 || tr_lane_send(l, buf, len, TR_FC_HIGH, NULL))
+			break;
+		sent += m.u.seq_skip.count;
+	}
+	tr_info("rank %d: told it of %u message(s) lost while no plane reached it", l->peer,
+		sent);
+	memmove(p->skip, p->skip + sent, (p->nskip - sent) * sizeof(*p->skip));
+	p->nskip -= sent;
+}
+
+static void skip_receive(struct tr_lane *l, const struct tr_msg *m)
+{
+	struct tr_peer *p = &l->ctx->peers[l->peer];
+
+	for (unsigned i = 0; i < m->u.seq_skip.count; i++)
+		if (tr_seq_rx_accept(&p->rx_seq, m->u.seq_skip.seq[i]) == TR_SEQ_TOO_FAR)
+			tr_warn("peer %d: lost message %u is beyond the window (expected %u)",
+				l->peer, m->u.seq_skip.seq[i], p->rx_seq.next);
+	tr_debug("peer %d: %u lost message(s) skipped", l->peer, m->u.seq_skip.count);
+}
+
+void tr_peer_free(struct tr_peer *p)
+{
+	free(p->skip);
+	p->skip = NULL;
+	p->nskip = p->skip_cap = 0;
+}
+
 /* ---- lane events ----------------------------------------------------------------*/
 int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
@@ -132,6 +217,10 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	struct tr_peer *p = &ctx->peers[l->peer];
 	int kept = 0;
 
+	if (m->type == TR_MSG_SEQ_SKIP) { /* carries no number of its own */
+		skip_receive(l, m);
+		return 0;
+	}
 	switch (tr_seq_rx_accept(&p->rx_seq, m->seq)) {
 	case TR_SEQ_NEW:
 		break;
@@ -223,7 +312,8 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
 		if (ctx->peers[l->peer].gone || tr_wire_type(data) == TR_MSG_BYE)
 			tr_info("a message to rank %d is lost: it is closing", l->peer);
 		else
-			tr_error("a message to rank %d is lost: no live plane left", l->peer);
+			tr_warn("a message to rank %d is lost: no live plane left", l->peer);
+		skip_lost(&ctx->peers[l->peer], data, len);
 		if (req)
 			tr_req_complete(req, l->down_status);
 		return;
@@ -238,6 +328,8 @@ void tr_peer_lane_changed(struct tr_lane *l)
 
 	if (l->state == TR_LANE_UP || l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED)
 		tr_peer_plane_event(ctx, &ctx->peers[l->peer], l->plane);
+	if (l->state == TR_LANE_UP && ctx->peers[l->peer].nskip && !ctx->closing)
+		skip_flush(l);
 	if (l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED) {
 		/* Operations not yet posted whole on it are done again elsewhere
 		 * or fail (rma.c); posted ones come back flushed. */

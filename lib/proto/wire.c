@@ -19,6 +19,7 @@ static const char *const type_names[TR_MSG_TYPE_MAX] = {
 	[TR_MSG_BARRIER_FAIL] = "BARRIER_FAIL",
 	[TR_MSG_WIN_GONE] = "WIN_GONE",
 	[TR_MSG_PLANE_DRAIN] = "PLANE_DRAIN",
+	[TR_MSG_SEQ_SKIP] = "SEQ_SKIP",
 };
 
 const char *tr_msg_type_str(unsigned type)
@@ -76,6 +77,7 @@ static size_t body_len(const struct tr_msg *m)
 	case TR_MSG_COPY: return 64;
 	case TR_MSG_BCAST_DONE:
 	case TR_MSG_PLANE_DRAIN: return 8;
+	case TR_MSG_SEQ_SKIP: return 4 + 4 * (size_t)m->u.seq_skip.count;
 	default: return 0;
 	}
 }
@@ -142,6 +144,8 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		return -EINVAL;
 	if (m->type == TR_MSG_PLANE_DOWN && m->u.plane_down.plane >= TRIAD_MAX_PLANES)
 		return -EINVAL;
+	if (m->type == TR_MSG_SEQ_SKIP && m->u.seq_skip.count > TR_WIRE_SKIP_MAX)
+		return -EINVAL;
 	if (m->type == TR_MSG_PLANE_DRAIN &&
 	    (m->u.plane_drain.plane >= TRIAD_MAX_PLANES || m->u.plane_drain.on > 1))
 		return -EINVAL;
@@ -199,6 +203,11 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 	case TR_MSG_PLANE_DRAIN:
 		PUT32(&c, m->u.plane_drain.plane);
 		PUT32(&c, m->u.plane_drain.on);
+		break;
+	case TR_MSG_SEQ_SKIP:
+		PUT32(&c, m->u.seq_skip.count);
+		for (unsigned i = 0; i < m->u.seq_skip.count; i++)
+			PUT32(&c, m->u.seq_skip.seq[i]);
 		break;
 	case TR_MSG_BCAST_DONE:
 		PUT32(&c, m->u.bcast_done.seq);
@@ -309,6 +318,13 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		m.u.plane_drain.on = GET32(&c);
 		if (m.u.plane_drain.plane >= TRIAD_MAX_PLANES || m.u.plane_drain.on > 1)
 			return -EPROTO;
+		break;
+	case TR_MSG_SEQ_SKIP:
+		m.u.seq_skip.count = GET32(&c);
+		if (m.u.seq_skip.count > TR_WIRE_SKIP_MAX)
+			return -EPROTO;
+		for (unsigned i = 0; i < m.u.seq_skip.count; i++)
+			m.u.seq_skip.seq[i] = GET32(&c);
 		break;
 	case TR_MSG_BCAST_DONE:
 		m.u.bcast_done.seq = GET32(&c);

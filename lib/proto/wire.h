@@ -32,6 +32,7 @@
 #define TR_WIRE_AM_HDR_LEN 4	/* AM body: u16 id, u16 reserved, payload */
 #define TR_WIRE_NO_SLOT 0xff
 #define TR_WIRE_MAX_SLOTS 64
+#define TR_WIRE_SKIP_MAX 32	/* sequence numbers per SEQ_SKIP */
 #define TR_WIRE_PRIOS 3
 
 enum tr_msg_type {
@@ -48,6 +49,7 @@ enum tr_msg_type {
 	TR_MSG_BARRIER_FAIL,  /* rank 0 -> all: epoch cannot complete (a rank is gone) */
 	TR_MSG_WIN_GONE,      /* owner -> all: window win was destroyed: drop its descriptor */
 	TR_MSG_PLANE_DRAIN,   /* do not send to me on plane (on = 1), or again (on = 0) */
+	TR_MSG_SEQ_SKIP,      /* these sequence numbers will never come: count them received */
 	TR_MSG_TYPE_MAX
 };
 
@@ -83,6 +85,10 @@ struct tr_msg {
 			uint32_t on;	/* 0 or 1 */
 		} plane_drain;
 		struct {
+			uint32_t count; /* 0 .. TR_WIRE_SKIP_MAX */
+			uint32_t seq[TR_WIRE_SKIP_MAX];
+		} seq_skip;
+		struct {
 			uint32_t seq;	 /* the root's broadcast number */
 			uint16_t status; /* enum triad_status */
 		} bcast_done;
@@ -105,6 +111,15 @@ const char *tr_msg_type_str(unsigned type);
 static inline unsigned tr_wire_type(const void *buf)
 {
 	return ((const uint8_t *)buf)[3];
+}
+
+/* The sequence number of an encoded message (header offset 8), unchecked:
+ * for messages this side encoded. */
+static inline uint32_t tr_wire_seq(const void *buf)
+{
+	const uint8_t *p = (const uint8_t *)buf + 8;
+
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* The encoded length of m (header + body), without checking m. */

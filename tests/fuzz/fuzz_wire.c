@@ -41,6 +41,10 @@ static int same_msg(const struct tr_msg *a, const struct tr_msg *b)
 	case TR_MSG_PLANE_DRAIN:
 		return a->u.plane_drain.plane == b->u.plane_drain.plane &&
 		       a->u.plane_drain.on == b->u.plane_drain.on;
+	case TR_MSG_SEQ_SKIP:
+		return a->u.seq_skip.count == b->u.seq_skip.count &&
+		       !memcmp(a->u.seq_skip.seq, b->u.seq_skip.seq,
+			       a->u.seq_skip.count * sizeof(a->u.seq_skip.seq[0]));
 	case TR_MSG_BCAST_DONE:
 		return a->u.bcast_done.seq == b->u.bcast_done.seq &&
 		       a->u.bcast_done.status == b->u.bcast_done.status;

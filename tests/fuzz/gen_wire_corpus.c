@@ -134,6 +134,14 @@ int main(int argc, char **argv)
 	m.u.plane_drain.on = 1;
 	bad |= emit(argv[1], "plane_drain", &m);
 
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_SEQ_SKIP;
+	m.u.seq_skip.count = 3;
+	m.u.seq_skip.seq[0] = 5;
+	m.u.seq_skip.seq[1] = 6;
+	m.u.seq_skip.seq[2] = 0xffffffffu;
+	bad |= emit(argv[1], "seq_skip", &m);
+
 	/* Standalone buffer status messages: no slot, no body. */
 	memset(&m, 0, sizeof(m));
 	m.type = TR_MSG_BSM;

@@ -113,6 +113,11 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 		assert_int_equal(a->u.plane_drain.plane, b->u.plane_drain.plane);
 		assert_int_equal(a->u.plane_drain.on, b->u.plane_drain.on);
 		break;
+	case TR_MSG_SEQ_SKIP:
+		assert_int_equal(a->u.seq_skip.count, b->u.seq_skip.count);
+		for (unsigned i = 0; i < a->u.seq_skip.count; i++)
+			assert_int_equal(a->u.seq_skip.seq[i], b->u.seq_skip.seq[i]);
+		break;
 	case TR_MSG_BCAST_DONE:
 		assert_int_equal(a->u.bcast_done.seq, b->u.bcast_done.seq);
 		assert_int_equal(a->u.bcast_done.status, b->u.bcast_done.status);
@@ -149,6 +154,7 @@ static size_t wire_len(const struct tr_msg *m)
 	case TR_MSG_COPY: return 32 + 64;
 	case TR_MSG_BCAST_DONE:
 	case TR_MSG_PLANE_DRAIN: return 32 + 8;
+	case TR_MSG_SEQ_SKIP: return 32 + 4 + 4 * (size_t)m->u.seq_skip.count;
 	case TR_MSG_BSM:
 	case TR_MSG_BYE: return 32;
 	case TR_MSG_AM: return 32 + 4 + (size_t)m->u.am.len;
@@ -326,6 +332,11 @@ static struct tr_msg random_msg(void)
 	case TR_MSG_PLANE_DRAIN:
 		m.u.plane_drain.plane = (uint32_t)(rnd() % TRIAD_MAX_PLANES);
 		m.u.plane_drain.on = (uint32_t)(rnd() % 2);
+		break;
+	case TR_MSG_SEQ_SKIP:
+		m.u.seq_skip.count = (uint32_t)(rnd() % (TR_WIRE_SKIP_MAX + 1));
+		for (unsigned i = 0; i < m.u.seq_skip.count; i++)
+			m.u.seq_skip.seq[i] = (uint32_t)rnd();
 		break;
 	case TR_MSG_BCAST_DONE:
 		m.u.bcast_done.seq = (uint32_t)rnd();
@@ -1092,6 +1103,30 @@ static void test_decode_bad_plane_drain(void **state)
 	assert_int_equal(tr_msg_encode(&m, buf_b, TR_WIRE_MAX_LEN), -EINVAL);
 }
 
+/* SEQ_SKIP: at most TR_WIRE_SKIP_MAX numbers, and exactly as many as it
+ * says. */
+static void test_decode_bad_seq_skip(void **state)
+{
+	struct tr_msg m = { .type = TR_MSG_SEQ_SKIP, .seq = 0 }, out;
+	int n;
+
+	(void)state;
+	m.u.seq_skip.count = TR_WIRE_SKIP_MAX;
+	for (unsigned i = 0; i < TR_WIRE_SKIP_MAX; i++)
+		m.u.seq_skip.seq[i] = 0xfffffff0u + i;
+	n = encode(&m, buf_a);
+	assert_int_equal(n, TR_WIRE_HDR_LEN + 4 + 4 * TR_WIRE_SKIP_MAX);
+	assert_true((size_t)n <= TR_WIRE_CTRL_LEN);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_int_equal(out.u.seq_skip.seq[TR_WIRE_SKIP_MAX - 1], 0xfffffff0u + TR_WIRE_SKIP_MAX - 1);
+	put32(buf_a + BODY, TR_WIRE_SKIP_MAX + 1);
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	put32(buf_a + BODY, TR_WIRE_SKIP_MAX - 1); /* one number more than it says */
+	decode_bad(buf_a, (size_t)n, -EBADMSG);
+	m.u.seq_skip.count = TR_WIRE_SKIP_MAX + 1;
+	assert_int_equal(tr_msg_encode(&m, buf_b, TR_WIRE_MAX_LEN), -EINVAL);
+}
+
 static void test_decode_bad_access(void **state)
 {
 	struct tr_msg m = win_info(2), out;
@@ -1595,6 +1630,7 @@ int main(void)
 		cmocka_unit_test(test_decode_too_many_planes),
 		cmocka_unit_test(test_decode_bad_status),
 		cmocka_unit_test(test_decode_bad_plane_drain),
+		cmocka_unit_test(test_decode_bad_seq_skip),
 		cmocka_unit_test(test_decode_bad_access),
 		cmocka_unit_test(test_decode_base_len_overflow),
 		cmocka_unit_test(test_decode_bit_flips),
