@@ -229,6 +229,10 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
 int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags);
 /* The lane a message or operation to peer takes (tr_plane_choose). */
 struct tr_lane *tr_peer_lane(struct triad_ctx *ctx, int peer, unsigned flags);
+/* 1 when l is up and its plane's local port too. */
+int tr_lane_live(const struct triad_ctx *ctx, const struct tr_lane *l);
+/* 1 when plane should carry traffic to p: drained neither here nor by p. */
+int tr_peer_wants(const struct triad_ctx *ctx, const struct tr_peer *p, int plane);
 /* 1 when some lane to peer is up. */
 int tr_peer_reachable(const struct triad_ctx *ctx, int peer);
 /* Send a message to a peer on its chosen lane, with a flow-control

@@ -99,11 +99,10 @@ static int others_left(const struct triad_ctx *ctx, int plane)
 		if (r == ctx->rank)
 			continue;
 		for (int q = 0; q < ctx->nplanes; q++) {
-			int up = p->lane[q].state == TR_LANE_UP &&
-				 tr_fab_plane_port_up(ctx->fab, q);
+			int up = tr_lane_live(ctx, &p->lane[q]);
 
 			reachable |= up;
-			other |= up && q != plane && !((ctx->drained | p->peer_drained) >> q & 1u);
+			other |= up && q != plane && tr_peer_wants(ctx, p, q);
 		}
 		if (reachable && !other)
 			return 0;

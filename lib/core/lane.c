@@ -491,11 +491,6 @@ void tr_lane_destroy(struct tr_lane *l)
 	lane_set_state(l, TR_LANE_FAILED);
 }
 
-unsigned tr_lane_max_msg(const struct tr_lane *l)
-{
-	return l->state == TR_LANE_UP ? l->peer_slot_size : (unsigned)l->ctx->cfg.slot_size;
-}
-
 uint32_t tr_lane_max_inline(const struct tr_lane *l)
 {
 	return l->qp ? tr_fab_qp_max_inline(l->qp) : 0;

@@ -123,8 +123,6 @@ void tr_lane_release(struct tr_buf *b);
 void tr_lane_fc_tick(struct tr_lane *l);
 /* The linger time of a deferred BSM is over: send it. */
 void tr_lane_bsm_flush(struct tr_lane *l);
-/* Largest message the peer's slots take (header included). */
-unsigned tr_lane_max_msg(const struct tr_lane *l);
 uint32_t tr_lane_max_inline(const struct tr_lane *l);
 /* Post one RDMA WRITE or READ for req; -EAGAIN when the send queue must
  * keep its room for messages. */

@@ -10,7 +10,7 @@
 #include "base/log.h"
 #include "core/ctx.h"
 
-static int lane_live(const struct triad_ctx *ctx, const struct tr_lane *l)
+int tr_lane_live(const struct triad_ctx *ctx, const struct tr_lane *l)
 {
 	return l->state == TR_LANE_UP && tr_fab_plane_port_up(ctx->fab, l->plane);
 }
@@ -28,26 +28,24 @@ int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags)
 	/* The switch maps the home plane to the one to use now (itself, or
 	 * its alternate while it is failed or drained). */
 	if (tr_psw_unordered(&p->psw, (unsigned)home, &plane) == TR_PSW_POST &&
-	    lane_live(ctx, &p->lane[plane]))
+	    tr_lane_live(ctx, &p->lane[plane]))
 		return (int)plane;
 	/* A lane the switch has not heard about yet: the next live usable one,
 	 * else any live one (a drained plane rather than none). */
 	for (i = 0; i < ctx->nplanes; i++) {
 		q = (home + i) % ctx->nplanes;
-		if (lane_live(ctx, &p->lane[q]) && tr_psw_usable(&p->psw, (unsigned)q))
+		if (tr_lane_live(ctx, &p->lane[q]) && tr_psw_usable(&p->psw, (unsigned)q))
 			return q;
 	}
 	for (i = 0; i < ctx->nplanes; i++) {
 		q = (home + i) % ctx->nplanes;
-		if (lane_live(ctx, &p->lane[q]))
+		if (tr_lane_live(ctx, &p->lane[q]))
 			return q;
 	}
 	return home; /* nothing live: the caller reports the home plane's state */
 }
 
-/* Whether plane should carry traffic to peer: not drained here or by the
- * peer. */
-static int wanted(const struct triad_ctx *ctx, const struct tr_peer *p, int plane)
+int tr_peer_wants(const struct triad_ctx *ctx, const struct tr_peer *p, int plane)
 {
 	return !((ctx->drained | p->peer_drained) >> plane & 1u);
 }
@@ -57,7 +55,7 @@ void tr_peer_plane_event(struct triad_ctx *ctx, struct tr_peer *p, int plane)
 	struct tr_lane *l = &p->lane[plane];
 	unsigned alt;
 
-	if (l->state == TR_LANE_UP && wanted(ctx, p, plane)) {
+	if (l->state == TR_LANE_UP && tr_peer_wants(ctx, p, plane)) {
 		if (!tr_psw_usable(&p->psw, (unsigned)plane))
 			tr_psw_restore(&p->psw, (unsigned)plane);
 	} else if (l->state != TR_LANE_UP) {

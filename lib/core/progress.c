@@ -101,16 +101,16 @@ static void rearm_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* ---- the progress thread's watchers -----------------------------------------*/
-static int plane_of(const struct triad_ctx *ctx, const ev_io *w, const ev_io *arr)
+/* The plane of a watcher in one of the per-plane arrays. */
+static int plane_of(const ev_io *w, const ev_io *arr)
 {
-	(void)ctx;
 	return (int)(w - arr);
 }
 
 static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct triad_ctx *ctx = w->data;
-	int plane = plane_of(ctx, w, ctx->cq_w);
+	int plane = plane_of(w, ctx->cq_w);
 	unsigned which;
 
 	(void)loop;
@@ -163,7 +163,7 @@ static void async_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&ctx->lock);
-	tr_fab_async_dispatch(ctx->fab, plane_of(ctx, w, ctx->async_w));
+	tr_fab_async_dispatch(ctx->fab, plane_of(w, ctx->async_w));
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 }

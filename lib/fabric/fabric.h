@@ -23,7 +23,6 @@
 #include "triad.h"
 
 struct tr_fab;
-struct tr_fab_plane;
 struct tr_qp; /* one RC QP and its rdma_cm id */
 struct tr_mr; /* one memory registration on one plane */
 
@@ -88,9 +87,7 @@ void tr_fab_cm_dispatch(struct tr_fab *fab);
 /* ---- planes -------------------------------------------------------------------*/
 /* Opens plane index on the device that owns addr and listens on port. */
 int tr_fab_plane_open(struct tr_fab *fab, int index, struct in_addr addr, uint16_t port);
-struct tr_fab_plane *tr_fab_plane(struct tr_fab *fab, int index);
 int tr_fab_plane_port_up(const struct tr_fab *fab, int index);
-const char *tr_fab_plane_dev(const struct tr_fab *fab, int index);
 /* The completion channel's fd (non-blocking; both CQs raise events on it),
  * and the device's async-event fd, or -1 when another plane on the same
  * device already watches it. */

@@ -49,19 +49,9 @@ int tr_fab_cm_fd(const struct tr_fab *fab)
 	return fab->cm_chan->fd;
 }
 
-struct tr_fab_plane *tr_fab_plane(struct tr_fab *fab, int index)
-{
-	return &fab->plane[index];
-}
-
 int tr_fab_plane_port_up(const struct tr_fab *fab, int index)
 {
 	return fab->plane[index].port_up;
-}
-
-const char *tr_fab_plane_dev(const struct tr_fab *fab, int index)
-{
-	return fab->plane[index].devname;
 }
 
 int tr_fab_plane_cq_fd(const struct tr_fab *fab, int index)

@@ -10,23 +10,29 @@
 
 static unsigned char buf[TR_WIRE_MAX_LEN]; /* static: messages go up to 64 KiB */
 
-static int emit(const char *dir, const char *name, const struct tr_msg *m)
+static int write_seed(const char *dir, const char *name, const void *data, size_t len)
 {
 	char path[4096];
-	int n = tr_msg_encode(m, buf, sizeof(buf));
 	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(data, 1, len, f) != len || fclose(f)) {
+		perror(path);
+		return 1;
+	}
+	return 0;
+}
+
+static int emit(const char *dir, const char *name, const struct tr_msg *m)
+{
+	int n = tr_msg_encode(m, buf, sizeof(buf));
 
 	if (n < 0) {
 		fprintf(stderr, "%s: encode failed (%d)\n", name, n);
 		return 1;
 	}
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (!f || fwrite(buf, 1, (size_t)n, f) != (size_t)n || fclose(f)) {
-		perror(path);
-		return 1;
-	}
-	return 0;
+	return write_seed(dir, name, buf, (size_t)n);
 }
 
 /* The connection private data (rdma_cm), which the same target decodes. */
@@ -34,17 +40,9 @@ static int emit_priv(const char *dir, const char *name)
 {
 	struct tr_conn_priv d = { .plane = 1, .rank = 2, .size = 8, .slots = 16, .slot_size = 4096 };
 	uint8_t p[TR_WIRE_PRIV_LEN];
-	char path[4096];
-	FILE *f;
 
 	tr_conn_priv_encode(p, &d);
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (!f || fwrite(p, 1, sizeof(p), f) != sizeof(p) || fclose(f)) {
-		perror(path);
-		return 1;
-	}
-	return 0;
+	return write_seed(dir, name, p, sizeof(p));
 }
 
 int main(int argc, char **argv)
