@@ -159,6 +159,14 @@ struct triad_req {
 	/* A message that must follow this request's last chunk on its QP (a
 	 * copy's COPY_DATA behind WRITEs still queued): sent once it is posted. */
 	struct tr_msg *then;
+	struct tr_raw_msg *then_raw; /* the same, encoded already (sent again) */
+};
+
+/* An encoded message waiting to be queued. */
+struct tr_raw_msg {
+	int len;
+	unsigned prio;
+	char data[];
 };
 
 struct triad_ctx {
@@ -312,7 +320,8 @@ void tr_req_complete(struct triad_req *req, enum triad_status st);
 void tr_rma_start(struct triad_req *req);
 /* Post what the lane's send queue takes of its queued operations. */
 void tr_rma_pump(struct tr_lane *l);
-/* One WRITE or READ of req completed; flushed: its lane broke under it. */
+/* One WRITE or READ of req completed; flushed: its lane broke under it
+ * (flushed, or retries exceeded): it may be done again elsewhere. */
 void tr_rma_done(struct triad_req *req, enum triad_status st, int flushed);
 /* The lane req was queued on broke before it was posted whole. */
 void tr_rma_lane_broken(struct triad_req *req, enum triad_status st);

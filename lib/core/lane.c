@@ -886,7 +886,9 @@ static void on_rma(struct triad_req *req, const struct tr_fab_wc *wc)
 			tr_lane_fail(l, st);
 		}
 	}
-	tr_rma_done(req, st, wc->flushed);
+	/* Retries exceeded is the connection's fault, not the operation's:
+	 * like a flushed one, it may be done again on another plane. */
+	tr_rma_done(req, st, wc->flushed || wc->status == TRIAD_S_UNREACHABLE);
 	if (l->state == TR_LANE_UP) {
 		pump(l);
 		tr_rma_pump(l);

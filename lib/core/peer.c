@@ -363,6 +363,28 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	return kept;
 }
 
+/* A copy's COPY_DATA given back by a broken lane: its chunks, done again
+ * on alt, may still wait there for send-queue room; it must not overtake
+ * them.  1 when it now waits behind the last of them. */
+static int after_chunks(struct tr_lane *alt, const void *data, int len, unsigned prio)
+{
+	struct triad_req *last;
+	struct tr_raw_msg *r;
+	struct tr_msg m;
+
+	if (tr_wire_type(data) != TR_MSG_COPY || tr_list_empty(&alt->rmaq) ||
+	    tr_msg_decode(data, (size_t)len, &m) || m.u.copy.kind != TR_COPY_DATA)
+		return 0;
+	last = tr_container_of(alt->rmaq.prev, struct triad_req, link);
+	if (last->then_raw || !(r = malloc(sizeof(*r) + (size_t)len)))
+		return 0; /* sent now: the copy may fail at the destination */
+	r->len = len;
+	r->prio = prio;
+	memcpy(r->data, data, (size_t)len);
+	last->then_raw = r;
+	return 1;
+}
+
 void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
 		      struct triad_req *req)
 {
@@ -376,6 +398,8 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
 	}
 	/* The encoded message keeps its sequence number: the receiver drops
 	 * it if the first copy did arrive. */
+	if (alt != l && alt->state == TR_LANE_UP && !req && after_chunks(alt, data, len, prio))
+		return;
 	if (alt == l || tr_lane_resend(alt, data, len, prio, req)) {
 		/* Nobody waits for our BYE, nor for anything to a peer that said
 		 * its own: that is a peer closing first, not a fault. */
