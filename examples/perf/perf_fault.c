@@ -264,6 +264,7 @@ enum flt_ev {
 	EV_FAULT,	  /* fabric-ctl down/cut started; triad_plane_drain called */
 	EV_FAULT_DONE,	  /* fabric-ctl returned; triad_plane_drain returned */
 	EV_CARRIER_DOWN,  /* the port's interface lost its carrier */
+	EV_RX_STOP,	  /* the last sample that saw it receive a packet, before detection */
 	EV_DETECT,	  /* the plane reported down / its connection broken; DRAINED */
 	EV_ALT_PUT,	  /* first put on another plane */
 	EV_ALT_MSG,	  /* first message on another plane */
@@ -303,8 +304,13 @@ struct flt {
 	triad_req_t **ring;
 	long posted, done, nmsgs, nputs, failed_reqs;
 	enum triad_status first_fail;
+	long first_fail_op;	/* its operation number (even: a put, odd: a message) */
+	uint64_t first_fail_t;	/* when it completed */
 	uint64_t head_since;	/* when the ring head became the oldest */
-	uint64_t last_comp, stall_ns, stall_at;
+	uint64_t *tpost;	/* post time of each ring entry */
+	uint64_t last_comp, stall_ns, stall_at, stall_post;
+	long stall_op;		/* the operation that ended the longest stall */
+	uint64_t rx_pkts;	/* the interface's rx_packets at the last sample */
 	/* the timeline */
 	enum flt_phase phase;
 	uint64_t t[EV_N], next_sample, tail_end;
@@ -383,6 +389,25 @@ static void find_ifname(struct flt *s)
 		}
 	}
 	freeifaddrs(ifa);
+}
+
+/* The interface's rx_packets, or 0 when it cannot be read. */
+static uint64_t rx_packets(const struct flt *s)
+{
+	char path[64 + IF_NAMESIZE];
+	unsigned long long n = 0;
+	FILE *fp;
+
+	if (!s->ifname[0])
+		return 0;
+	snprintf(path, sizeof(path), "/sys/class/net/%s/statistics/rx_packets", s->ifname);
+	fp = fopen(path, "r");
+	if (!fp)
+		return 0;
+	if (fscanf(fp, "%llu", &n) != 1)
+		n = 0;
+	fclose(fp);
+	return n;
 }
 
 /* 1 with carrier, 0 without (or when the interface is down), -1 unknown. */
@@ -507,6 +532,7 @@ static void start_fault(struct flt *s, uint64_t now)
 	s->phase = PH_FAULT;
 	if (!s->drain) {
 		find_ifname(s);
+		s->rx_pkts = rx_packets(s);
 		spawn_ctl(s, 0, now);
 		return;
 	}
@@ -571,6 +597,13 @@ static void tick(struct flt *s, uint64_t now)
 	case PH_FAULT:
 		if ((c = carrier(s)) == 0)
 			mark(s, EV_CARRIER_DOWN, now);
+		if (!s->t[EV_DETECT] && s->ifname[0]) {
+			uint64_t n = rx_packets(s);
+
+			if (n != s->rx_pkts)
+				s->t[EV_RX_STOP] = now;
+			s->rx_pkts = n;
+		}
 		if (plane_lost(s, h))
 			mark(s, EV_DETECT, now);
 		watch_alt(s, s->snap[SNAP_FAULT], now);
@@ -667,14 +700,19 @@ static int reap_head(struct flt *s, uint64_t now)
 		return ret;
 	}
 	st = triad_req_status(req);
-	if (st != TRIAD_S_OK && !s->failed_reqs++)
+	if (st != TRIAD_S_OK && !s->failed_reqs++) {
 		s->first_fail = st;
+		s->first_fail_op = s->done;
+		s->first_fail_t = now;
+	}
 	(void)triad_req_free(req); /* complete: cannot fail */
-	s->done++;
 	if (s->phase > PH_WARM && now - s->last_comp > s->stall_ns) {
 		s->stall_ns = now - s->last_comp;
 		s->stall_at = s->last_comp;
+		s->stall_op = s->done;
+		s->stall_post = s->tpost[s->done % s->r->o->window];
 	}
+	s->done++;
 	s->last_comp = now;
 	s->head_since = now;
 	return 1;
@@ -694,6 +732,7 @@ static int stream(struct flt *s)
 		uint64_t now = perf_now_ns();
 
 		while (s->phase != PH_STOP && s->posted - s->done < w) {
+			s->tpost[s->posted % w] = now;
 			if (post_one(s, &s->ring[s->posted % w])) {
 				s->failed = 1;
 				stop(s, now);
@@ -798,11 +837,11 @@ static double ms_since(uint64_t t, uint64_t ref)
 
 static const char *const ev_names[2][EV_N] = {
 	{ "stream started", "fabric-ctl %s started", "fabric-ctl %s returned",
-	  "carrier lost", "plane seen down", "first put on plane %d",
+	  "carrier lost", "last packet received", "plane seen down", "first put on plane %d",
 	  "first message on plane %d", "last put on plane %d", "fabric-ctl %s started",
 	  "fabric-ctl %s returned", "carrier back", "plane %d connected again",
 	  "first put on plane %d again", "first message on plane %d again", "stream stopped" },
-	{ "stream started", "triad_plane_drain called", "triad_plane_drain returned", "",
+	{ "stream started", "triad_plane_drain called", "triad_plane_drain returned", "", "",
 	  "plane DRAINED", "first put on plane %d", "first message on plane %d",
 	  "last put on plane %d", "triad_plane_restore called", "triad_plane_restore returned",
 	  "", "plane %d NORMAL again", "first put on plane %d again",
@@ -820,16 +859,22 @@ static void ev_label(const struct flt *s, int ev, char *buf, size_t len)
 		snprintf(buf, len, fmt, plane);
 	else
 		snprintf(buf, len, "%s", fmt);
-	if ((ev == EV_CARRIER_DOWN || ev == EV_CARRIER_UP) && s->ifname[0])
+	if ((ev == EV_CARRIER_DOWN || ev == EV_CARRIER_UP || ev == EV_RX_STOP) && s->ifname[0])
 		snprintf(buf + strlen(buf), len - strlen(buf), " (%s)", s->ifname);
 }
 
-/* When the fault took effect: the carrier loss where it was seen, else the
- * return of the command (the fault lies between its start and return). */
+/* When the fault took effect: the carrier loss where it was seen; for a cut
+ * the last sample in which the port's interface still received a packet
+ * (the stream's acknowledgements arrive every millisecond) when that lies
+ * within the command; else the return of the command (the fault lies
+ * between its start and return). */
 static uint64_t fault_ref(const struct flt *s)
 {
 	if (s->t[EV_CARRIER_DOWN])
 		return s->t[EV_CARRIER_DOWN];
+	if (s->t[EV_RX_STOP] >= s->t[EV_FAULT] && s->t[EV_FAULT_DONE] &&
+	    s->t[EV_RX_STOP] <= s->t[EV_FAULT_DONE])
+		return s->t[EV_RX_STOP];
 	return s->t[EV_FAULT_DONE] ? s->t[EV_FAULT_DONE] : s->t[EV_FAULT];
 }
 
@@ -886,6 +931,9 @@ static void report(const struct flt *s, int ok)
 		json_ms("home_up_ms", s->t[EV_HOME_UP], ur);
 		json_ms("home_put_ms", s->t[EV_HOME_PUT], ur);
 		json_ms("home_msg_ms", s->t[EV_HOME_MSG], ur);
+		json_ms("first_fail_ms", s->first_fail_t, fr);
+		printf(",\"fault_ref\":\"%s\"", fr == s->t[EV_CARRIER_DOWN] ? "carrier"
+					       : fr == s->t[EV_RX_STOP] ? "last_rx" : "cmd_return");
 		printf(",\"stall_ms\":%.3f,\"msgs\":%ld,\"puts\":%ld,\"received\":%llu,\"lost\":%llu,"
 		       "\"dups\":%llu,\"reordered\":%llu,\"bad\":%llu,\"slots_checked\":%llu,"
 		       "\"slots_bad\":%llu,\"failed_reqs\":%ld,\"inflight_at_drain\":%u,"
@@ -936,7 +984,9 @@ static void report(const struct flt *s, int ok)
 		       s->inflight_at_drain);
 	} else {
 		printf(" %-52s %10s   (fault: %s)\n", "figure", "[ms]",
-		       s->t[EV_CARRIER_DOWN] ? "the carrier loss" : "the command's return");
+		       fault_ref(s) == s->t[EV_CARRIER_DOWN] ? "the carrier loss"
+		       : fault_ref(s) == s->t[EV_RX_STOP] ? "the last packet received"
+							   : "the command's return");
 		figure("fault -> detection", s->t[EV_DETECT], fr);
 		figure("fault -> first put on another plane", s->t[EV_ALT_PUT], fr);
 		figure("fault -> first message on another plane", s->t[EV_ALT_MSG], fr);
@@ -948,9 +998,11 @@ static void report(const struct flt *s, int ok)
 		snprintf(label, sizeof(label), "%s -> first put on the plane again", fault_verb(s, 1));
 		figure(label, s->t[EV_HOME_PUT], ur);
 	}
-	printf(" %-52s %10.1f   (from %.1f ms after the fault)\n",
-	       "longest time without a completion", (double)s->stall_ns / 1e6,
-	       s->stall_ns ? ms_since(s->stall_at, fr) : 0.0);
+	printf(" %-52s %10.1f   (from %.1f ms after the fault; it ended with %s %ld, posted "
+	       "at %.1f ms)\n", "longest time without a completion", (double)s->stall_ns / 1e6,
+	       s->stall_ns ? ms_since(s->stall_at, fr) : 0.0,
+	       s->stall_op % 2 ? "message" : "put", s->stall_op / 2,
+	       s->stall_ns ? ms_since(s->stall_post, fr) : 0.0);
 	perf_print_rule();
 	printf(" %-22s", "puts / messages sent");
 	for (int p = 0; p < s->np; p++)
@@ -974,11 +1026,13 @@ static void report(const struct flt *s, int ok)
 	       "malformed %llu\n", s->nmsgs, (unsigned long long)res->received,
 	       (unsigned long long)res->lost, (unsigned long long)res->dups,
 	       (unsigned long long)res->reordered, (unsigned long long)res->bad);
-	printf(" puts: sent %ld, slots checked %llu, wrong %llu; requests failed %ld%s%s\n",
-	       s->nputs, (unsigned long long)res->slots_checked,
-	       (unsigned long long)res->slots_bad, s->failed_reqs,
-	       s->failed_reqs ? ", the first with " : "",
-	       s->failed_reqs ? triad_status_str(s->first_fail) : "");
+	printf(" puts: sent %ld, slots checked %llu, wrong %llu; requests failed %ld\n", s->nputs,
+	       (unsigned long long)res->slots_checked, (unsigned long long)res->slots_bad,
+	       s->failed_reqs);
+	if (s->failed_reqs)
+		printf(" the first failed request: %s %ld, %s, completed %.1f ms after the fault\n",
+		       s->first_fail_op % 2 ? "message" : "put", s->first_fail_op / 2,
+		       triad_status_str(s->first_fail), ms_since(s->first_fail_t, fr));
 	printf(" result: %s\n", ok ? "ok" : "FAILED");
 	fflush(stdout);
 }
@@ -995,7 +1049,10 @@ static int fault_client(struct perf_run *r, int drain)
 	if (!s.ctl || !*s.ctl)
 		s.ctl = "fabric-ctl";
 	s.ring = calloc((size_t)r->o->window, sizeof(*s.ring));
-	if (!s.ring) {
+	s.tpost = calloc((size_t)r->o->window, sizeof(*s.tpost));
+	if (!s.ring || !s.tpost) {
+		free(s.ring);
+		free(s.tpost);
 		perf_err(r, drain ? "drain" : "failover", -ENOMEM);
 		return -ENOMEM;
 	}
@@ -1006,6 +1063,7 @@ static int fault_client(struct perf_run *r, int drain)
 		waitpid(s.child, &status, 0);
 	}
 	free(s.ring);
+	free(s.tpost);
 	if (ret)
 		return ret;
 	end = (struct flt_end){ (uint64_t)s.nmsgs, (uint64_t)s.nputs };
