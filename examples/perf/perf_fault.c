@@ -870,6 +870,8 @@ static void ev_label(const struct flt *s, int ev, char *buf, size_t len)
  * between its start and return). */
 static uint64_t fault_ref(const struct flt *s)
 {
+	if (s->drain) /* the call itself */
+		return s->t[EV_FAULT];
 	if (s->t[EV_CARRIER_DOWN])
 		return s->t[EV_CARRIER_DOWN];
 	if (s->t[EV_RX_STOP] >= s->t[EV_FAULT] && s->t[EV_FAULT_DONE] &&
@@ -932,8 +934,16 @@ static void report(const struct flt *s, int ok)
 		json_ms("home_put_ms", s->t[EV_HOME_PUT], ur);
 		json_ms("home_msg_ms", s->t[EV_HOME_MSG], ur);
 		json_ms("first_fail_ms", s->first_fail_t, fr);
-		printf(",\"fault_ref\":\"%s\"", fr == s->t[EV_CARRIER_DOWN] ? "carrier"
+		printf(",\"fault_ref\":\"%s\"", s->drain ? "call"
+					       : fr == s->t[EV_CARRIER_DOWN] ? "carrier"
 					       : fr == s->t[EV_RX_STOP] ? "last_rx" : "cmd_return");
+		/* The timeline, from the stream's start (CLOCK_MONOTONIC t0_s,
+		 * comparable with the guest kernel's log). */
+		printf(",\"t0_s\":%.3f,\"events_ms\":[", (double)s->t[EV_START] / 1e9);
+		for (int ev = 0; ev < EV_N; ev++)
+			printf(ev ? ",%.1f" : "%.1f",
+			       s->t[ev] ? ms_since(s->t[ev], s->t[EV_START]) : -1.0);
+		printf("]");
 		printf(",\"stall_ms\":%.3f,\"msgs\":%ld,\"puts\":%ld,\"received\":%llu,\"lost\":%llu,"
 		       "\"dups\":%llu,\"reordered\":%llu,\"bad\":%llu,\"slots_checked\":%llu,"
 		       "\"slots_bad\":%llu,\"failed_reqs\":%ld,\"inflight_at_drain\":%u,"
