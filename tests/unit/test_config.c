@@ -62,10 +62,10 @@ static void assert_defaults(const struct tr_config *c)
 	assert_int_equal(c->spin_us, 200);
 	assert_int_equal(c->sq_depth, 128);
 	assert_int_equal(c->slots, 16);
-	assert_int_equal(c->ack_timeout, 17);
+	assert_int_equal(c->ack_timeout, 14);
 	assert_int_equal(c->retry_count, 6);
 	assert_int_equal(c->query_timeout_ms, 30000);
-	assert_int_equal(c->order, TR_ORDER_ANY);
+	assert_int_equal(c->order, TR_ORDER_STRICT);
 	assert_true(c->stripe_min == 256 * 1024);
 }
 
