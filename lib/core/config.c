@@ -23,6 +23,7 @@ struct var {
 
 static const char *const level_names[] = { "error", "warn", "info", "debug", "trace", NULL };
 static const char *const order_names[] = { "any", "strict", NULL };
+static const char *const adaptive_names[] = { "off", "occ", NULL };
 
 #define F(f) offsetof(struct tr_config, f)
 
@@ -37,6 +38,15 @@ static const struct var vars[] = {
 	  "strict: active messages of one priority from one rank are handled in the\n"
 	  "    order sent, across plane changes and faults; any: as they arrive (only\n"
 	  "    those on one plane keep their order)", order_names },
+	{ "TRIAD_ADAPTIVE", "off", VAR_ENUM, F(adaptive), 0, 0,
+	  "adaptive plane choice (experimental): occ sends a message to the least loaded\n"
+	  "    live plane when its home plane's backlog to the peer exceeds TRIAD_ADAPTIVE_T\n"
+	  "    and the other's is below TRIAD_ADAPTIVE_ALPHA percent of it and it has room\n"
+	  "    now; off: the plane switch's plane only", adaptive_names },
+	{ "TRIAD_ADAPTIVE_T", "8", VAR_INT, F(adaptive_t), 0, 1 << 20,
+	  "backlog (work requests in flight + messages queued) above which a detour is considered", NULL },
+	{ "TRIAD_ADAPTIVE_ALPHA", "50", VAR_INT, F(adaptive_alpha), 1, 100,
+	  "a detour's backlog must be below this percentage of the home plane's", NULL },
 	{ "TRIAD_CHUNK_SIZE", "1M", VAR_SIZE, F(chunk_size), 4096, 1ll << 30,
 	  "largest RDMA work request; larger operations are cut into chunks", NULL },
 	{ "TRIAD_CONNECT_TIMEOUT_MS", "60000", VAR_INT, F(connect_timeout_ms), 100, INT_MAX,

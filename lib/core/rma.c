@@ -166,7 +166,7 @@ static void redo(struct triad_req *req)
 	req->redo = 0;
 	req->redos++;
 	req->posted = 0;
-	req->lane = tr_peer_lane(ctx, req->peer, 0);
+	req->lane = tr_peer_lane(ctx, req->peer, TR_F_NO_DETOUR);
 	tr_debug("%s to rank %d: done again on plane %d",
 		 req->kind == TR_REQ_GET ? "get" : req->kind == TR_REQ_PUT ? "put" : "copy chunk",
 		 req->peer, req->lane->plane);
@@ -348,7 +348,7 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		rma_self(ctx, req);
 		goto out;
 	}
-	l = tr_peer_lane(ctx, rank, flags);
+	l = tr_peer_lane(ctx, rank, flags | TR_F_NO_DETOUR);
 	req->plane = l->plane;
 	req->lane = l;
 	if (!tr_fab_plane_port_up(ctx->fab, l->plane)) {
