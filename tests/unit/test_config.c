@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "base/log.h"
 
-#define NVARS 21
+#define NVARS 22
 
 static const char *const all_vars[NVARS] = {
 	"TRIAD_RANK",	     "TRIAD_WORLD",	       "TRIAD_LOG",	   "TRIAD_CHUNK_SIZE",
@@ -23,7 +23,7 @@ static const char *const all_vars[NVARS] = {
 	"TRIAD_ACK_TIMEOUT", "TRIAD_RETRY_COUNT",      "TRIAD_QUERY_TIMEOUT_MS",
 	"TRIAD_SLOT_SIZE",   "TRIAD_FC_TIMER_MS",      "TRIAD_FC_NEED_MEDIUM", "TRIAD_FC_NEED_LOW",
 	"TRIAD_BSM_LINGER_US", "TRIAD_COPY_TIMEOUT_MS", "TRIAD_COPY_OPS",
-	"TRIAD_BG_SPIN_US", "TRIAD_BCAST_PIPELINE", "TRIAD_TRACE",
+	"TRIAD_BG_SPIN_US", "TRIAD_BCAST_PIPELINE", "TRIAD_TRACE", "TRIAD_DAEMON",
 };
 
 struct fake_env {
