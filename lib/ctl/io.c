@@ -89,6 +89,27 @@ int tr_ctl_rx_next(struct tr_ctl_rx *rx, struct tr_ctl_msg *m)
 	return 1;
 }
 
+int tr_ctl_rx_wait(int sock, struct tr_ctl_rx *rx, struct tr_ctl_msg *m, int timeout_ms)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = sock, .events = POLLIN };
+		int ret = tr_ctl_rx_next(rx, m);
+
+		if (ret)
+			return ret;
+		ret = poll(&pfd, 1, timeout_ms);
+		if (ret == 0)
+			return -ETIMEDOUT;
+		if (ret < 0 && errno != EINTR)
+			return -errno;
+		ret = tr_ctl_rx_read(sock, rx);
+		if (ret == 0 || ret == -ECONNRESET)
+			return 0;
+		if (ret < 0 && ret != -EAGAIN)
+			return ret;
+	}
+}
+
 int tr_ctl_rx_take_fd(struct tr_ctl_rx *rx)
 {
 	int fd;

@@ -36,6 +36,11 @@ int tr_ctl_rx_read(int sock, struct tr_ctl_rx *rx);
  * connection is to be closed: its byte stream cannot be trusted). */
 int tr_ctl_rx_next(struct tr_ctl_rx *rx, struct tr_ctl_msg *m);
 
+/* For a blocking caller (triadctl, tests): the next frame within
+ * timeout_ms (< 0: forever), reading as needed.  1, 0 at EOF, -ETIMEDOUT,
+ * or tr_ctl_rx_read's or the decoder's error. */
+int tr_ctl_rx_wait(int sock, struct tr_ctl_rx *rx, struct tr_ctl_msg *m, int timeout_ms);
+
 /* The oldest descriptor that arrived, now the caller's; -1 when none. */
 int tr_ctl_rx_take_fd(struct tr_ctl_rx *rx);
 
