@@ -141,7 +141,9 @@ static int run(const char *path, struct tr_ctl_msg *cmd, int wait_ms)
 		return EXIT_UNREACHABLE;
 	}
 	ret = tr_ctl_send(fd, cmd, -1, REPLY_TIMEOUT_MS);
-	if (!ret)
+	/* A daemon that refused us answered and closed before our command
+	 * went out: its answer is still there to read. */
+	if (!ret || ret == -EPIPE || ret == -ECONNRESET)
 		ret = tr_ctl_rx_wait(fd, rx, &m, wait_ms);
 	if (ret == 1 && m.type != TR_CTL_REPLY)
 		ret = -EPROTO;
