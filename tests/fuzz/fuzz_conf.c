@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ctl/conf.h"
+#include "fuzz_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -15,20 +16,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const char name[] = "fuzz.conf";
 	struct tr_ctl_conf c;
 	struct tr_ctl_policy p;
-	char err[512], *text = malloc(size + 1), *colon;
+	char err[512], *text = fuzz_text(data, size), *colon;
 	int ret;
 
 	if (!text)
 		return 0;
-	memcpy(text, data, size);
-	text[size] = '\0';
 	err[0] = '\0';
 	ret = tr_ctl_conf_parse(text, name, &c, err, sizeof(err));
 	free(text);
 	if (ret) {
 		/* "fuzz.conf:" then a line number >= 1, ": ", a message */
-		if (ret >= 0 || strncmp(err, name, sizeof(name) - 1) || err[sizeof(name) - 1] != ':')
-			abort();
+		fuzz_error_names(ret, err, name);
 		colon = err + sizeof(name);
 		if (strtol(colon, &colon, 10) < 1 || strncmp(colon, ": ", 2) || !colon[2])
 			abort();
