@@ -250,8 +250,11 @@ static void settle(struct td *d)
 	for (l = d->conns.next; l != &d->conns && n < TD_MAX_CLIENTS; l = l->next) {
 		struct td_conn *c = tr_container_of(l, struct td_conn, link);
 
-		if (c->kind == TD_CONN_CLIENT && c->counters && !c->dead)
-			cl[n++] = c->counters;
+		if (c->kind != TD_CONN_CLIENT || c->dead)
+			continue;
+		if (!c->counters)
+			return; /* its COUNTERS follows its HELLO: it may use the plane */
+		cl[n++] = c->counters;
 	}
 	for (unsigned p = 0; p < d->pol.nplanes; p++) {
 		pend[p] = d->plane[p].pend_gen;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "triadd.h"
@@ -97,6 +98,9 @@ static void reload(struct td *d)
 	}
 	d->conf = c;
 	d->gid = gid;
+	/* Who may connect is the file's to say at once. */
+	if (chmod(c.socket, c.socket_mode) || (c.group[0] && chown(c.socket, (uid_t)-1, gid)))
+		td_log(LOG_WARNING, "reload: %s: %s", c.socket, strerror(errno));
 	td_server_reconfigure(d);
 	td_monitor_refresh(d);
 	td_event(d, "\"event\":\"reload\",\"ok\":true", "configuration reloaded");

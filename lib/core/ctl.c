@@ -56,7 +56,7 @@ struct tr_ctl_client {
 	struct tr_ctl_policy pol;
 	int have_pol;
 	unsigned drained;    /* planes this client drained because the daemon asked */
-	int behind;	     /* a drain was refused (-EBUSY) or init is not done: try again */
+	int behind;	     /* a drain was refused (-EBUSY) or init is not done: try again soon */
 	int warned_absent;
 };
 
@@ -131,8 +131,10 @@ static void counters_update(struct tr_ctl_client *cl)
 		atomic_store_explicit(&e->tx_bytes, tx, memory_order_relaxed);
 		atomic_store_explicit(&e->rx_bytes, rx, memory_order_relaxed);
 	}
-	/* Last: the daemon reads the fields above only after seeing it. */
-	atomic_store_explicit(&cl->counters->applied_gen, cl->behind ? 0 : cl->gen,
+	/* Last: the daemon reads the fields above only after seeing it.  A
+	 * plane whose drain had to wait simply reads not switched; before the
+	 * connections are up nothing is applied yet. */
+	atomic_store_explicit(&cl->counters->applied_gen, ctx->initialized ? cl->gen : 0,
 			      memory_order_release);
 }
 
