@@ -10,7 +10,10 @@
  *       write()), then follows the policy: a plane the table says to
  *       leave is reported left and idle (but PLANE with --stuck, which
  *       keeps one message in flight), and prints "gen G STATE..." at every
- *       change.
+ *       change (with --stamp, and the CLOCK_REALTIME of the change in ns).
+ *   ctl-probe SOCKET readloop N
+ *       a client that reads the table N times and prints the time per read
+ *       (bench/daemon-notify runs it under strace -c: no syscall per read).
  * Exit 0 when what was expected happened; 1 with a message otherwise. */
 #include <errno.h>
 #include <fcntl.h>
@@ -124,16 +127,23 @@ static int check_readonly(int fd)
 	return 0;
 }
 
+static int stamp_changes;
+
 static void follow(struct tr_ctl_counters *c, const struct tr_ctl_table *t, int stuck,
 		   uint64_t *last)
 {
+	struct timespec now;
+
 	struct tr_ctl_policy p;
 	uint64_t gen;
 
 	if (tr_ctl_table_read(t, sizeof(*t), &p, &gen) || gen == *last)
 		return;
 	*last = gen;
+	clock_gettime(CLOCK_REALTIME, &now);
 	printf("gen %llu", (unsigned long long)gen);
+	if (stamp_changes)
+		printf(" t=%lld", (long long)now.tv_sec * 1000000000ll + now.tv_nsec);
 	for (unsigned q = 0; q < p.nplanes && q < 2; q++) {
 		int off = tr_ctl_pstate_off(p.plane[q].state);
 
@@ -144,6 +154,39 @@ static void follow(struct tr_ctl_counters *c, const struct tr_ctl_table *t, int 
 	printf("\n");
 	fflush(stdout);
 	atomic_store_explicit(&c->applied_gen, gen, memory_order_release);
+}
+
+/* Connects like a client, then reads the policy n times. */
+static int readloop(int sock, long n)
+{
+	struct tr_ctl_rx *rx = calloc(1, sizeof(*rx));
+	struct tr_ctl_counters *c;
+	const struct tr_ctl_table *t;
+	struct tr_ctl_policy p;
+	struct tr_ctl_msg m;
+	struct timespec a, b;
+	uint64_t gen, sum = 0;
+	int cfd, tfd;
+
+	c = counters_fd(&cfd, 1);
+	if (!rx || !c || hello(sock) || send_counters(sock, cfd) ||
+	    tr_ctl_rx_wait(sock, rx, &m, 5000) != 1 || m.type != TR_CTL_WELCOME ||
+	    (tfd = tr_ctl_rx_take_fd(rx)) < 0)
+		return die("no WELCOME");
+	t = mmap(NULL, sizeof(*t), PROT_READ, MAP_SHARED, tfd, 0);
+	if (t == MAP_FAILED)
+		return die("cannot map the table");
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (long i = 0; i < n; i++) {
+		if (tr_ctl_table_read(t, sizeof(*t), &p, &gen))
+			return die("read failed");
+		sum += gen + p.nplanes;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("%ld reads, %.1f ns each (checksum %llu)\n", n,
+	       ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)n,
+	       (unsigned long long)sum);
+	return 0;
 }
 
 static int client(int sock, int argc, char **argv)
@@ -157,6 +200,8 @@ static int client(int sock, int argc, char **argv)
 	uint64_t last = 0;
 	time_t end;
 
+	for (int i = 0; i < argc; i++)
+		stamp_changes |= !strcmp(argv[i], "--stamp");
 	for (int i = 0; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--stuck"))
 			stuck = atoi(argv[i + 1]);
@@ -228,6 +273,8 @@ int main(int argc, char **argv)
 		printf("%.*s\n", (int)m.u.reply.text_len, m.u.reply.text);
 		return 0;
 	}
+	if (!strcmp(argv[2], "readloop") && argc > 3)
+		return readloop(sock, atol(argv[3]));
 	if (!strcmp(argv[2], "client"))
 		return client(sock, argc - 3, argv + 3);
 	return die("unknown mode");
