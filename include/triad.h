@@ -114,6 +114,10 @@ int triad_win_destroy(triad_win_t *win);
 /* ---- one-sided operations ---------------------------------------------------*/
 /* Flags: pin an operation to one plane (tests and per-plane benchmarks). */
 #define TRIAD_F_PLANE(p) (0x100u | ((unsigned)(p) & 0xffu))
+/* Stripe a put or get of at least TRIAD_STRIPE_MIN bytes over every live
+ * plane to the peer, one part per plane; it completes once every part is
+ * in place.  Not with TRIAD_F_PLANE (-EINVAL). */
+#define TRIAD_F_STRIPE 0x200u
 
 /*
  * Write len bytes from buf into window `win` of `rank` at offset off
@@ -280,6 +284,17 @@ size_t triad_am_max_size(const triad_ctx_t *ctx); /* 0 for NULL */
  */
 int triad_plane_drain(triad_ctx_t *ctx, int plane);
 int triad_plane_restore(triad_ctx_t *ctx, int plane);
+/*
+ * A fault on purpose (the daemon's "plane fail", and fault-injection
+ * tests): every connection of this rank on the plane is forced into the
+ * error state now, as a QP error would.  What was posted comes back
+ * flushed and is done again on a live plane (a message is delivered once,
+ * by its sequence number); the connections are rebuilt, and the plane is
+ * used again once they are up, unless it is also drained.  Failing the
+ * last plane to a peer is allowed: its operations then fail.  -EINVAL for
+ * a plane that does not exist.
+ */
+int triad_plane_fail(triad_ctx_t *ctx, int plane);
 
 enum triad_plane_state {
 	TRIAD_PLANE_NORMAL,   /* in use */

@@ -34,19 +34,109 @@ size_t triad_am_max_size(const triad_ctx_t *ctx)
 	return ctx->cfg.slot_size - TR_WIRE_HDR_LEN - TR_WIRE_AM_HDR_LEN;
 }
 
-int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg *m,
-		  struct tr_buf *b)
-{
-	struct tr_am_entry *e = m->u.am.id <= TRIAD_AM_MAX_ID ? &ctx->am[m->u.am.id] : NULL;
+/* ---- delivery, in strict order when asked --------------------------------------*/
+/* An active message that came before one of its priority sent earlier
+ * (on another plane, or sent again after a fault): it waits in its slot. */
+struct tr_am_early {
+	struct tr_list link;
+	struct tr_buf *b;
+	struct tr_lane *l;
+	uint16_t id, ord;
+	uint32_t len;
+	const void *data;
+};
 
+/* Runs the handler; 1 when it kept the buffer. */
+static int handle(struct triad_ctx *ctx, struct tr_lane *l, unsigned id, const void *data,
+		  uint32_t len, struct tr_buf *b)
+{
+	struct tr_am_entry *e = id <= TRIAD_AM_MAX_ID ? &ctx->am[id] : NULL;
+
+	if (id == TR_WIRE_AM_FILLER) /* stands in for one lost for good */
+		return 0;
 	if (!e || !e->fn) {
 		tr_lane_count_drop(l, 1);
 		tr_warn("rank %d sent an active message for id %u, which has no handler: dropped",
-			l->peer, m->u.am.id);
+			l->peer, id);
 		return 0;
 	}
-	return e->fn(e->arg, l->peer, m->u.am.data, m->u.am.len, (triad_am_msg_t *)b) ==
-	       TRIAD_AM_KEEP;
+	return e->fn(e->arg, l->peer, data, len, (triad_am_msg_t *)b) == TRIAD_AM_KEEP;
+}
+
+/* Hands over the early ones whose turn has come. */
+static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
+{
+	struct tr_list *q = &p->am_early[prio];
+
+	while (!tr_list_empty(q)) {
+		struct tr_am_early *e = tr_list_first(q, struct tr_am_early, link);
+
+		if (e->ord != p->am_rx_ord[prio])
+			return;
+		tr_list_del(&e->link);
+		p->am_rx_ord[prio]++;
+		if (!handle(ctx, e->l, e->id, e->data, e->len, e->b))
+			tr_lane_release(e->b); /* it was counted as kept */
+		free(e);
+	}
+}
+
+int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg *m,
+		  struct tr_buf *b)
+{
+	struct tr_peer *p = &ctx->peers[l->peer];
+	unsigned prio = m->prio;
+	int16_t ahead = (int16_t)(m->u.am.ord - p->am_rx_ord[prio]);
+	struct tr_am_early *e, *at;
+	int kept;
+
+	if (ctx->cfg.order != TR_ORDER_STRICT)
+		return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
+	if (ahead < 0) { /* its sequence number was new, so the sender is wrong */
+		tr_warn("rank %d: active message number %u of priority %u came again: dropped",
+			l->peer, m->u.am.ord, prio);
+		return 0;
+	}
+	if (ahead > 0) {
+		e = malloc(sizeof(*e));
+		if (!e) {
+			tr_error("rank %d: no memory to hold an early active message: handled "
+				 "out of order", l->peer);
+			return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
+		}
+		*e = (struct tr_am_early){ .b = b, .l = l, .id = m->u.am.id, .ord = m->u.am.ord,
+					   .len = m->u.am.len, .data = m->u.am.data };
+		/* In order of number; most come last. */
+		at = NULL;
+		for (struct tr_list *i = p->am_early[prio].prev; i != &p->am_early[prio];
+		     i = i->prev) {
+			struct tr_am_early *x = tr_container_of(i, struct tr_am_early, link);
+
+			if ((int16_t)(e->ord - x->ord) > 0) {
+				at = x;
+				break;
+			}
+		}
+		/* After the last one it follows (add_tail inserts before). */
+		tr_list_add_tail(at ? at->link.next : p->am_early[prio].next, &e->link);
+		return 1; /* kept in its slot until its turn */
+	}
+	kept = handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
+	p->am_rx_ord[prio]++;
+	deliver_early(ctx, p, prio);
+	return kept;
+}
+
+void tr_am_peer_free(struct tr_peer *p)
+{
+	for (unsigned prio = 0; prio < TR_FC_NPRIO; prio++)
+		while (!tr_list_empty(&p->am_early[prio])) {
+			struct tr_am_early *e =
+				tr_list_first(&p->am_early[prio], struct tr_am_early, link);
+
+			tr_list_del(&e->link); /* its buffer goes with its lane */
+			free(e);
+		}
 }
 
 /* A message to this rank itself: no slot, the handler gets a private copy. */
@@ -102,9 +192,12 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 	}
 	l = tr_peer_lane(ctx, rank, 0);
 	m.u.am.id = (uint16_t)id;
+	m.u.am.ord = ctx->peers[rank].am_tx_ord[prio];
 	m.u.am.len = (uint32_t)len;
 	m.u.am.data = buf;
 	ret = tr_peer_send_on(l, &m, (unsigned)prio, req);
+	if (!ret)
+		ctx->peers[rank].am_tx_ord[prio]++;
 	if (ret == -ENOTCONN && req) {
 		tr_req_complete(req, l->down_status);
 		ret = 0;

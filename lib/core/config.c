@@ -9,7 +9,7 @@
 
 #include "base/log.h"
 
-enum var_type { VAR_INT, VAR_SIZE, VAR_STRING, VAR_LOGLEVEL };
+enum var_type { VAR_INT, VAR_SIZE, VAR_STRING, VAR_ENUM };
 
 struct var {
 	const char *name;
@@ -18,62 +18,70 @@ struct var {
 	size_t offset;
 	long long min, max;
 	const char *doc;
+	const char *const *names; /* VAR_ENUM: the values, NULL-terminated; stored as int */
 };
+
+static const char *const level_names[] = { "error", "warn", "info", "debug", "trace", NULL };
+static const char *const order_names[] = { "any", "strict", NULL };
 
 #define F(f) offsetof(struct tr_config, f)
 
 static const struct var vars[] = {
 	{ "TRIAD_RANK", "-1", VAR_INT, F(rank), -1, INT_MAX,
-	  "this process's rank in the world file (-1: must be given by the API)" },
+	  "this process's rank in the world file (-1: must be given by the API)", NULL },
 	{ "TRIAD_WORLD", "", VAR_STRING, F(world), 0, 0,
-	  "path of the world file: ranks and their per-plane addresses" },
-	{ "TRIAD_LOG", "warn", VAR_LOGLEVEL, F(log_level), 0, 0,
-	  "log level: error, warn, info, debug, trace" },
+	  "path of the world file: ranks and their per-plane addresses", NULL },
+	{ "TRIAD_LOG", "warn", VAR_ENUM, F(log_level), 0, 0,
+	  "log level: error, warn, info, debug, trace", level_names },
+	{ "TRIAD_ORDER", "any", VAR_ENUM, F(order), 0, 0,
+	  "strict: active messages of one priority from one rank are handled in the\n"
+	  "    order sent, across plane changes and faults; any: only within a plane", order_names },
 	{ "TRIAD_CHUNK_SIZE", "1M", VAR_SIZE, F(chunk_size), 4096, 1ll << 30,
-	  "largest RDMA work request; larger operations are cut into chunks" },
+	  "largest RDMA work request; larger operations are cut into chunks", NULL },
 	{ "TRIAD_CONNECT_TIMEOUT_MS", "60000", VAR_INT, F(connect_timeout_ms), 100, INT_MAX,
-	  "how long triad_init waits for every peer on every plane" },
+	  "how long triad_init waits for every peer on every plane", NULL },
 	{ "TRIAD_SPIN_US", "200", VAR_INT, F(spin_us), 0, 10000000,
-	  "how long a waiting thread polls before it sleeps" },
+	  "how long a waiting thread polls before it sleeps", NULL },
 	{ "TRIAD_SQ_DEPTH", "128", VAR_INT, F(sq_depth), 4, 16384,
-	  "send work requests in flight per connection" },
+	  "send work requests in flight per connection", NULL },
 	{ "TRIAD_ACK_TIMEOUT", "17", VAR_INT, F(ack_timeout), 8, 31,
-	  "RC ack timeout exponent: 4.096 us * 2^n per try (17: 0.54 s)" },
+	  "RC ack timeout exponent: 4.096 us * 2^n per try (17: 0.54 s)", NULL },
 	{ "TRIAD_RETRY_COUNT", "6", VAR_INT, F(retry_count), 1, 7,
-	  "RC transport retries before a connection is declared broken" },
+	  "RC transport retries before a connection is declared broken", NULL },
 	{ "TRIAD_QUERY_TIMEOUT_MS", "30000", VAR_INT, F(query_timeout_ms), 10, INT_MAX,
-	  "how long a window lookup waits for the owner's answer" },
+	  "how long a window lookup waits for the owner's answer", NULL },
 	{ "TRIAD_SLOTS", "16", VAR_INT, F(slots), 1, 64,
-	  "receive slots per connection for messages (flow-controlled)" },
+	  "receive slots per connection for messages (flow-controlled)", NULL },
 	{ "TRIAD_SLOT_SIZE", "8k", VAR_SIZE, F(slot_size), 512, 65535,
-	  "bytes per receive slot: the largest message, header included" },
+	  "bytes per receive slot: the largest message, header included", NULL },
 	{ "TRIAD_FC_TIMER_MS", "2000", VAR_INT, F(fc_timer_ms), 10, INT_MAX,
-	  "flow-control timer period: an unconfirmed slot is freed after 1-2 periods" },
+	  "flow-control timer period: an unconfirmed slot is freed after 1-2 periods", NULL },
 	{ "TRIAD_FC_NEED_MEDIUM", "2", VAR_INT, F(need_medium), 1, 64,
-	  "free slots a medium-priority message needs (high needs 1)" },
+	  "free slots a medium-priority message needs (high needs 1)", NULL },
 	{ "TRIAD_FC_NEED_LOW", "3", VAR_INT, F(need_low), 1, 64,
-	  "free slots a low-priority message needs" },
+	  "free slots a low-priority message needs", NULL },
 	{ "TRIAD_BSM_LINGER_US", "20000", VAR_INT, F(bsm_linger_us), 0, 1000000,
 	  "how long a buffer status may wait to cover more freed slots\n"
-	  "    (or ride on a message); at most a quarter of TRIAD_FC_TIMER_MS" },
+	  "    (or ride on a message); at most a quarter of TRIAD_FC_TIMER_MS", NULL },
 	{ "TRIAD_COPY_TIMEOUT_MS", "30000", VAR_INT, F(copy_timeout_ms), 10, INT_MAX,
-	  "a copy that has not completed by then fails with a timeout" },
+	  "a copy that has not completed by then fails with a timeout", NULL },
 	{ "TRIAD_COPY_OPS", "1024", VAR_INT, F(copy_ops), 1, 1 << 20,
-	  "copies this rank may have outstanding as initiator, and serve as source" },
+	  "copies this rank may have outstanding as initiator, and serve as source", NULL },
 	{ "TRIAD_BG_SPIN_US", "100", VAR_INT, F(bg_spin_us), 0, 1000000,
-	  "CPU time the progress thread keeps polling after it last found work" },
+	  "CPU time the progress thread keeps polling after it last found work", NULL },
 	{ "TRIAD_BCAST_PIPELINE", "32M", VAR_SIZE, F(bcast_pipeline), 1, 1ll << 50,
 	  "TRIAD_BCAST_AUTO pipelines broadcasts from this size (3+ ranks),\n"
-	  "    below it copies greedily (see bench/README.md for the measured crossover)" },
+	  "    below it copies greedily (see bench/README.md for the measured crossover)", NULL },
+	{ "TRIAD_STRIPE_MIN", "256k", VAR_SIZE, F(stripe_min), 4096, 1ll << 50,
+	  "puts and gets with TRIAD_F_STRIPE of at least this size are split over the planes", NULL },
 	{ "TRIAD_TRACE", "", VAR_STRING, F(trace), 0, 0,
-	  "directory for an event trace (triad-trace.RANK, written at triad_fini)" },
+	  "directory for an event trace (triad-trace.RANK, written at triad_fini)", NULL },
 	{ "TRIAD_DAEMON", "/run/triad/triadd.sock", VAR_STRING, F(daemon), 0, 0,
-	  "the node daemon's socket (triadd, docs/daemon.md); off: do not look for it" },
+	  "the node daemon's socket (triadd, docs/daemon.md); off: do not look for it", NULL },
 };
 
 #undef F
 
-static const char *const level_names[] = { "error", "warn", "info", "debug", "trace" };
 
 const char *tr_config_getenv(const char *name, void *arg)
 {
@@ -162,16 +170,20 @@ static int set_var(struct tr_config *cfg, const struct var *v, const char *s,
 		}
 		*(uint64_t *)field = size;
 		return 0;
-	case VAR_LOGLEVEL:
-		for (i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
-			if (!strcasecmp(s, level_names[i])) {
+	case VAR_ENUM: {
+		char list[200] = "";
+
+		for (i = 0; v->names[i]; i++) {
+			if (!strcasecmp(s, v->names[i])) {
 				*(int *)field = (int)i;
 				return 0;
 			}
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 i ? ", " : "", v->names[i]);
 		}
-		snprintf(err, errlen, "%s=%s: not one of error, warn, info, debug, trace",
-			 v->name, s);
+		snprintf(err, errlen, "%s=%s: not one of %s", v->name, s, list);
 		return -EINVAL;
+	}
 	}
 	return -EINVAL;
 }
@@ -220,7 +232,7 @@ int tr_config_var(const struct tr_config *cfg, size_t i, struct tr_config_var *o
 	case VAR_SIZE:
 		snprintf(val, len, "%llu", (unsigned long long)*(const uint64_t *)field);
 		break;
-	case VAR_LOGLEVEL: snprintf(val, len, "%s", level_names[*(const int *)field]); break;
+	case VAR_ENUM: snprintf(val, len, "%s", v->names[*(const int *)field]); break;
 	}
 	return 0;
 }

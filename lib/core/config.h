@@ -33,7 +33,11 @@ struct tr_config {
 	char trace[TR_CONFIG_STR];	  /* TRIAD_TRACE */
 	char daemon[TR_CONFIG_STR];	  /* TRIAD_DAEMON */
 	uint64_t bcast_pipeline;  /* TRIAD_BCAST_PIPELINE */
+	uint64_t stripe_min;	  /* TRIAD_STRIPE_MIN */
+	int order;		  /* TRIAD_ORDER: TR_ORDER_ANY or TR_ORDER_STRICT */
 };
+
+enum { TR_ORDER_ANY, TR_ORDER_STRICT };
 
 /* Returns the value of a variable, or NULL when it is unset. */
 typedef const char *(*tr_config_lookup_fn)(const char *name, void *arg);

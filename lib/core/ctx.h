@@ -39,7 +39,7 @@
 /* TRIAD_F_PLANE(p): the pin bit and the plane number in an op's flags. */
 #define TR_F_PLANE_PIN 0x100u
 #define TR_F_PLANE_MASK 0xffu
-#define TR_F_ALL (TR_F_PLANE_PIN | TR_F_PLANE_MASK)
+#define TR_F_ALL (TR_F_PLANE_PIN | TR_F_PLANE_MASK | TRIAD_F_STRIPE)
 
 /* A peer's window as its owner described it (WIN_INFO).  GONE: the owner
  * destroyed it (WIN_GONE); the next access asks again, since the id may
@@ -64,19 +64,40 @@ struct tr_rwin {
  * sequence numbers of what this side sends and receives) is shared by the
  * lanes, so a message resent on another lane after a failure is delivered
  * once. */
+/* An active message of ours lost for good: a filler takes its number. */
+struct tr_am_lost {
+	uint8_t prio;
+	uint16_t ord;
+};
+
 struct tr_peer {
 	int rank;
 	struct tr_lane lane[TRIAD_MAX_PLANES];
 	struct tr_rwin *rwins;
-	uint32_t tx_seq;
-	struct tr_seq_rx rx_seq;
+	/* Sequence numbers, one space per priority: a priority's messages
+	 * keep their order on a lane, while a higher one overtakes a lower
+	 * one held back by flow control for as long as it likes. */
+	uint32_t tx_seq[TR_FC_NPRIO];
+	struct tr_seq_rx rx_seq[TR_FC_NPRIO];
 	struct tr_psw psw;	 /* plane switch: which plane each home plane maps to now */
 	/* Sequence numbers of messages lost for good (no live plane was
 	 * left): told to the peer (SEQ_SKIP) once a lane is back, or its
 	 * receive window would wait for them for ever. */
-	uint32_t *skip;
-	unsigned nskip, skip_cap;
+	struct tr_skips {
+		uint32_t *seq;
+		unsigned n, cap;
+	} skip[TR_FC_NPRIO];
 	unsigned peer_drained;	 /* planes the peer asked us not to send on */
+	/* Active messages' order numbers per priority (am.c): the next one
+	 * to send; the next one to hand to a handler in strict order, and
+	 * the later ones that came first (kept in their slots); and those
+	 * of ours lost for good, to be replaced by fillers once a lane is
+	 * back (peer.c). */
+	uint16_t am_tx_ord[TR_FC_NPRIO];
+	uint16_t am_rx_ord[TR_FC_NPRIO];
+	struct tr_list am_early[TR_FC_NPRIO];
+	struct tr_am_lost *am_lost;
+	unsigned nam_lost, am_lost_cap;
 	int gone; /* it said BYE: its connections are not rebuilt */
 };
 
@@ -309,6 +330,7 @@ void tr_rma_lane_broken(struct triad_req *req, enum triad_status st);
  * 1 when the handler kept it. */
 int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg *m,
 		  struct tr_buf *b);
+void tr_am_peer_free(struct tr_peer *p); /* at close */
 
 /* Copies (copy.c) */
 int tr_copy_setup(struct triad_ctx *ctx);

@@ -168,6 +168,26 @@ int triad_plane_restore(triad_ctx_t *ctx, int plane)
 	return 0;
 }
 
+int triad_plane_fail(triad_ctx_t *ctx, int plane)
+{
+	unsigned n = 0;
+
+	if (!plane_ok(ctx, plane))
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	for (int r = 0; r < ctx->size; r++) {
+		struct tr_lane *l = &ctx->peers[r].lane[plane];
+
+		if (r != ctx->rank && l->state == TR_LANE_UP) {
+			tr_lane_fail(l, TRIAD_S_TRANSPORT);
+			n++;
+		}
+	}
+	tr_info("plane %d: %u connection(s) failed on request", plane, n);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
 int triad_plane_info(triad_ctx_t *ctx, int plane, struct triad_plane_info *info_p)
 {
 	struct triad_plane_info in = { 0 };

@@ -28,6 +28,7 @@ const char *tr_lane_state_str(enum tr_lane_state s)
 struct queued_msg {
 	struct tr_list link;
 	int len;
+	int resent; /* moved here from a broken lane: older than the rest */
 	struct triad_req *req;
 	char data[];
 };
@@ -667,9 +668,10 @@ void tr_lane_bsm_flush(struct tr_lane *l)
 	pump_bsm(l, 1);
 }
 
-int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
-		 struct triad_req *req)
+static int lane_queue(struct tr_lane *l, const void *data, int len, unsigned prio,
+		      struct triad_req *req, int resent)
 {
+	struct tr_list *at = &l->msgq[prio];
 	struct queued_msg *q;
 	int slot;
 
@@ -694,12 +696,29 @@ int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
 	memcpy(q->data, data, (size_t)len);
 	q->len = len;
 	q->req = req;
-	tr_list_add_tail(&l->msgq[prio], &q->link);
+	q->resent = resent;
+	if (resent) /* behind the others moved here, ahead of the rest */
+		for (at = l->msgq[prio].next; at != &l->msgq[prio]; at = at->next)
+			if (!tr_container_of(at, struct queued_msg, link)->resent)
+				break;
+	tr_list_add_tail(at, &q->link);
 	l->nqueued++;
 	if (!l->tx_free || !l->sq_avail)
 		tr_progress_want_send(l->ctx, l->plane); /* waits for send room */
 	pump(l);
 	return 0;
+}
+
+int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
+		 struct triad_req *req)
+{
+	return lane_queue(l, data, len, prio, req, 0);
+}
+
+int tr_lane_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
+		   struct triad_req *req)
+{
+	return lane_queue(l, data, len, prio, req, 1);
 }
 
 int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,

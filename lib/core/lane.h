@@ -117,6 +117,12 @@ void tr_lane_reconnect(struct tr_lane *l);
  * be NULL) completes when it arrived.  -ENOTCONN, -EMSGSIZE. */
 int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
 		 struct triad_req *req);
+/* The same for a message a broken lane gave back: it goes ahead of the
+ * messages of its priority queued here (behind others given back), so
+ * that the receiver's window of sequence numbers never has to span a
+ * queue. */
+int tr_lane_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
+		   struct triad_req *req);
 /* A handler is done with a kept receive buffer: free its slot. */
 void tr_lane_release(struct tr_buf *b);
 /* One flow-control timer period passed. */

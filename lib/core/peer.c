@@ -99,13 +99,13 @@ int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct t
 		return -EMSGSIZE;
 	if (need > sizeof(stack) && !(buf = malloc(need)))
 		return -ENOMEM;
-	m->seq = p->tx_seq;
+	m->seq = p->tx_seq[prio];
 	m->slot = 0; /* the link fields are set when it is posted */
 	m->prio = (uint8_t)prio;
 	len = tr_msg_encode(m, buf, need);
 	ret = len < 0 ? len : tr_lane_send(l, buf, len, prio, req);
 	if (!ret)
-		p->tx_seq++;
+		p->tx_seq[prio]++;
 	if (buf != stack)
 		free(buf);
 	return ret;
@@ -124,36 +124,94 @@ int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned pri
 }
 
 /* ---- messages lost for good --------------------------------------------------*/
-static void skip_add(struct tr_peer *p, uint32_t seq)
+/* The array arr of n elements (room for *cap) with room for one more:
+ * arr itself, or a bigger copy (*cap updated); NULL when out of memory,
+ * arr left as it was. */
+static void *room_for_one(void *arr, unsigned n, unsigned *cap, size_t size)
 {
-	if (p->nskip == p->skip_cap) {
-		unsigned cap = p->skip_cap ? 2 * p->skip_cap : 64;
-		uint32_t *n = realloc(p->skip, cap * sizeof(*n));
+	unsigned c = *cap ? 2 * *cap : 64;
 
-		if (!n) {
-			tr_error("rank %d: no memory to remember a lost message: its later "
-				 "messages may be refused", p->rank);
-			return;
-		}
-		p->skip = n;
-		p->skip_cap = cap;
-	}
-	p->skip[p->nskip++] = seq;
+	if (n < *cap)
+		return arr;
+	if ((arr = realloc(arr, c * size)))
+		*cap = c;
+	return arr;
 }
 
-/* A lost message's numbers go back on the list: a lost SEQ_SKIP gives back
- * the numbers it carried, anything else its own. */
-static void skip_lost(struct tr_peer *p, const void *data, int len)
+static void skip_add(struct tr_peer *p, unsigned prio, uint32_t seq)
 {
-	struct tr_msg m;
+	struct tr_skips *k = &p->skip[prio];
+	uint32_t *a = room_for_one(k->seq, k->n, &k->cap, sizeof(*a));
 
-	if (tr_wire_type(data) != TR_MSG_SEQ_SKIP) {
-		skip_add(p, tr_wire_seq(data));
+	if (!a) {
+		tr_error("rank %d: no memory to remember a lost message: its later "
+			 "messages may be refused", p->rank);
 		return;
 	}
-	if (tr_msg_decode(data, (size_t)len, &m) == 0)
+	k->seq = a;
+	k->seq[k->n++] = seq;
+}
+
+static int skips_pending(const struct tr_peer *p)
+{
+	for (unsigned q = 0; q < TR_FC_NPRIO; q++)
+		if (p->skip[q].n)
+			return 1;
+	return p->nam_lost != 0;
+}
+
+/* An active message's order number goes to a filler (a receiver in
+ * strict order would wait for it otherwise). */
+static void am_lost_add(struct tr_peer *p, unsigned prio, uint16_t ord)
+{
+	struct tr_am_lost *a = room_for_one(p->am_lost, p->nam_lost, &p->am_lost_cap, sizeof(*a));
+
+	if (!a) {
+		tr_error("rank %d: no memory to remember a lost active message: in strict "
+			 "order its later ones wait for ever", p->rank);
+		return;
+	}
+	p->am_lost = a;
+	p->am_lost[p->nam_lost++] = (struct tr_am_lost){ .prio = (uint8_t)prio, .ord = ord };
+}
+
+/* A lost message's numbers go back on the lists: a lost SEQ_SKIP gives
+ * back the numbers it carried, anything else its own, and an active
+ * message its order number too. */
+static void skip_lost(struct tr_peer *p, const void *data, int len)
+{
+	unsigned type = tr_wire_type(data), prio = tr_wire_prio(data);
+	struct tr_msg m;
+
+	if (type != TR_MSG_SEQ_SKIP)
+		skip_add(p, prio, tr_wire_seq(data));
+	if ((type != TR_MSG_SEQ_SKIP && type != TR_MSG_AM) ||
+	    tr_msg_decode(data, (size_t)len, &m))
+		return;
+	if (type == TR_MSG_AM)
+		am_lost_add(p, prio, m.u.am.ord);
+	else
 		for (unsigned i = 0; i < m.u.seq_skip.count; i++)
-			skip_add(p, m.u.seq_skip.seq[i]);
+			skip_add(p, prio, m.u.seq_skip.seq[i]);
+}
+
+/* A filler (an empty active message no handler gets) for each lost one,
+ * with its priority and order number. */
+static void fillers_flush(struct tr_lane *l)
+{
+	struct tr_peer *p = &l->ctx->peers[l->peer];
+	unsigned sent = 0;
+
+	for (; sent < p->nam_lost; sent++) {
+		struct tr_msg m = { .type = TR_MSG_AM };
+
+		m.u.am.id = TR_WIRE_AM_FILLER;
+		m.u.am.ord = p->am_lost[sent].ord;
+		if (tr_peer_send_on(l, &m, p->am_lost[sent].prio, NULL))
+			break;
+	}
+	memmove(p->am_lost, p->am_lost + sent, (p->nam_lost - sent) * sizeof(*p->am_lost));
+	p->nam_lost -= sent;
 }
 
 static int serial_cmp(const void *a, const void *b)
@@ -164,48 +222,62 @@ static int serial_cmp(const void *a, const void *b)
 }
 
 /* Tells the peer, on l, every number it will never get, lowest first (its
- * window moves up as each hole fills).  SEQ_SKIP itself carries no number. */
+ * window moves up as each hole fills).  A SEQ_SKIP carries no number of
+ * its own and goes with the priority whose numbers it carries, ahead of
+ * that priority's later messages on the lane. */
 static void skip_flush(struct tr_lane *l)
 {
 	struct tr_peer *p = &l->ctx->peers[l->peer];
-	unsigned sent = 0;
 
-	qsort(p->skip, p->nskip, sizeof(*p->skip), serial_cmp);
-	while (sent < p->nskip) {
-		struct tr_msg m = { .type = TR_MSG_SEQ_SKIP, .prio = TR_FC_HIGH };
-		char buf[TR_WIRE_CTRL_LEN];
-		int len;
+	for (unsigned q = 0; q < TR_FC_NPRIO; q++) {
+		struct tr_skips *k = &p->skip[q];
+		unsigned sent = 0;
 
-		m.u.seq_skip.count = p->nskip - sent < TR_WIRE_SKIP_MAX ? p->nskip - sent
-								       : TR_WIRE_SKIP_MAX;
-		memcpy(m.u.seq_skip.seq, p->skip + sent, m.u.seq_skip.count * sizeof(uint32_t));
-		len = tr_msg_encode(&m, buf, sizeof(buf));
-		if (len < 0 || tr_lane_send(l, buf, len, TR_FC_HIGH, NULL))
-			break;
-		sent += m.u.seq_skip.count;
+		qsort(k->seq, k->n, sizeof(*k->seq), serial_cmp);
+		while (sent < k->n) {
+			struct tr_msg m = { .type = TR_MSG_SEQ_SKIP, .prio = (uint8_t)q };
+			char buf[TR_WIRE_CTRL_LEN];
+			int len;
+
+			m.u.seq_skip.count = k->n - sent < TR_WIRE_SKIP_MAX ? k->n - sent
+									    : TR_WIRE_SKIP_MAX;
+			memcpy(m.u.seq_skip.seq, k->seq + sent,
+			       m.u.seq_skip.count * sizeof(uint32_t));
+			len = tr_msg_encode(&m, buf, sizeof(buf));
+			if (len < 0 || tr_lane_send(l, buf, len, q, NULL))
+				break;
+			sent += m.u.seq_skip.count;
+		}
+		if (sent)
+			tr_info("rank %d: told it of %u message(s) of priority %u lost while no "
+				"plane reached it", l->peer, sent, q);
+		memmove(k->seq, k->seq + sent, (k->n - sent) * sizeof(*k->seq));
+		k->n -= sent;
 	}
-	tr_info("rank %d: told it of %u message(s) lost while no plane reached it", l->peer,
-		sent);
-	memmove(p->skip, p->skip + sent, (p->nskip - sent) * sizeof(*p->skip));
-	p->nskip -= sent;
+	fillers_flush(l);
 }
 
 static void skip_receive(struct tr_lane *l, const struct tr_msg *m)
 {
-	struct tr_peer *p = &l->ctx->peers[l->peer];
+	struct tr_seq_rx *rx = &l->ctx->peers[l->peer].rx_seq[m->prio];
 
 	for (unsigned i = 0; i < m->u.seq_skip.count; i++)
-		if (tr_seq_rx_accept(&p->rx_seq, m->u.seq_skip.seq[i]) == TR_SEQ_TOO_FAR)
-			tr_warn("peer %d: lost message %u is beyond the window (expected %u)",
-				l->peer, m->u.seq_skip.seq[i], p->rx_seq.next);
+		if (tr_seq_rx_accept(rx, m->u.seq_skip.seq[i]) == TR_SEQ_TOO_FAR)
+			tr_warn("peer %d: lost message %u of priority %u is beyond the window "
+				"(expected %u)", l->peer, m->u.seq_skip.seq[i], m->prio, rx->next);
 	tr_debug("peer %d: %u lost message(s) skipped", l->peer, m->u.seq_skip.count);
 }
 
 void tr_peer_free(struct tr_peer *p)
 {
-	free(p->skip);
-	p->skip = NULL;
-	p->nskip = p->skip_cap = 0;
+	for (unsigned q = 0; q < TR_FC_NPRIO; q++) {
+		free(p->skip[q].seq);
+		p->skip[q] = (struct tr_skips){ 0 };
+	}
+	free(p->am_lost);
+	p->am_lost = NULL;
+	p->nam_lost = p->am_lost_cap = 0;
+	tr_am_peer_free(p);
 }
 
 /* ---- lane events ----------------------------------------------------------------*/
@@ -219,7 +291,7 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		skip_receive(l, m);
 		return 0;
 	}
-	switch (tr_seq_rx_accept(&p->rx_seq, m->seq)) {
+	switch (tr_seq_rx_accept(&p->rx_seq[m->prio], m->seq)) {
 	case TR_SEQ_NEW:
 		break;
 	case TR_SEQ_DUPLICATE:
@@ -228,8 +300,8 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		return 0;
 	case TR_SEQ_TOO_FAR:
 		tr_lane_count_drop(l, 0);
-		tr_warn("peer %d: %s seq %u beyond the window (expected %u): dropped", l->peer,
-			tr_msg_type_str(m->type), m->seq, p->rx_seq.next);
+		tr_warn("peer %d: %s seq %u of priority %u beyond the window (expected %u): dropped",
+			l->peer, tr_msg_type_str(m->type), m->seq, m->prio, p->rx_seq[m->prio].next);
 		return 0;
 	}
 	switch (m->type) {
@@ -304,7 +376,7 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
 	}
 	/* The encoded message keeps its sequence number: the receiver drops
 	 * it if the first copy did arrive. */
-	if (alt == l || tr_lane_send(alt, data, len, prio, req)) {
+	if (alt == l || tr_lane_resend(alt, data, len, prio, req)) {
 		/* Nobody waits for our BYE, nor for anything to a peer that said
 		 * its own: that is a peer closing first, not a fault. */
 		if (ctx->peers[l->peer].gone || tr_wire_type(data) == TR_MSG_BYE)
@@ -326,7 +398,7 @@ void tr_peer_lane_changed(struct tr_lane *l)
 
 	if (l->state == TR_LANE_UP || l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED)
 		tr_peer_plane_event(ctx, &ctx->peers[l->peer], l->plane);
-	if (l->state == TR_LANE_UP && ctx->peers[l->peer].nskip && !ctx->closing)
+	if (l->state == TR_LANE_UP && skips_pending(&ctx->peers[l->peer]) && !ctx->closing)
 		skip_flush(l);
 	if (l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED) {
 		/* Operations not yet posted whole on it are done again elsewhere

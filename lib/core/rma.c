@@ -228,6 +228,77 @@ static void rma_self(struct triad_ctx *ctx, struct triad_req *req)
 	}
 }
 
+/* ---- striping --------------------------------------------------------------------*/
+/* A striped operation is cut into one part per live plane to the peer,
+ * each an internal request of its own (its chunks stay on its plane, and
+ * a part a fault flushes is done again whole on a live plane like any
+ * put or get).  The user's request completes once every part did, with
+ * the first error of any. */
+static void stripe_done(struct triad_req *part)
+{
+	struct triad_req *req = part->cb_arg;
+
+	if (part->status != TRIAD_S_OK && req->status == TRIAD_S_OK)
+		req->status = part->status;
+	free(part);
+	if (--req->inflight == 0)
+		tr_req_complete(req, req->status);
+}
+
+static int stripe_planes(struct triad_ctx *ctx, int rank, int *planes)
+{
+	struct tr_peer *p = &ctx->peers[rank];
+	int n = 0;
+
+	for (int q = 0; q < ctx->nplanes; q++)
+		if (tr_lane_live(ctx, &p->lane[q]) && tr_psw_usable(&p->psw, (unsigned)q) &&
+		    tr_peer_wants(ctx, p, q))
+			planes[n++] = q;
+	return n;
+}
+
+/* 0: too few planes, the caller does it as one operation. */
+static int stripe(struct triad_ctx *ctx, struct triad_req *req)
+{
+	int planes[TRIAD_MAX_PLANES], n = stripe_planes(ctx, req->peer, planes);
+	uint64_t part, done = 0;
+
+	if (n < 2)
+		return 0;
+	/* Equal parts, page multiples (the last takes the rest). */
+	part = (req->len / (uint64_t)n + 4095) & ~(uint64_t)4095;
+	req->lane = NULL; /* its parts count their own bytes */
+	req->inflight = 1; /* held until every part is out */
+	for (int i = 0; i < n && done < req->len; i++) {
+		uint64_t len = i == n - 1 || req->len - done < part ? req->len - done : part;
+		struct triad_req *sub = tr_req_new(ctx, req->kind, req->peer);
+		struct triad_win *lw;
+
+		if (!sub) {
+			if (req->status == TRIAD_S_OK)
+				req->status = TRIAD_S_NO_MEMORY;
+			break;
+		}
+		sub->win = req->win;
+		sub->off = req->off + done;
+		sub->len = len;
+		sub->buf = req->buf + done;
+		sub->plane = planes[i];
+		sub->lane = &ctx->peers[req->peer].lane[planes[i]];
+		sub->on_done = stripe_done;
+		sub->cb_arg = req;
+		if ((lw = tr_win_find_addr(ctx, sub->buf, len)))
+			sub->mr = lw->mr[sub->plane];
+		req->inflight++;
+		done += len;
+		tr_lane_count(sub->lane, sub, 0);
+		tr_win_lookup(ctx, sub);
+	}
+	if (--req->inflight == 0)
+		tr_req_complete(req, req->status);
+	return 1;
+}
+
 static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, size_t len,
 		      int rank, uint32_t win, uint64_t off, unsigned flags, triad_req_t **req_p)
 {
@@ -246,7 +317,8 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		return -EINVAL;
 	}
 	if ((flags & ~TR_F_ALL) ||
-	    ((flags & TR_F_PLANE_PIN) && (int)(flags & TR_F_PLANE_MASK) >= ctx->nplanes)) {
+	    ((flags & TR_F_PLANE_PIN) && (int)(flags & TR_F_PLANE_MASK) >= ctx->nplanes) ||
+	    ((flags & TR_F_PLANE_PIN) && (flags & TRIAD_F_STRIPE))) {
 		tr_debug("%s: bad flags 0x%x (%d planes)", what, flags, ctx->nplanes);
 		return -EINVAL;
 	}
@@ -276,6 +348,8 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		tr_req_complete(req, l->down_status);
 		goto out;
 	}
+	if ((flags & TRIAD_F_STRIPE) && len >= ctx->cfg.stripe_min && stripe(ctx, req))
+		goto out;
 	/* A buffer inside a window is registered already; any other is
 	 * registered once the target's window has accepted the range. */
 	if (len && (lw = tr_win_find_addr(ctx, buf, len)))

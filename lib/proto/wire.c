@@ -240,7 +240,7 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		break;
 	case TR_MSG_AM:
 		PUT16(&c, m->u.am.id);
-		PUT16(&c, 0);
+		PUT16(&c, m->u.am.ord);
 		if (m->u.am.len)
 			memcpy(c.p, m->u.am.data, m->u.am.len);
 		c.p += m->u.am.len;
@@ -365,8 +365,7 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		break;
 	case TR_MSG_AM:
 		m.u.am.id = GET16(&c);
-		if (GET16(&c) != 0)
-			return -EBADMSG;
+		m.u.am.ord = GET16(&c);
 		if (c.bad)
 			return -EBADMSG;
 		m.u.am.len = (uint32_t)(c.end - c.p);

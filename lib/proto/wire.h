@@ -29,7 +29,10 @@
 #define TR_WIRE_HDR_LEN 32
 #define TR_WIRE_CTRL_LEN 256	/* every message but AM fits */
 #define TR_WIRE_MAX_LEN 65535	/* the length field's limit */
-#define TR_WIRE_AM_HDR_LEN 4	/* AM body: u16 id, u16 reserved, payload */
+#define TR_WIRE_AM_HDR_LEN 4	/* AM body: u16 id, u16 ord, payload */
+/* An AM id no handler has: stands in for an active message lost for good,
+ * so that a receiver in strict order does not wait for it. */
+#define TR_WIRE_AM_FILLER 0xffffu
 #define TR_WIRE_NO_SLOT 0xff
 #define TR_WIRE_MAX_SLOTS 64
 #define TR_WIRE_SKIP_MAX 32	/* sequence numbers per SEQ_SKIP */
@@ -98,6 +101,10 @@ struct tr_msg {
 		} copy;
 		struct {
 			uint16_t id;
+			/* Its number among the sender's active messages of
+			 * its priority to this peer (16-bit serial): the
+			 * receiver's strict order (TRIAD_ORDER=strict). */
+			uint16_t ord;
 			uint32_t len;
 			const void *data; /* decode: points into the decoded buffer */
 		} am;
@@ -111,6 +118,13 @@ const char *tr_msg_type_str(unsigned type);
 static inline unsigned tr_wire_type(const void *buf)
 {
 	return ((const uint8_t *)buf)[3];
+}
+
+/* The priority of an encoded message (the low two bits of its flags,
+ * header offset 7), unchecked: for messages this side encoded. */
+static inline unsigned tr_wire_prio(const void *buf)
+{
+	return ((const uint8_t *)buf)[7] & 3u;
 }
 
 /* The sequence number of an encoded message (header offset 8), unchecked:

@@ -62,6 +62,10 @@ enum triad_status ft_wait(triad_req_t *req, int timeout_ms);
 triad_ctx_t *ft_init(void);
 /* Barrier that counts a failure instead of hanging. */
 void ft_barrier(triad_ctx_t *ctx);
+/* Runs the harness's fabric-ctl (path in $TRIAD_FABRIC_CTL) with the
+ * arguments printf makes of fmt; its exit status as system() gives it.
+ * End fmt with "&" to run it in the background. */
+int ft_ctl(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints the verdict, finalises, returns the exit status. */
 int ft_finish(triad_ctx_t *ctx, const char *name);
 

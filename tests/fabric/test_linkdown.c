@@ -28,17 +28,10 @@
 
 #include "ft.h"
 
-/* Runs the harness's fabric-ctl; with bg, in the background (returns at once). */
+/* Runs fabric-ctl VERB NODE PLANE; with bg, in the background (returns at once). */
 static int ctl_run(const char *verb, int node, int plane, int bg)
 {
-	const char *tool = getenv("TRIAD_FABRIC_CTL");
-	char cmd[512];
-
-	if (!tool)
-		tool = "fabric-ctl"; /* the VM harness puts it on PATH */
-	snprintf(cmd, sizeof(cmd), "%s %s %d %d%s", tool, verb, node, plane,
-		 bg ? " >/dev/null 2>&1 &" : "");
-	return system(cmd);
+	return ft_ctl("%s %d %d%s", verb, node, plane, bg ? " >/dev/null 2>&1 &" : "");
 }
 
 static int ctl(const char *verb, int node, int plane)

@@ -12,6 +12,12 @@
  *           target's window reserved to this initiator and is mirrored in a
  *           local shadow; gets read the owner's fixed pattern; at the end each
  *           rank reads back every region it wrote and compares with its shadow.
+ *   stripe  rank 0 <-> rank 1: puts and gets with TRIAD_F_STRIPE of sizes from
+ *           TRIAD_STRIPE_MIN (default 256 KiB) up, verified; every plane
+ *           carried a share of each (the per-plane byte counters), one below
+ *           the threshold took one plane; then a striped put while one of
+ *           its planes is failed under it (triad_plane_fail) still completes
+ *           OK with every byte in place.
  *   errors  unknown window, out of bounds, read-only window, bad arguments;
  *           then the same connections still work and counted no errors.
  */
@@ -105,6 +111,122 @@ static void phase_sizes(triad_ctx_t *ctx)
 		       (unsigned long long)max_size);
 	free(src);
 	free(dst);
+}
+
+static uint64_t tx_bytes(triad_ctx_t *ctx, int peer, int plane)
+{
+	struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_LINK };
+
+	return triad_conn_stats(ctx, peer, plane, &cs) == 0 ? cs.tx_bytes : 0;
+}
+
+/* One striped put (get: get) of s bytes at offset 0 of rank 1's window,
+ * checked; returns the bytes each plane carried. */
+static void striped(triad_ctx_t *ctx, char *buf, uint64_t s, int get, uint32_t seed,
+		    int fail_plane, uint64_t *per_plane)
+{
+	triad_req_t *req;
+	enum triad_status st;
+	uint64_t before[TRIAD_MAX_PLANES];
+	int ret;
+
+	for (int p = 0; p < nplanes; p++)
+		before[p] = tx_bytes(ctx, 1, p);
+	ret = get ? triad_get(ctx, buf, s, 1, WIN_MAIN, 0, TRIAD_F_STRIPE, &req)
+		  : triad_put(ctx, buf, s, 1, WIN_MAIN, 0, TRIAD_F_STRIPE, &req);
+	FT_CHECK(ret == 0, "striped %s of %llu B: %s", get ? "get" : "put", (unsigned long long)s,
+		 strerror(-ret));
+	if (ret)
+		return;
+	if (fail_plane >= 0)
+		FT_CHECK(triad_plane_fail(ctx, fail_plane) == 0, "triad_plane_fail");
+	st = ft_wait(req, 120000);
+	FT_CHECK(st == TRIAD_S_OK, "striped %s of %llu B: %s", get ? "get" : "put",
+		 (unsigned long long)s, triad_status_str(st));
+	if (get) {
+		int64_t bad = ft_verify(buf, s, seed, 0);
+
+		FT_CHECK(bad < 0, "striped get of %llu B: byte %lld wrong", (unsigned long long)s,
+			 (long long)bad);
+	}
+	for (int p = 0; p < nplanes; p++)
+		per_plane[p] = tx_bytes(ctx, 1, p) - before[p];
+}
+
+static void phase_stripe(triad_ctx_t *ctx)
+{
+	const uint64_t sizes[] = { 256 << 10, (1 << 20) + 13, (8 << 20) + 5, 16 << 20 };
+	const uint64_t max = 16 << 20;
+	char *buf = calloc(1, max);
+	uint64_t per[TRIAD_MAX_PLANES];
+	triad_req_t *req;
+
+	FT_CHECK(buf != NULL, "no memory");
+	if (!buf || size < 2 || max > max_size)
+		goto out;
+	if (rank == 0)
+		FT_CHECK(triad_put(ctx, buf, 1, 1, WIN_MAIN, 0, TRIAD_F_STRIPE | TRIAD_F_PLANE(0),
+				   &req) == -EINVAL, "a striped put pinned to a plane is refused");
+	for (unsigned i = 0; i <= sizeof(sizes) / sizeof(sizes[0]); i++) {
+		/* The last round: the first size again, with a plane failed under it. */
+		int last = i == sizeof(sizes) / sizeof(sizes[0]);
+		uint64_t s = last ? max : sizes[i], sum = 0;
+
+		if (rank == 0) {
+			ft_fill(buf, s, 500 + i, 0);
+			striped(ctx, buf, s, 0, 0, last ? nplanes - 1 : -1, per);
+			for (int p = 0; p < nplanes; p++) {
+				sum += per[p];
+				if (!last)
+					FT_CHECK(per[p] > 0, "striped put of %llu B: plane %d carried none",
+						 (unsigned long long)s, p);
+			}
+			FT_CHECK(sum >= s, "striped put of %llu B: the planes carried %llu B",
+				 (unsigned long long)s, (unsigned long long)sum);
+		}
+		ft_barrier(ctx);
+		if (rank == 1) {
+			int64_t bad = ft_verify(win_buf, s, 500 + i, 0);
+
+			FT_CHECK(bad < 0, "striped put of %llu B (round %u): byte %lld wrong",
+				 (unsigned long long)s, i, (long long)bad);
+			ft_fill(win_buf, s, 600 + i, 0);
+		}
+		ft_barrier(ctx);
+		if (rank == 0 && !last) {
+			memset(buf, 0, s);
+			striped(ctx, buf, s, 1, 600 + i, -1, per);
+		}
+		ft_barrier(ctx);
+	}
+	if (rank == 0) {
+		/* Below the threshold: one plane. */
+		int used = 0;
+
+		ft_fill(buf, 4096, 700, 0);
+		striped(ctx, buf, 4096, 0, 0, -1, per);
+		for (int p = 0; p < nplanes; p++)
+			used += per[p] > 0;
+		FT_CHECK(used == 1, "a 4 KiB striped put used %d planes", used);
+		printf("stripe: puts and gets of 256 KiB .. 16 MiB over %d planes, and one with a "
+		       "plane failed under it, verified\n", nplanes);
+	}
+	/* The failed plane's connections come back by themselves (the next
+	 * phases pin operations to every plane). */
+	for (int r = 0; rank == 0 && r < size; r++) {
+		struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_LINK };
+
+		for (int t = 0; r != rank && t < 3000; t++) {
+			if (triad_conn_stats(ctx, r, nplanes - 1, &cs) == 0 && cs.up)
+				break;
+			usleep(20000);
+		}
+		FT_CHECK(r == rank || cs.up, "plane %d to rank %d not rebuilt after its failure",
+			 nplanes - 1, r);
+	}
+out:
+	ft_barrier(ctx);
+	free(buf);
 }
 
 struct slot_op {
@@ -294,7 +416,7 @@ int main(int argc, char **argv)
 		{ "phases", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *phases = "sizes,random,errors";
+	const char *phases = "sizes,stripe,random,errors";
 	triad_ctx_t *ctx;
 	triad_win_t *win;
 	int c, ret;
@@ -327,6 +449,8 @@ int main(int argc, char **argv)
 	if (strstr(phases, "sizes"))
 		phase_sizes(ctx);
 	ft_barrier(ctx);
+	if (strstr(phases, "stripe"))
+		phase_stripe(ctx);
 	if (strstr(phases, "random"))
 		phase_random(ctx);
 	if (strstr(phases, "errors"))

@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "base/log.h"
 
-#define NVARS 22
+#define NVARS 24
 
 static const char *const all_vars[NVARS] = {
 	"TRIAD_RANK",	     "TRIAD_WORLD",	       "TRIAD_LOG",	   "TRIAD_CHUNK_SIZE",
@@ -23,7 +23,8 @@ static const char *const all_vars[NVARS] = {
 	"TRIAD_ACK_TIMEOUT", "TRIAD_RETRY_COUNT",      "TRIAD_QUERY_TIMEOUT_MS",
 	"TRIAD_SLOT_SIZE",   "TRIAD_FC_TIMER_MS",      "TRIAD_FC_NEED_MEDIUM", "TRIAD_FC_NEED_LOW",
 	"TRIAD_BSM_LINGER_US", "TRIAD_COPY_TIMEOUT_MS", "TRIAD_COPY_OPS",
-	"TRIAD_BG_SPIN_US", "TRIAD_BCAST_PIPELINE", "TRIAD_TRACE", "TRIAD_DAEMON",
+	"TRIAD_BG_SPIN_US", "TRIAD_BCAST_PIPELINE", "TRIAD_TRACE", "TRIAD_ORDER",
+	"TRIAD_STRIPE_MIN", "TRIAD_DAEMON",
 };
 
 struct fake_env {
@@ -64,6 +65,8 @@ static void assert_defaults(const struct tr_config *c)
 	assert_int_equal(c->ack_timeout, 17);
 	assert_int_equal(c->retry_count, 6);
 	assert_int_equal(c->query_timeout_ms, 30000);
+	assert_int_equal(c->order, TR_ORDER_ANY);
+	assert_true(c->stripe_min == 256 * 1024);
 }
 
 /* Loads with the single variable name=value, which must be accepted. */
@@ -313,6 +316,28 @@ static void test_log_level(void **state)
 		 "TRIAD_LOG=warning: not one of error, warn, info, debug, trace");
 }
 
+static void test_order(void **state)
+{
+	(void)state;
+	assert_int_equal(load1("TRIAD_ORDER", "strict").order, TR_ORDER_STRICT);
+	assert_int_equal(load1("TRIAD_ORDER", "STRICT").order, TR_ORDER_STRICT);
+	assert_int_equal(load1("TRIAD_ORDER", "any").order, TR_ORDER_ANY);
+	load_bad("TRIAD_ORDER", "fifo", "TRIAD_ORDER=fifo: not one of any, strict");
+	load_bad("TRIAD_ORDER", "", "TRIAD_ORDER=: not one of any, strict");
+	load_bad("TRIAD_ORDER", "1", "TRIAD_ORDER=1: not one of any, strict");
+}
+
+static void test_stripe_min(void **state)
+{
+	(void)state;
+	assert_true(load1("TRIAD_STRIPE_MIN", "4k").stripe_min == 4096);
+	assert_true(load1("TRIAD_STRIPE_MIN", "1G").stripe_min == 1ull << 30);
+	load_bad("TRIAD_STRIPE_MIN", "4095",
+		 "TRIAD_STRIPE_MIN=4095: out of range [4096, 1125899906842624]");
+	load_bad("TRIAD_STRIPE_MIN", "big",
+		 "TRIAD_STRIPE_MIN=big: not a size (examples: 4096, 64k, 1M)");
+}
+
 static void test_one_bad_variable_among_good(void **state)
 {
 	static const char *const kv[] = {
@@ -481,6 +506,8 @@ int main(void)
 		cmocka_unit_test(test_chunk_size),
 		cmocka_unit_test(test_world_string),
 		cmocka_unit_test(test_log_level),
+		cmocka_unit_test(test_order),
+		cmocka_unit_test(test_stripe_min),
 		cmocka_unit_test(test_one_bad_variable_among_good),
 		cmocka_unit_test(test_two_bad_variables),
 		cmocka_unit_test(test_print_table),

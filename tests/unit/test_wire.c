@@ -131,6 +131,7 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 		break;
 	case TR_MSG_AM:
 		assert_int_equal(a->u.am.id, b->u.am.id);
+		assert_int_equal(a->u.am.ord, b->u.am.ord);
 		assert_int_equal(a->u.am.len, b->u.am.len);
 		if (a->u.am.len)
 			assert_memory_equal(a->u.am.data, b->u.am.data, a->u.am.len);
@@ -362,6 +363,7 @@ static struct tr_msg random_msg(void)
 		break;
 	case TR_MSG_AM:
 		m.u.am.id = (uint16_t)rnd();
+		m.u.am.ord = (uint16_t)rnd();
 		m.u.am.len = rnd_am_len();
 		m.u.am.data = m.u.am.len || rnd() % 2 ? pool + rnd() % 64 : NULL;
 		break;
@@ -501,7 +503,7 @@ static void test_layout_am(void **state)
 	static const uint8_t want[] = {
 		0x72, 0x54, 0x02, 0x06, 39, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0xef, 0xbe, 0, 0, 'a', 'b', 'c', /* id, reserved, payload */
+		0xef, 0xbe, 0, 0, 'a', 'b', 'c', /* id, ord, payload */
 	};
 	struct tr_msg m = am(0xbeef, "abc", 3);
 
@@ -511,6 +513,18 @@ static void test_layout_am(void **state)
 	m.prio = 1;
 	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), sizeof(want));
 	assert_memory_equal(buf_a, want, sizeof(want));
+	/* The unchecked readers of what this side encoded. */
+	assert_int_equal(tr_wire_type(buf_a), TR_MSG_AM);
+	assert_int_equal(tr_wire_prio(buf_a), 1);
+	assert_int_equal(tr_wire_seq(buf_a), 2);
+	for (uint8_t prio = 0; prio < TR_WIRE_PRIOS; prio++) {
+		m.prio = prio;
+		m.seq = 0xa1b2c3d4u;
+		m.has_bsm = 1;
+		tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN);
+		assert_int_equal(tr_wire_prio(buf_a), prio);
+		assert_int_equal(tr_wire_seq(buf_a), 0xa1b2c3d4u);
+	}
 	/* The largest AM: the length field is 0xffff. */
 	m = am(1, pool, AM_MAX);
 	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), TR_WIRE_MAX_LEN);
@@ -808,32 +822,32 @@ static void test_decode_nonzero_reserved(void **state)
 	}
 }
 
-static void test_decode_am_reserved(void **state)
+/* The AM's order number: little-endian at body offset 2, every value
+ * (it is a 16-bit serial) decoded as sent. */
+static void test_am_ord(void **state)
 {
-	struct tr_msg m = am(0x4242, "payload", 7);
-	int n = encode(&m, buf_a);
+	static const uint16_t ords[] = { 0, 1, 0x0102, 0x8000, 0xfffe, 0xffff };
+	struct tr_msg m = am(0x4242, "payload", 7), out;
 
 	(void)state;
-	assert_int_equal(buf_a[BODY + 2], 0);
-	assert_int_equal(buf_a[BODY + 3], 0);
-	for (int i = BODY + 2; i < BODY + 4; i++) {
-		for (int bit = 0; bit < 8; bit++) {
-			memcpy(buf_b, buf_a, (size_t)n);
-			buf_b[i] = (uint8_t)(1u << bit);
-			decode_bad(buf_b, (size_t)n, -EBADMSG);
-		}
+	for (size_t i = 0; i < sizeof(ords) / sizeof(ords[0]); i++) {
+		int n;
+
+		m.u.am.ord = ords[i];
+		n = encode(&m, buf_a);
+		assert_int_equal(buf_a[BODY + 2], ords[i] & 0xff);
+		assert_int_equal(buf_a[BODY + 3], ords[i] >> 8);
+		assert_int_equal(tr_msg_decode(buf_a, (size_t)n, &out), 0);
+		assert_int_equal(out.u.am.ord, ords[i]);
+		assert_int_equal(out.u.am.id, 0x4242);
+		assert_int_equal(out.u.am.len, 7);
 	}
-	put16(buf_a + BODY + 2, 0xffff);
-	decode_bad(buf_a, (size_t)n, -EBADMSG);
-	/* Also on an empty and on the largest AM. */
-	m = am(1, NULL, 0);
-	n = encode(&m, buf_a);
-	buf_a[BODY + 3] = 0x80;
-	decode_bad(buf_a, (size_t)n, -EBADMSG);
-	m = am(1, pool, AM_MAX);
-	n = encode(&m, buf_a);
-	buf_a[BODY + 2] = 0x01;
-	decode_bad(buf_a, (size_t)n, -EBADMSG);
+	/* The filler id is an ordinary id on the wire. */
+	m = am(TR_WIRE_AM_FILLER, NULL, 0);
+	m.u.am.ord = 77;
+	assert_int_equal(tr_msg_decode(buf_a, (size_t)encode(&m, buf_a), &out), 0);
+	assert_int_equal(out.u.am.id, TR_WIRE_AM_FILLER);
+	assert_int_equal(out.u.am.ord, 77);
 }
 
 static void test_decode_bad_prio(void **state)
@@ -1193,14 +1207,13 @@ static void test_decode_bit_flips(void **state)
 		if (tr_msg_decode(buf_a, (size_t)n, &out) == 0) {
 			/* Magic, version, length and reserved fields are always
 			 * checked; the type byte may turn into another type, the
-			 * link fields into other valid ones.  Status bits only
-			 * change under the flag. */
+			 * link fields into other valid ones (an AM's order number
+			 * into any other).  Status bits only change under the
+			 * flag. */
 			assert_true(byte >= 3 && byte != 4 && byte != 5);
 			assert_false(byte >= OFF_RSVD && byte < OFF_RSVD + 4);
 			if (byte >= OFF_BSM_N && byte < BODY)
 				assert_true(m.has_bsm && out.has_bsm);
-			if (m.type == TR_MSG_AM && byte != OFF_TYPE)
-				assert_false(byte == BODY + 2 || byte == BODY + 3);
 			if (out.type == TR_MSG_AM) { /* re-encode from a copy */
 				memcpy(buf_c, out.u.am.data, out.u.am.len);
 				out.u.am.data = buf_c;
@@ -1619,7 +1632,7 @@ int main(void)
 		cmocka_unit_test(test_decode_short_and_long_buffers),
 		cmocka_unit_test(test_decode_bad_magic_version),
 		cmocka_unit_test(test_decode_nonzero_reserved),
-		cmocka_unit_test(test_decode_am_reserved),
+		cmocka_unit_test(test_am_ord),
 		cmocka_unit_test(test_decode_bad_prio),
 		cmocka_unit_test(test_decode_bsm_link),
 		cmocka_unit_test(test_decode_bad_slot),
