@@ -6,7 +6,8 @@
  * stays whole).  The daemon answers WELCOME with the policy table's
  * descriptor, read-only, and NOTIFY whenever the table changes.  Plane
  * states are applied through the ordinary drain and restore
- * (lib/core/drain.c), at message boundaries like any drain; the counters
+ * (lib/core/drain.c), at message boundaries like any drain, and a plane
+ * the table calls faulty is failed too (triad_plane_fail); the counters
  * region says, per plane, whether this process has left it and what it
  * still has in flight there, which is how the daemon knows a drain is
  * complete.
@@ -56,6 +57,7 @@ struct tr_ctl_client {
 	struct tr_ctl_policy pol;
 	int have_pol;
 	unsigned drained;    /* planes this client drained because the daemon asked */
+	unsigned failed;     /* ... and failed (triad_plane_fail), the table saying faulty */
 	int behind;	     /* a drain was refused (-EBUSY) or init is not done: try again soon */
 	int warned_absent;
 };
@@ -169,9 +171,6 @@ static void apply_plane(struct tr_ctl_client *cl, int p, const struct tr_ctl_pla
 	if (tr_ctl_pstate_off(e->state) && !(cl->drained & bit)) {
 		if (ctx->drained & bit)
 			return; /* the application drained it itself: it is left already */
-		/* TODO: a faulty plane wants triad_plane_fail() (connections
-		 * broken at once) once the library has it; a drain is the
-		 * safe subset meanwhile. */
 		ret = triad_plane_drain(ctx, p);
 		if (ret) {
 			tr_info("plane %d (%s): the daemon's drain waits: %s", p, e->name,
@@ -182,9 +181,18 @@ static void apply_plane(struct tr_ctl_client *cl, int p, const struct tr_ctl_pla
 		cl->drained |= bit;
 		tr_info("plane %d (%s): left as triadd asks (%s)", p, e->name,
 			tr_ctl_reason_str(e->reason));
+	}
+	if (tr_ctl_pstate_off(e->state) && e->faulty && (cl->drained & bit) &&
+	    !(cl->failed & bit)) {
+		/* Broken: what is posted there is not waited for but done again
+		 * on a live plane; the drain keeps the plane left once its
+		 * connections are rebuilt, until the daemon restores it. */
+		triad_plane_fail(ctx, p);
+		cl->failed |= bit;
 	} else if (!tr_ctl_pstate_off(e->state) && (cl->drained & bit)) {
 		triad_plane_restore(ctx, p);
 		cl->drained &= ~bit;
+		cl->failed &= ~bit;
 		tr_info("plane %d (%s): back in use as triadd asks", p, e->name);
 	}
 }
