@@ -2,9 +2,12 @@
  * the debounce (lib/ctl/health) that turns it into a verdict.
  *
  *   link     the plane's netdev (configured, or the interface holding an
- *            address in its subnet), from a netlink route/link cache that
- *            libnl keeps current: up when IFF_UP and IFF_RUNNING; a netdev
- *            that is not there counts as down
+ *            address in its subnet): up when IFF_UP and IFF_RUNNING; a
+ *            netdev that is not there counts as down.  libnl's cache
+ *            manager (route/link) tells when a link changed; the state is
+ *            then asked of the kernel (rtnl_link_get_kernel), since libnl
+ *            3.7 merges a changed link into its cached object without its
+ *            new flags (seen here: only the first down/up was noticed)
  *   port     verbs async events of the plane's device (PORT_ACTIVE,
  *            PORT_ERR), after one ibv_query_port; a device that is not
  *            there is reported missing and does not count (a node may run
@@ -71,10 +74,9 @@ static int link_state(struct td *d, const char *name)
 
 	if (!name[0])
 		return -2;
-	if (!d->nl_links)
+	if (!d->nl_query)
 		return 1; /* no netlink: nothing says it is down */
-	l = rtnl_link_get_by_name(d->nl_links, name);
-	if (!l)
+	if (rtnl_link_get_kernel(d->nl_query, 0, name, &l) < 0 || !l)
 		return -1;
 	flags = rtnl_link_get_flags(l);
 	rtnl_link_put(l);
@@ -160,18 +162,33 @@ static void nl_cb(struct ev_loop *loop, ev_io *w, int revents)
 	links_eval(d);
 }
 
+static void netlink_close(struct td *d)
+{
+	if (d->nl_mngr) {
+		ev_io_stop(d->loop, &d->nl_w);
+		nl_cache_mngr_free(d->nl_mngr);
+	}
+	if (d->nl_query)
+		nl_socket_free(d->nl_query);
+	d->nl_mngr = NULL;
+	d->nl_links = NULL;
+	d->nl_query = NULL;
+}
+
 static int netlink_open(struct td *d)
 {
 	int err = nl_cache_mngr_alloc(NULL, NETLINK_ROUTE, NL_AUTO_PROVIDE, &d->nl_mngr);
 
 	if (!err)
 		err = nl_cache_mngr_add(d->nl_mngr, "route/link", nl_change, d, &d->nl_links);
+	d->nl_query = err ? NULL : nl_socket_alloc();
+	if (!err && !d->nl_query)
+		err = -NLE_NOMEM;
+	if (!err)
+		err = nl_connect(d->nl_query, NETLINK_ROUTE);
 	if (err) {
 		td_log(LOG_ERR, "netlink: %s: link states unknown", nl_geterror(err));
-		if (d->nl_mngr)
-			nl_cache_mngr_free(d->nl_mngr);
-		d->nl_mngr = NULL;
-		d->nl_links = NULL;
+		netlink_close(d);
 		return -EIO;
 	}
 	ev_io_init(&d->nl_w, nl_cb, nl_cache_mngr_get_fd(d->nl_mngr), EV_READ);
@@ -343,10 +360,5 @@ void td_monitor_close(struct td *d)
 	devices_close(d);
 	ev_timer_stop(d->loop, &d->health_w);
 	ev_timer_stop(d->loop, &d->counters_w);
-	if (d->nl_mngr) {
-		ev_io_stop(d->loop, &d->nl_w);
-		nl_cache_mngr_free(d->nl_mngr);
-	}
-	d->nl_mngr = NULL;
-	d->nl_links = NULL;
+	netlink_close(d);
 }

@@ -325,6 +325,9 @@ void td_plane_health_changed(struct td *d, int p)
 				  tr_ctl_pstate_off(e->state) ? e->reason : TR_CTL_R_FAULT, 1);
 	} else if (e->reason == TR_CTL_R_FAULT) {
 		plane_set(d, p, TR_CTL_RESTORE_PENDING, TR_CTL_R_FAULT, 0);
+	} else if (e->faulty && e->reason == TR_CTL_R_ADMIN) {
+		/* Drained by hand and broken meanwhile: mended, still drained. */
+		plane_set(d, p, e->state, e->reason, 0);
 	}
 }
 

@@ -24,6 +24,7 @@
 struct ibv_context;
 struct nl_cache_mngr;
 struct nl_cache;
+struct nl_sock;
 
 struct td_counter {
 	char name[48];
@@ -98,6 +99,7 @@ struct td {
 	/* netlink */
 	struct nl_cache_mngr *nl_mngr;
 	struct nl_cache *nl_links;
+	struct nl_sock *nl_query; /* asks the kernel a link's state */
 	ev_io nl_w;
 };
 

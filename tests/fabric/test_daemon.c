@@ -5,7 +5,8 @@
  * Every rank streams to every other rank, round after round: a put of a
  * pattern that depends on (sender, round), read back at once with a get
  * and compared, and an active message numbered per sender, which the
- * receiver must see exactly once and in order.  It stops once the file
+ * receiver must see exactly once and in order (run with TRIAD_ORDER=strict:
+ * the default keeps order only within a plane, and a fail moves messages).  It stops once the file
  * $TRIAD_TEST_STOP exists; then every rank tells every other how many
  * messages it sent, and after a barrier each checks it received exactly
  * those.  Every request must complete OK: the daemon's drains move
