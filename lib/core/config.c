@@ -88,6 +88,8 @@ static const struct var vars[] = {
 	  "puts and gets with TRIAD_F_STRIPE of at least this size are split over the planes", NULL },
 	{ "TRIAD_TRACE", "", VAR_STRING, F(trace), 0, 0,
 	  "directory for an event trace (triad-trace.RANK, written at triad_fini)", NULL },
+	{ "TRIAD_DAEMON", "/run/triad/triadd.sock", VAR_STRING, F(daemon), 0, 0,
+	  "the node daemon's socket (triadd, docs/daemon.md); off: do not look for it", NULL },
 };
 
 #undef F
@@ -222,27 +224,36 @@ int tr_config_load(struct tr_config *cfg, tr_config_lookup_fn lookup, void *arg,
 	return 0;
 }
 
+int tr_config_var(const struct tr_config *cfg, size_t i, struct tr_config_var *out)
+{
+	const struct var *v;
+	const char *field;
+	char *val = out->value;
+	size_t len = sizeof(out->value);
+
+	if (i >= sizeof(vars) / sizeof(vars[0]))
+		return -ENOENT;
+	v = &vars[i];
+	field = (const char *)cfg + v->offset;
+	out->name = v->name;
+	out->def = v->def;
+	out->doc = v->doc;
+	switch (v->type) {
+	case VAR_STRING: snprintf(val, len, "%s", field); break;
+	case VAR_INT: snprintf(val, len, "%d", *(const int *)field); break;
+	case VAR_SIZE:
+		snprintf(val, len, "%llu", (unsigned long long)*(const uint64_t *)field);
+		break;
+	case VAR_ENUM: snprintf(val, len, "%s", v->names[*(const int *)field]); break;
+	}
+	return 0;
+}
+
 void tr_config_print_table(FILE *out, const struct tr_config *cfg)
 {
-	size_t i;
+	struct tr_config_var v;
 
-	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const struct var *v = &vars[i];
-		const char *field = (const char *)cfg + v->offset;
-		char val[300];
-
-		switch (v->type) {
-		case VAR_STRING: snprintf(val, sizeof(val), "%s", field); break;
-		case VAR_INT: snprintf(val, sizeof(val), "%d", *(const int *)field); break;
-		case VAR_SIZE:
-			snprintf(val, sizeof(val), "%llu",
-				 (unsigned long long)*(const uint64_t *)field);
-			break;
-		case VAR_ENUM:
-			snprintf(val, sizeof(val), "%s", v->names[*(const int *)field]);
-			break;
-		}
-		fprintf(out, "%-26s = %-12s (default %s)\n    %s\n", v->name, val,
-			*v->def ? v->def : "\"\"", v->doc);
-	}
+	for (size_t i = 0; tr_config_var(cfg, i, &v) == 0; i++)
+		fprintf(out, "%-26s = %-12s (default %s)\n    %s\n", v.name, v.value,
+			*v.def ? v.def : "\"\"", v.doc);
 }

@@ -31,6 +31,7 @@ struct tr_config {
 	int copy_ops;		  /* TRIAD_COPY_OPS */
 	int bg_spin_us;		  /* TRIAD_BG_SPIN_US */
 	char trace[TR_CONFIG_STR];	  /* TRIAD_TRACE */
+	char daemon[TR_CONFIG_STR];	  /* TRIAD_DAEMON */
 	uint64_t bcast_pipeline;  /* TRIAD_BCAST_PIPELINE */
 	uint64_t stripe_min;	  /* TRIAD_STRIPE_MIN */
 	int order;		  /* TRIAD_ORDER: TR_ORDER_ANY or TR_ORDER_STRICT */
@@ -54,6 +55,14 @@ int tr_config_load(struct tr_config *cfg, tr_config_lookup_fn lookup, void *arg,
 const char *tr_config_getenv(const char *name, void *arg);
 
 void tr_config_print_table(FILE *out, const struct tr_config *cfg);
+
+/* Variable i of the table (0, 1, ...) with its value in cfg: for other
+ * printers (triadctl config -j).  0, or -ENOENT past the last one. */
+struct tr_config_var {
+	const char *name, *def, *doc;
+	char value[TR_CONFIG_STR + 32];
+};
+int tr_config_var(const struct tr_config *cfg, size_t i, struct tr_config_var *out);
 
 /* Parses "123", "64k", "1M", "2g" (binary units).  -EINVAL when malformed,
  * -ERANGE when it overflows. */

@@ -244,6 +244,8 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 	if (!ret)
 		ret = tr_bcast_setup(ctx);
 	if (!ret)
+		ret = tr_ctl_setup(ctx);
+	if (!ret)
 		ret = tr_progress_start(ctx);
 	if (!ret)
 		ret = connect_all(ctx);
@@ -361,6 +363,7 @@ void triad_fini(triad_ctx_t *ctx)
 	ctx->closing = 1;
 	pthread_mutex_unlock(&ctx->lock);
 	tr_progress_stop(ctx);
+	tr_ctl_teardown(ctx);
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->peers)
 		cancel_all(ctx);

@@ -229,6 +229,8 @@ struct triad_ctx {
 	unsigned npins;
 	uint64_t pin_stamp;
 
+	struct tr_ctl_client *ctl; /* the node daemon's client (ctl.c), or NULL */
+
 	uint32_t bar_epoch;	 /* barriers this rank entered */
 	uint32_t bar_arrived[2]; /* rank 0: arrivals per epoch parity */
 	uint32_t bar_released;	 /* epochs released by rank 0 */
@@ -309,6 +311,13 @@ struct tr_lane *tr_copy_lane(struct triad_ctx *ctx, uint32_t initiator, uint64_t
 			     int last);
 int tr_planes_setup(struct triad_ctx *ctx);
 void tr_planes_teardown(struct triad_ctx *ctx);
+
+/* The node daemon's client (ctl.c): connects (or keeps trying) and
+ * applies the daemon's plane policy.  Setup before the progress thread
+ * starts, teardown after it stopped; TRIAD_DAEMON=off: nothing. */
+struct tr_ctl_client;
+int tr_ctl_setup(struct triad_ctx *ctx);
+void tr_ctl_teardown(struct triad_ctx *ctx);
 
 /* Windows (win.c) */
 struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/world.h"
+#include "fuzz_text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -15,20 +16,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const char name[] = "fuzz.world";
 	struct tr_world w;
 	char err[256];
-	char *text = malloc(size + 1);
+	char *text = fuzz_text(data, size);
 	int ret;
 
 	if (!text)
 		return 0;
-	memcpy(text, data, size);
-	text[size] = '\0';
 	err[0] = '\0';
 	ret = tr_world_parse(text, name, &w, err, sizeof(err));
 	free(text);
 	if (ret) {
-		if (ret >= 0 || strncmp(err, name, sizeof(name) - 1) ||
-		    (err[sizeof(name) - 1] != ':'))
-			abort();
+		fuzz_error_names(ret, err, name);
 		return 0;
 	}
 	if (w.size < 1 || w.size > TR_WORLD_MAX_RANKS || w.nplanes < 1 ||

@@ -1,0 +1,1012 @@
+/* triadd's socket: clients (triad processes) and triadctl, the policy
+ * table, and the plane states (triadd.h, docs/daemon.md).
+ *
+ * The policy table is a memfd the daemon maps read-write and then seals
+ * with F_SEAL_FUTURE_WRITE: from then on no new writable mapping of it
+ * and no write() is possible, whoever holds a descriptor, while the
+ * daemon's own mapping keeps working.  Clients get a descriptor opened
+ * O_RDONLY (through /proc/self/fd), so even mmap(PROT_READ) is all they
+ * can ask for; the seal is what makes re-opening that descriptor
+ * read-write through /proc of no use (a memfd's inode would allow it).
+ * Growing and shrinking are sealed too, so a client's mapping never
+ * faults. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/time.h"
+#include "triadd.h"
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1 */
+#endif
+
+#define SEND_TIMEOUT_MS 200
+#define SETTLE_S 0.005 /* how often pending planes are checked */
+
+static void conn_close(struct td_conn *c, const char *why);
+
+/* ---- the policy table ---------------------------------------------------------*/
+static int table_open(struct td *d)
+{
+	size_t len = sizeof(struct tr_ctl_table);
+	char path[64];
+	void *map;
+
+	d->tfd = memfd_create("triadd-policy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (d->tfd < 0 || ftruncate(d->tfd, (off_t)len))
+		return -errno;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, d->tfd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	d->table = map;
+	tr_ctl_table_init(d->table, &d->pol);
+	if (fcntl(d->tfd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL)) {
+		td_log(LOG_ERR, "cannot seal the policy table: %s", strerror(errno));
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", d->tfd);
+	d->ro_fd = open(path, O_RDONLY | O_CLOEXEC);
+	return d->ro_fd < 0 ? -errno : 0;
+}
+
+static void table_close(struct td *d)
+{
+	if (d->table)
+		munmap(d->table, sizeof(*d->table));
+	if (d->tfd >= 0)
+		close(d->tfd);
+	if (d->ro_fd >= 0)
+		close(d->ro_fd);
+	d->table = NULL;
+	d->tfd = d->ro_fd = -1;
+}
+
+/* ---- events for monitors --------------------------------------------------------*/
+static void stamp(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	char sec[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(sec, sizeof(sec), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03dZ", sec, (int)(ts.tv_nsec / 1000000));
+}
+
+void td_event(struct td *d, const char *json, const char *text)
+{
+	struct tr_list *l, *n;
+	char when[40], line[1024];
+
+	stamp(when, sizeof(when));
+	td_log(LOG_INFO, "%s", text);
+	for (l = d->conns.next; l != &d->conns; l = n) {
+		struct td_conn *c = tr_container_of(l, struct td_conn, link);
+		struct tr_ctl_msg m = { .type = TR_CTL_EVENT };
+		int len;
+
+		n = l->next;
+		if (!c->monitor || c->dead)
+			continue;
+		if (c->flags & TR_CTL_F_JSON)
+			len = snprintf(line, sizeof(line), "{\"time\":\"%s\",%s}", when, json);
+		else
+			len = snprintf(line, sizeof(line), "%s %s", when, text);
+		m.u.event.text = line;
+		m.u.event.text_len = (uint32_t)(len < (int)sizeof(line) ? len : (int)sizeof(line) - 1);
+		if (tr_ctl_send(c->fd, &m, -1, SEND_TIMEOUT_MS))
+			conn_close(c, "monitor does not read");
+	}
+}
+
+static void plane_event(struct td *d, int p, uint32_t from)
+{
+	const struct tr_ctl_plane_pol *e = &d->pol.plane[p];
+	char json[256], text[256];
+
+	snprintf(json, sizeof(json),
+		 "\"event\":\"plane\",\"plane\":\"%s\",\"from\":\"%s\",\"to\":\"%s\","
+		 "\"reason\":\"%s\",\"faulty\":%s",
+		 e->name, tr_ctl_pstate_str(from), tr_ctl_pstate_str(e->state),
+		 tr_ctl_reason_str(e->reason), e->faulty ? "true" : "false");
+	snprintf(text, sizeof(text), "plane %s %s -> %s (%s%s)", e->name, tr_ctl_pstate_str(from),
+		 tr_ctl_pstate_str(e->state), tr_ctl_reason_str(e->reason),
+		 e->faulty ? ", faulty" : "");
+	td_event(d, json, text);
+}
+
+static void client_event(struct td *d, const struct td_conn *c, const char *what)
+{
+	char json[256], text[256];
+
+	snprintf(json, sizeof(json),
+		 "\"event\":\"client\",\"what\":\"%s\",\"id\":%u,\"pid\":%d,\"uid\":%u,\"rank\":%d",
+		 what, c->id, (int)c->pid, (unsigned)c->uid, c->rank);
+	snprintf(text, sizeof(text), "client %u %s (pid %d, uid %u, rank %d, %s)", c->id, what,
+		 (int)c->pid, (unsigned)c->uid, c->rank, c->name[0] ? c->name : "?");
+	td_event(d, json, text);
+}
+
+/* ---- publishing and settling ----------------------------------------------------------*/
+static int any_pending(const struct td *d)
+{
+	for (unsigned p = 0; p < d->pol.nplanes; p++)
+		if (d->pol.plane[p].state == TR_CTL_SWITCH_PENDING ||
+		    d->pol.plane[p].state == TR_CTL_RESTORE_PENDING)
+			return 1;
+	return 0;
+}
+
+void td_publish(struct td *d)
+{
+	struct tr_ctl_msg m = { .type = TR_CTL_NOTIFY };
+	struct tr_list *l, *n;
+
+	tr_ctl_table_write(d->table, &d->pol);
+	m.u.notify.gen = tr_ctl_table_gen(d->table);
+	for (l = d->conns.next; l != &d->conns; l = n) {
+		struct td_conn *c = tr_container_of(l, struct td_conn, link);
+
+		n = l->next;
+		if (c->kind != TD_CONN_CLIENT || c->dead)
+			continue;
+		d->stats.notifies++;
+		if (tr_ctl_send(c->fd, &m, -1, SEND_TIMEOUT_MS))
+			conn_close(c, "does not read its socket");
+	}
+	if (any_pending(d) && !ev_is_active(&d->settle_w))
+		ev_timer_again(d->loop, &d->settle_w);
+}
+
+/* Plane p goes to state (with reason), published at once. */
+static void plane_set(struct td *d, int p, uint32_t state, uint32_t reason, int faulty)
+{
+	struct tr_ctl_plane_pol *e = &d->pol.plane[p];
+	uint32_t from = e->state;
+
+	e->state = state;
+	e->reason = reason;
+	e->faulty = (uint32_t)faulty;
+	td_publish(d);
+	d->plane[p].pend_gen = tr_ctl_table_gen(d->table);
+	plane_event(d, p, from);
+}
+
+static void reply(struct td_conn *c, int status, unsigned code, const char *text)
+{
+	struct tr_ctl_msg m = { .type = TR_CTL_REPLY };
+
+	m.u.reply.status = status;
+	m.u.reply.code = code;
+	m.u.reply.text = text;
+	m.u.reply.text_len = (uint32_t)strlen(text);
+	if (tr_ctl_send(c->fd, &m, -1, SEND_TIMEOUT_MS))
+		conn_close(c, "does not read its socket");
+}
+
+/* An answer of one line, as text or {"version":1,"ok":..,...}. */
+static void reply_msg(struct td_conn *c, int status, unsigned code, int plane, const char *msg)
+{
+	struct td_out o = { 0 };
+
+	if (c->flags & TR_CTL_F_JSON) {
+		td_out_printf(&o, "{\"version\":1,\"ok\":%s,\"code\":%u", code ? "false" : "true",
+			      code);
+		if (plane >= 0) {
+			td_out_printf(&o, ",\"plane\":");
+			td_out_json_str(&o, c->d->pol.plane[plane].name);
+			td_out_printf(&o, ",\"state\":\"%s\"",
+				      tr_ctl_pstate_str(c->d->pol.plane[plane].state));
+		}
+		td_out_printf(&o, ",\"message\":");
+		td_out_json_str(&o, msg);
+		td_out_printf(&o, "}");
+	} else {
+		td_out_printf(&o, "%s", msg);
+	}
+	reply(c, status, code, o.failed ? "out of memory" : o.buf);
+	td_out_free(&o);
+}
+
+static void wait_done(struct td *d, int p, int status, unsigned code, const char *what)
+{
+	struct tr_list *l, *n;
+	char msg[128];
+
+	snprintf(msg, sizeof(msg), "plane %s %s", d->pol.plane[p].name, what);
+	for (l = d->conns.next; l != &d->conns; l = n) {
+		struct td_conn *c = tr_container_of(l, struct td_conn, link);
+
+		n = l->next;
+		if (c->wait_plane == p && !c->dead) {
+			c->wait_plane = -1;
+			reply_msg(c, status, code, p, msg);
+		}
+	}
+}
+
+static void settle(struct td *d)
+{
+	const struct tr_ctl_counters *cl[TD_MAX_CLIENTS];
+	uint64_t pend[TRIAD_MAX_PLANES];
+	uint32_t before[TRIAD_MAX_PLANES];
+	unsigned n = 0, changed;
+	struct tr_list *l;
+
+	for (l = d->conns.next; l != &d->conns && n < TD_MAX_CLIENTS; l = l->next) {
+		struct td_conn *c = tr_container_of(l, struct td_conn, link);
+
+		if (c->kind != TD_CONN_CLIENT || c->dead)
+			continue;
+		if (!c->counters)
+			return; /* its COUNTERS follows its HELLO: it may use the plane */
+		cl[n++] = c->counters;
+	}
+	for (unsigned p = 0; p < d->pol.nplanes; p++) {
+		pend[p] = d->plane[p].pend_gen;
+		before[p] = d->pol.plane[p].state;
+	}
+	changed = tr_ctl_settle(&d->pol, pend, cl, n);
+	if (!changed)
+		return;
+	td_publish(d);
+	for (unsigned p = 0; p < d->pol.nplanes; p++) {
+		if (!(changed >> p & 1))
+			continue;
+		plane_event(d, (int)p, before[p]);
+		wait_done(d, (int)p, 0, TR_CTL_OK,
+			  d->pol.plane[p].state == TR_CTL_SWITCHED ? "drained" : "restored");
+	}
+}
+
+static void settle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct td *d = w->data;
+	uint64_t now = tr_now_ns();
+	struct tr_list *l, *n;
+	int waiting = 0;
+
+	(void)loop;
+	(void)revents;
+	settle(d);
+	for (l = d->conns.next; l != &d->conns; l = n) {
+		struct td_conn *c = tr_container_of(l, struct td_conn, link);
+
+		n = l->next;
+		if (c->dead)
+			continue;
+		if (c->wait_plane >= 0 && c->wait_until_ns && now >= c->wait_until_ns) {
+			int p = c->wait_plane;
+
+			c->wait_plane = -1;
+			reply_msg(c, -ETIMEDOUT, TR_CTL_REFUSED, p,
+				  "timed out: some client has not settled on the plane yet "
+				  "(triadctl clients shows which)");
+		} else if (c->wait_plane >= 0) {
+			waiting = 1;
+		}
+	}
+	if (!any_pending(d) && !waiting)
+		ev_timer_stop(d->loop, &d->settle_w);
+}
+
+void td_plane_health_changed(struct td *d, int p)
+{
+	const struct tr_ctl_plane_pol *e = &d->pol.plane[p];
+	struct td_plane *pl = &d->plane[p];
+	char json[200], text[200];
+
+	snprintf(json, sizeof(json), "\"event\":\"health\",\"plane\":\"%s\",\"healthy\":%s,"
+		 "\"link\":\"%s\"", e->name, pl->health.healthy ? "true" : "false",
+		 td_link_str(pl->link));
+	snprintf(text, sizeof(text), "plane %s %s (link %s)", e->name,
+		 pl->health.healthy ? "healthy" : "faulty", td_link_str(pl->link));
+	td_event(d, json, text);
+	if (!pl->health.healthy) {
+		pl->faults++;
+		/* A fault is a fact: the plane is left even when it is the last. */
+		if (!e->faulty)
+			plane_set(d, p,
+				  tr_ctl_pstate_off(e->state) ? e->state : TR_CTL_SWITCH_PENDING,
+				  tr_ctl_pstate_off(e->state) ? e->reason : TR_CTL_R_FAULT, 1);
+	} else if (e->reason == TR_CTL_R_FAULT) {
+		plane_set(d, p, TR_CTL_RESTORE_PENDING, TR_CTL_R_FAULT, 0);
+	} else if (e->faulty && e->reason == TR_CTL_R_ADMIN) {
+		/* Drained by hand and broken meanwhile: mended, still drained. */
+		plane_set(d, p, e->state, e->reason, 0);
+	}
+}
+
+/* ---- reports ------------------------------------------------------------------------*/
+struct plane_sum {
+	unsigned switched, inflight;
+	uint64_t tx, rx;
+};
+
+static struct plane_sum plane_sum(const struct td *d, unsigned p)
+{
+	struct plane_sum s = { 0 };
+
+	for (const struct tr_list *l = d->conns.next; l != &d->conns; l = l->next) {
+		const struct td_conn *c = tr_container_of(l, struct td_conn, link);
+		const struct tr_ctl_cplane *e;
+
+		if (c->kind != TD_CONN_CLIENT || c->dead || !c->counters ||
+		    p >= c->counters->nplanes)
+			continue;
+		e = &c->counters->plane[p];
+		s.switched += atomic_load_explicit(&e->switched, memory_order_relaxed) != 0;
+		s.inflight += atomic_load_explicit(&e->inflight, memory_order_relaxed);
+		s.tx += atomic_load_explicit(&e->tx_bytes, memory_order_relaxed);
+		s.rx += atomic_load_explicit(&e->rx_bytes, memory_order_relaxed);
+	}
+	return s;
+}
+
+static unsigned nclients(const struct td *d)
+{
+	unsigned n = 0;
+
+	for (const struct tr_list *l = d->conns.next; l != &d->conns; l = l->next)
+		n += tr_container_of(l, struct td_conn, link)->kind == TD_CONN_CLIENT &&
+		     !tr_container_of(l, struct td_conn, link)->dead;
+	return n;
+}
+
+static const char *port_str(const struct td_plane *pl)
+{
+	return !pl->dev ? "missing" : pl->port_active ? "active" : "down";
+}
+
+static void report_status(struct td *d, struct td_out *o, int json)
+{
+	if (json)
+		td_out_printf(o, "{\"version\":1,\"generation\":%llu,\"clients\":%u,\"planes\":[",
+			      (unsigned long long)tr_ctl_table_gen(d->table), nclients(d));
+	else
+		td_out_printf(o, "generation %llu, %u client(s)\n%-3s %-12s %-16s %-7s %-8s "
+			      "%-12s %-8s %-9s %s\n",
+			      (unsigned long long)tr_ctl_table_gen(d->table), nclients(d), "#",
+			      "plane", "state", "reason", "health", "link", "port", "switched",
+			      "inflight");
+	for (unsigned p = 0; p < d->pol.nplanes; p++) {
+		const struct tr_ctl_plane_pol *e = &d->pol.plane[p];
+		const struct tr_ctl_conf_plane *cp = &d->conf.plane[p];
+		const struct td_plane *pl = &d->plane[p];
+		struct plane_sum s = plane_sum(d, p);
+
+		if (!json) {
+			char link[40];
+
+			snprintf(link, sizeof(link), "%s:%s", pl->netdev[0] ? pl->netdev : "-",
+				 td_link_str(pl->link));
+			td_out_printf(o, "%-3u %-12s %-16s %-7s %-8s %-12s %-8s %-9u %u\n", p,
+				      e->name, tr_ctl_pstate_str(e->state),
+				      tr_ctl_reason_str(e->reason),
+				      pl->health.healthy ? "healthy" : "faulty", link, port_str(pl),
+				      s.switched, s.inflight);
+			continue;
+		}
+		td_out_printf(o, "%s{\"index\":%u,\"name\":", p ? "," : "", p);
+		td_out_json_str(o, e->name);
+		td_out_printf(o, ",\"state\":\"%s\",\"reason\":\"%s\",\"faulty\":%s,"
+			      "\"healthy\":%s,\"link\":\"%s\",\"netdev\":",
+			      tr_ctl_pstate_str(e->state), tr_ctl_reason_str(e->reason),
+			      e->faulty ? "true" : "false", pl->health.healthy ? "true" : "false",
+			      td_link_str(pl->link));
+		td_out_json_str(o, pl->netdev);
+		td_out_printf(o, ",\"device\":");
+		td_out_json_str(o, cp->device);
+		td_out_printf(o, ",\"port\":%u,\"port_state\":\"%s\",\"clients_switched\":%u,"
+			      "\"inflight\":%u,\"tx_bytes\":%llu,\"rx_bytes\":%llu}",
+			      cp->port, port_str(pl), s.switched, s.inflight,
+			      (unsigned long long)s.tx, (unsigned long long)s.rx);
+	}
+	if (json)
+		td_out_printf(o, "]}");
+}
+
+static void report_clients(struct td *d, struct td_out *o, int json)
+{
+	uint64_t now = tr_now_ns();
+	int first = 1;
+
+	td_out_printf(o, json ? "{\"version\":1,\"clients\":[" : "%-5s %-8s %-6s %-5s %-16s %s\n",
+		      "id", "pid", "uid", "rank", "name", "planes (switched/inflight)");
+	for (struct tr_list *l = d->conns.next; l != &d->conns; l = l->next) {
+		const struct td_conn *c = tr_container_of(l, struct td_conn, link);
+		unsigned np = c->counters ? c->counters->nplanes : 0;
+
+		if (c->kind != TD_CONN_CLIENT || c->dead)
+			continue;
+		if (json) {
+			td_out_printf(o, "%s{\"id\":%u,\"pid\":%d,\"uid\":%u,\"rank\":%d,\"name\":",
+				      first ? "" : ",", c->id, (int)c->pid, (unsigned)c->uid,
+				      c->rank);
+			td_out_json_str(o, c->name);
+			td_out_printf(o, ",\"nplanes\":%u,\"age_s\":%.3f,\"applied_generation\":%llu,"
+				      "\"planes\":[",
+				      c->nplanes, (double)(now - c->since_ns) * 1e-9,
+				      (unsigned long long)(c->counters ? atomic_load(
+						&c->counters->applied_gen) : 0));
+		} else {
+			td_out_printf(o, "%-5u %-8d %-6u %-5d %-16s", c->id, (int)c->pid,
+				      (unsigned)c->uid, c->rank, c->name);
+		}
+		for (unsigned p = 0; p < np; p++) {
+			const struct tr_ctl_cplane *e = &c->counters->plane[p];
+			unsigned sw = atomic_load(&e->switched), inf = atomic_load(&e->inflight);
+
+			if (json)
+				td_out_printf(o, "%s{\"switched\":%s,\"inflight\":%u,"
+					      "\"tx_bytes\":%llu,\"rx_bytes\":%llu}",
+					      p ? "," : "", sw ? "true" : "false", inf,
+					      (unsigned long long)atomic_load(&e->tx_bytes),
+					      (unsigned long long)atomic_load(&e->rx_bytes));
+			else
+				td_out_printf(o, " %u/%u", sw, inf);
+		}
+		td_out_printf(o, json ? "]}" : "\n");
+		first = 0;
+	}
+	if (json)
+		td_out_printf(o, "]}");
+}
+
+static void report_stats(struct td *d, struct td_out *o, int json)
+{
+	const struct td_stats *s = &d->stats;
+
+	td_out_printf(o, json ? "{\"version\":1,\"connections\":%llu,\"refused\":%llu,"
+				"\"protocol_errors\":%llu,\"clients_lost\":%llu,\"commands\":%llu,"
+				"\"notifies\":%llu,\"clients\":%u,\"planes\":["
+			      : "connections %llu\nrefused %llu\nprotocol_errors %llu\n"
+				"clients_lost %llu\ncommands %llu\nnotifies %llu\nclients %u\n",
+		      (unsigned long long)s->connections, (unsigned long long)s->refused,
+		      (unsigned long long)s->protocol_errors, (unsigned long long)s->clients_lost,
+		      (unsigned long long)s->commands, (unsigned long long)s->notifies,
+		      nclients(d));
+	for (unsigned p = 0; p < d->pol.nplanes; p++) {
+		const struct td_plane *pl = &d->plane[p];
+
+		if (json) {
+			td_out_printf(o, "%s{\"name\":", p ? "," : "");
+			td_out_json_str(o, d->pol.plane[p].name);
+			td_out_printf(o, ",\"faults\":%llu,\"counters\":{",
+				      (unsigned long long)pl->faults);
+		} else {
+			td_out_printf(o, "plane %s faults %llu\n", d->pol.plane[p].name,
+				      (unsigned long long)pl->faults);
+		}
+		for (int i = 0; i < pl->nctr; i++) {
+			if (json) {
+				td_out_printf(o, "%s", i ? "," : "");
+				td_out_json_str(o, pl->ctr[i].name);
+				td_out_printf(o, ":%llu", (unsigned long long)pl->ctr[i].value);
+			} else {
+				td_out_printf(o, "  %s %llu\n", pl->ctr[i].name,
+					      (unsigned long long)pl->ctr[i].value);
+			}
+		}
+		if (json)
+			td_out_printf(o, "}}");
+	}
+	if (json)
+		td_out_printf(o, "]}");
+}
+
+static void report_config(struct td *d, struct td_out *o, int json)
+{
+	const struct tr_ctl_conf *c = &d->conf;
+
+	if (!json) {
+		td_out_printf(o, "file %s\nsocket %s\ngroup %s\nsocket_mode 0%o\n"
+			      "debounce_down_ms %u\ndebounce_up_ms %u\ncounters_ms %u\n"
+			      "strict_order %s\nchoice_threshold %u\nchoice_alpha_pct %u\n"
+			      "contention_threshold %u\n",
+			      d->conf_path, c->socket, c->group[0] ? c->group : "-", c->socket_mode,
+			      c->debounce_down_ms, c->debounce_up_ms, c->counters_ms,
+			      c->strict_order ? "yes" : "no", c->choice_threshold,
+			      c->choice_alpha_pct, c->choice_cont);
+		for (int p = 0; p < c->nplanes; p++)
+			td_out_printf(o, "plane %s device %s port %u netdev %s slots %u "
+				      "need_medium %u need_low %u\n",
+				      c->plane[p].name, c->plane[p].device, c->plane[p].port,
+				      d->plane[p].netdev[0] ? d->plane[p].netdev : "-",
+				      c->plane[p].slots, c->plane[p].need_medium,
+				      c->plane[p].need_low);
+		return;
+	}
+	td_out_printf(o, "{\"version\":1,\"file\":");
+	td_out_json_str(o, d->conf_path);
+	td_out_printf(o, ",\"daemon\":{\"socket\":");
+	td_out_json_str(o, c->socket);
+	td_out_printf(o, ",\"group\":");
+	td_out_json_str(o, c->group);
+	td_out_printf(o, ",\"socket_mode\":\"0%o\",\"debounce_down_ms\":%u,\"debounce_up_ms\":%u,"
+		      "\"counters_ms\":%u,\"strict_order\":%s,\"choice_threshold\":%u,"
+		      "\"choice_alpha_pct\":%u,\"contention_threshold\":%u},\"planes\":[",
+		      c->socket_mode, c->debounce_down_ms, c->debounce_up_ms, c->counters_ms,
+		      c->strict_order ? "true" : "false", c->choice_threshold,
+		      c->choice_alpha_pct, c->choice_cont);
+	for (int p = 0; p < c->nplanes; p++) {
+		td_out_printf(o, "%s{\"name\":", p ? "," : "");
+		td_out_json_str(o, c->plane[p].name);
+		td_out_printf(o, ",\"device\":");
+		td_out_json_str(o, c->plane[p].device);
+		td_out_printf(o, ",\"port\":%u,\"netdev\":", c->plane[p].port);
+		td_out_json_str(o, d->plane[p].netdev);
+		td_out_printf(o, ",\"slots\":%u,\"need_medium\":%u,\"need_low\":%u}",
+			      c->plane[p].slots, c->plane[p].need_medium, c->plane[p].need_low);
+	}
+	td_out_printf(o, "]}");
+}
+
+/* ---- commands ------------------------------------------------------------------------*/
+static int find_plane(const struct td *d, const char *arg, size_t len)
+{
+	char name[TR_CTL_PLANE_NAME];
+	char *end;
+	long n;
+
+	if (!len || len >= sizeof(name))
+		return -1;
+	memcpy(name, arg, len);
+	name[len] = '\0';
+	n = strtol(name, &end, 10);
+	if (!*end && n >= 0 && n < (long)d->pol.nplanes)
+		return (int)n; /* a plane's number */
+	return tr_ctl_conf_plane_find(&d->conf, name);
+}
+
+/* drain, fail, restore of plane p. */
+static void plane_cmd(struct td_conn *c, unsigned op, int p, unsigned flags, uint32_t timeout_ms)
+{
+	struct td *d = c->d;
+	struct tr_ctl_plane_pol *e = &d->pol.plane[p];
+	int force = flags & TR_CTL_F_FORCE, off = tr_ctl_pstate_off(e->state);
+	char msg[256];
+
+	if (op == TR_CTL_OP_RESTORE) {
+		if (!off && !e->faulty) {
+			reply_msg(c, 0, TR_CTL_OK, p, "plane in use already");
+			return;
+		}
+		if (!d->plane[p].health.healthy && !force) {
+			snprintf(msg, sizeof(msg), "plane %s is faulty (link %s): not restored; "
+				 "--force to restore it anyway", e->name,
+				 td_link_str(d->plane[p].link));
+			reply_msg(c, -EBUSY, TR_CTL_REFUSED, p, msg);
+			return;
+		}
+		if (off || e->faulty)
+			plane_set(d, p, TR_CTL_RESTORE_PENDING, e->reason, 0);
+	} else {
+		if (!off && !force && !tr_ctl_other_live(&d->pol, (unsigned)p)) {
+			snprintf(msg, sizeof(msg), "plane %s is the last live plane: not %s; "
+				 "--force to do it anyway", e->name,
+				 op == TR_CTL_OP_FAIL ? "failed" : "drained");
+			reply_msg(c, -EBUSY, TR_CTL_REFUSED, p, msg);
+			return;
+		}
+		if (!off || (op == TR_CTL_OP_FAIL && !e->faulty))
+			plane_set(d, p, off ? e->state : TR_CTL_SWITCH_PENDING,
+				  op == TR_CTL_OP_FAIL ? TR_CTL_R_FAIL : TR_CTL_R_ADMIN,
+				  op == TR_CTL_OP_FAIL || e->faulty);
+	}
+	settle(d); /* with no client it settles at once */
+	if ((flags & TR_CTL_F_WAIT) &&
+	    (e->state == TR_CTL_SWITCH_PENDING || e->state == TR_CTL_RESTORE_PENDING)) {
+		c->wait_plane = p;
+		c->wait_until_ns = timeout_ms ? tr_now_ns() + (uint64_t)timeout_ms * 1000000 : 0;
+		if (!ev_is_active(&d->settle_w))
+			ev_timer_again(d->loop, &d->settle_w);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "plane %s %s", e->name,
+		 e->state == TR_CTL_SWITCHED	      ? "drained"
+		 : e->state == TR_CTL_NORMAL	      ? "restored"
+		 : e->state == TR_CTL_SWITCH_PENDING ? "draining"
+						      : "restoring");
+	reply_msg(c, 0, TR_CTL_OK, p, msg);
+}
+
+static void on_cmd(struct td_conn *c, const struct tr_ctl_msg *m)
+{
+	struct td *d = c->d;
+	unsigned op = m->u.cmd.op;
+	int json = m->u.cmd.flags & TR_CTL_F_JSON, p;
+	struct td_out o = { 0 };
+
+	d->stats.commands++;
+	if (c->kind == TD_CONN_NEW)
+		c->kind = TD_CONN_CTL;
+	c->flags = m->u.cmd.flags;
+	switch (op) {
+	case TR_CTL_OP_STATUS: report_status(d, &o, json); break;
+	case TR_CTL_OP_CLIENTS: report_clients(d, &o, json); break;
+	case TR_CTL_OP_STATS: report_stats(d, &o, json); break;
+	case TR_CTL_OP_CONFIG: report_config(d, &o, json); break;
+	case TR_CTL_OP_MONITOR:
+		c->monitor = 1;
+		td_out_printf(&o, json ? "{\"version\":1,\"ok\":true,\"message\":\"monitoring\"}"
+				       : "monitoring");
+		break;
+	default:
+		p = find_plane(d, m->u.cmd.arg, m->u.cmd.arg_len);
+		if (p < 0) {
+			char msg[300];
+
+			snprintf(msg, sizeof(msg), "no plane '%.*s' (triadctl status lists them)",
+				 (int)m->u.cmd.arg_len, m->u.cmd.arg);
+			reply_msg(c, -ENOENT, TR_CTL_BAD_CMD, -1, msg);
+		} else if (c->wait_plane >= 0) {
+			reply_msg(c, -EBUSY, TR_CTL_BAD_CMD, -1, "a command is still waiting");
+		} else {
+			td_log(LOG_NOTICE, "%s plane %s (uid %u, pid %d)", tr_ctl_op_str(op),
+			       d->pol.plane[p].name, (unsigned)c->uid, (int)c->pid);
+			plane_cmd(c, op, p, m->u.cmd.flags, m->u.cmd.timeout_ms);
+		}
+		return;
+	}
+	if (o.failed || o.len > TR_CTL_MAX_STR)
+		reply_msg(c, -EMSGSIZE, TR_CTL_REFUSED, -1, "the answer is too large for a frame");
+	else
+		reply(c, 0, TR_CTL_OK, o.buf ? o.buf : "");
+	td_out_free(&o);
+}
+
+/* ---- clients ------------------------------------------------------------------------*/
+static int on_hello(struct td_conn *c, const struct tr_ctl_msg *m)
+{
+	struct tr_ctl_msg w = { .type = TR_CTL_WELCOME };
+
+	if (c->kind != TD_CONN_NEW)
+		return -EPROTO;
+	c->kind = TD_CONN_CLIENT;
+	c->id = ++c->d->next_id;
+	c->rank = m->u.hello.rank;
+	c->nplanes = m->u.hello.nplanes;
+	memcpy(c->name, m->u.hello.name, sizeof(c->name));
+	if ((uint32_t)c->pid != m->u.hello.pid)
+		td_log(LOG_WARNING, "client %u says pid %u, the kernel says %d", c->id,
+		       m->u.hello.pid, (int)c->pid);
+	w.u.welcome.client = c->id;
+	w.u.welcome.table_size = sizeof(struct tr_ctl_table);
+	w.u.welcome.gen = tr_ctl_table_gen(c->d->table);
+	client_event(c->d, c, "connected");
+	return tr_ctl_send(c->fd, &w, c->d->ro_fd, SEND_TIMEOUT_MS);
+}
+
+/* The client's counters region: a memfd sealed against shrinking (else a
+ * shrink would fault our mapping), mapped read-only. */
+static int on_counters(struct td_conn *c, const struct tr_ctl_msg *m)
+{
+	int fd = tr_ctl_rx_take_fd(c->rx), seals;
+	struct stat st;
+	void *map;
+
+	if (c->kind != TD_CONN_CLIENT || c->counters || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -EPROTO;
+	}
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) ||
+	    (size_t)st.st_size < sizeof(struct tr_ctl_counters) ||
+	    m->u.counters.size != sizeof(struct tr_ctl_counters)) {
+		close(fd);
+		return -EPROTO;
+	}
+	map = mmap(NULL, sizeof(struct tr_ctl_counters), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return -errno;
+	if (tr_ctl_counters_check(map, sizeof(struct tr_ctl_counters))) {
+		munmap(map, sizeof(struct tr_ctl_counters));
+		return -EPROTO;
+	}
+	c->counters = map;
+	return 0;
+}
+
+/* Closes c at once; its memory goes in the reaper (an ev_check after
+ * this loop iteration), since the caller may be walking the list. */
+static void conn_close(struct td_conn *c, const char *why)
+{
+	struct td *d = c->d;
+
+	if (c->dead)
+		return;
+	c->dead = 1;
+	ev_io_stop(d->loop, &c->w);
+	close(c->fd);
+	c->fd = -1;
+	tr_ctl_rx_reset(c->rx);
+	if (c->kind == TD_CONN_CLIENT) {
+		if (why)
+			d->stats.clients_lost++;
+		client_event(d, c, why ? why : "disconnected");
+	}
+	if (c->counters)
+		munmap(c->counters, sizeof(*c->counters));
+	c->counters = NULL;
+	ev_check_start(d->loop, &d->reap_w);
+	/* A client gone may be the one a drain waited for. */
+	if (any_pending(d) && !ev_is_active(&d->settle_w))
+		ev_timer_again(d->loop, &d->settle_w);
+}
+
+static void reap(struct td *d)
+{
+	struct tr_list *l, *n;
+
+	for (l = d->conns.next; l != &d->conns; l = n) {
+		struct td_conn *c = tr_container_of(l, struct td_conn, link);
+
+		n = l->next;
+		if (!c->dead)
+			continue;
+		tr_list_del(&c->link);
+		d->nconns--;
+		free(c->rx);
+		free(c);
+	}
+	ev_check_stop(d->loop, &d->reap_w);
+}
+
+static void reap_cb(struct ev_loop *loop, ev_check *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	reap(w->data);
+}
+
+static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct td_conn *c = w->data;
+	struct td *d = c->d;
+	struct tr_ctl_msg m;
+	int ret;
+
+	(void)loop;
+	(void)revents;
+	if (c->dead)
+		return;
+	ret = tr_ctl_rx_read(c->fd, c->rx);
+	if (ret == -EAGAIN)
+		return;
+	if (ret == 0 || ret == -ECONNRESET) {
+		/* EOF: a client gone (dead or closed), or triadctl done. */
+		conn_close(c, c->kind == TD_CONN_CLIENT ? "gone" : NULL);
+		return;
+	}
+	while (ret > 0 && (ret = tr_ctl_rx_next(c->rx, &m)) > 0) {
+		switch (m.type) {
+		case TR_CTL_HELLO: ret = on_hello(c, &m); break;
+		case TR_CTL_COUNTERS: ret = on_counters(c, &m); break;
+		case TR_CTL_CMD: on_cmd(c, &m); break;
+		default: ret = -EPROTO; break;
+		}
+		ret = c->dead ? 0 : ret ? ret : 1;
+	}
+	if (ret < 0 && !c->dead) {
+		d->stats.protocol_errors++;
+		td_log(LOG_WARNING, "connection of pid %d (uid %u): %s: closed", (int)c->pid,
+		       (unsigned)c->uid, strerror(-ret));
+		conn_close(c, "protocol error");
+	}
+}
+
+static int in_group(uid_t uid, gid_t gid)
+{
+	struct passwd pw, *res = NULL;
+	gid_t groups[256];
+	int n = 256;
+	char buf[4096];
+
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) || !res)
+		return 0;
+	if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+static int allowed(const struct td *d, const struct ucred *cr)
+{
+	return cr->uid == 0 || cr->uid == geteuid() || cr->gid == d->gid ||
+	       in_group(cr->uid, d->gid);
+}
+
+static void refuse(struct td *d, int fd, const struct ucred *cr, const char *why)
+{
+	struct tr_ctl_msg m = { .type = TR_CTL_REPLY };
+	char text[200], json[200];
+
+	d->stats.refused++;
+	snprintf(text, sizeof(text), "connection refused: uid %u (pid %d): %s", (unsigned)cr->uid,
+		 (int)cr->pid, why);
+	snprintf(json, sizeof(json), "\"event\":\"refused\",\"uid\":%u,\"pid\":%d",
+		 (unsigned)cr->uid, (int)cr->pid);
+	td_event(d, json, text);
+	m.u.reply.status = -EACCES;
+	m.u.reply.code = TR_CTL_REFUSED;
+	m.u.reply.text = text;
+	m.u.reply.text_len = (uint32_t)strlen(text);
+	tr_ctl_send(fd, &m, -1, 0);
+	close(fd);
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct td *d = w->data;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	struct td_conn *c;
+	int fd;
+
+	(void)loop;
+	(void)revents;
+	fd = accept4(d->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	d->stats.connections++;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+		close(fd);
+		return;
+	}
+	if (!allowed(d, &cr)) {
+		refuse(d, fd, &cr, "not root, not triadd's user, not in its group");
+		return;
+	}
+	if (d->nconns >= TD_MAX_CLIENTS) {
+		refuse(d, fd, &cr, "too many connections");
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c)
+		c->rx = malloc(sizeof(*c->rx));
+	if (!c || !c->rx) {
+		free(c);
+		close(fd);
+		return;
+	}
+	tr_ctl_rx_init(c->rx);
+	c->d = d;
+	c->fd = fd;
+	c->pid = cr.pid;
+	c->uid = cr.uid;
+	c->gid = cr.gid;
+	c->rank = -1;
+	c->wait_plane = -1;
+	c->since_ns = tr_now_ns();
+	ev_io_init(&c->w, conn_cb, fd, EV_READ);
+	c->w.data = c;
+	ev_io_start(d->loop, &c->w);
+	tr_list_add_tail(&d->conns, &c->link);
+	d->nconns++;
+}
+
+/* ---- set-up --------------------------------------------------------------------------*/
+static int socket_open(struct td *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = d->conf.socket;
+	char dir[sizeof(sa.sun_path)], *slash;
+	int ret;
+
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	memcpy(dir, path, strlen(path) + 1);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST)
+			td_log(LOG_WARNING, "%s: %s", dir, strerror(errno));
+	}
+	d->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (d->lfd < 0)
+		return -errno;
+	/* A socket file left by a daemon that was killed: take it over, but
+	 * not one a live daemon still answers on. */
+	if (connect(d->lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		td_log(LOG_ERR, "%s: another triadd answers there", path);
+		close(d->lfd);
+		d->lfd = -1;
+		return -EADDRINUSE;
+	}
+	close(d->lfd);
+	d->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (d->lfd < 0)
+		return -errno;
+	unlink(path);
+	if (bind(d->lfd, (struct sockaddr *)&sa, sizeof(sa))) {
+		ret = -errno;
+		td_log(LOG_ERR, "%s: %s", path, strerror(errno));
+		close(d->lfd);
+		d->lfd = -1;
+		return ret;
+	}
+	if (chmod(path, d->conf.socket_mode) ||
+	    (d->conf.group[0] && chown(path, (uid_t)-1, d->gid)) || listen(d->lfd, 64)) {
+		ret = -errno;
+		td_log(LOG_ERR, "%s: %s", path, strerror(errno));
+		close(d->lfd);
+		d->lfd = -1;
+		unlink(path);
+		return ret;
+	}
+	ev_io_init(&d->accept_w, accept_cb, d->lfd, EV_READ);
+	d->accept_w.data = d;
+	ev_io_start(d->loop, &d->accept_w);
+	return 0;
+}
+
+int td_server_open(struct td *d)
+{
+	int ret;
+
+	tr_list_init(&d->conns);
+	d->lfd = d->tfd = d->ro_fd = -1;
+	tr_ctl_conf_policy(&d->conf, &d->pol);
+	ret = table_open(d);
+	if (ret) {
+		td_log(LOG_ERR, "policy table: %s", strerror(-ret));
+		return ret;
+	}
+	ev_check_init(&d->reap_w, reap_cb);
+	d->reap_w.data = d;
+	ev_init(&d->settle_w, settle_cb);
+	d->settle_w.repeat = SETTLE_S;
+	d->settle_w.data = d;
+	return socket_open(d);
+}
+
+void td_server_close(struct td *d)
+{
+	for (struct tr_list *l = d->conns.next; l != &d->conns; l = l->next)
+		conn_close(tr_container_of(l, struct td_conn, link), NULL);
+	reap(d);
+	ev_timer_stop(d->loop, &d->settle_w);
+	if (d->lfd >= 0) {
+		ev_io_stop(d->loop, &d->accept_w);
+		close(d->lfd);
+		unlink(d->conf.socket);
+	}
+	d->lfd = -1;
+	table_close(d);
+}
+
+void td_server_reconfigure(struct td *d)
+{
+	struct tr_ctl_policy fresh;
+
+	/* Plane states stay; what the file sets is taken at once. */
+	tr_ctl_conf_policy(&d->conf, &fresh);
+	d->pol.strict_order = fresh.strict_order;
+	d->pol.choice_threshold = fresh.choice_threshold;
+	d->pol.choice_alpha_pct = fresh.choice_alpha_pct;
+	d->pol.choice_cont = fresh.choice_cont;
+	for (unsigned p = 0; p < d->pol.nplanes; p++) {
+		d->pol.plane[p].slots = fresh.plane[p].slots;
+		d->pol.plane[p].need_medium = fresh.plane[p].need_medium;
+		d->pol.plane[p].need_low = fresh.plane[p].need_low;
+	}
+	td_publish(d);
+}

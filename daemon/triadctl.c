@@ -1,0 +1,274 @@
+/* triadctl: asks the node's triadd (docs/daemon.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "ctl/conf.h"
+#include "ctl/io.h"
+#include "triadd.h"
+
+enum {
+	EXIT_OK = 0,
+	EXIT_REFUSED = 1,
+	EXIT_USAGE = 2,
+	EXIT_UNREACHABLE = 3,
+	EXIT_TIMEOUT = 4,
+};
+
+#define REPLY_TIMEOUT_MS 10000
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: triadctl [-s SOCKET] [-j] COMMAND\n"
+		"commands:\n"
+		"  status                   planes: state, health, link, port, clients switched, in flight\n"
+		"  clients                  the triad processes connected, per plane switched/in flight\n"
+		"  stats                    the daemon's counters and the planes' port counters\n"
+		"  config                   the daemon's configuration, and the TRIAD_* table\n"
+		"                           as this environment sets it\n"
+		"  monitor                  one line per event as it happens (until interrupted)\n"
+		"  plane drain PLANE [--wait] [--timeout S] [--force]\n"
+		"                           every process leaves the plane; --wait: return once\n"
+		"                           none has anything in flight on it; --force: even the\n"
+		"                           last live plane\n"
+		"  plane restore PLANE [--wait] [--timeout S] [--force]\n"
+		"                           back into use (--force: even while it is faulty)\n"
+		"  plane fail PLANE [--wait] [--timeout S] [--force]\n"
+		"                           mark it faulty: processes leave it at once\n"
+		"PLANE is a plane's name or number.  --timeout: seconds (default 60 with --wait).\n"
+		"options:\n"
+		"  -s, --socket PATH        triadd's socket (default $TRIAD_DAEMON, else %s)\n"
+		"  -j, --json               JSON output (schema: docs/daemon.md)\n"
+		"exit status:\n"
+		"  0 done   1 refused or failed (the message says why)   2 usage or unknown plane\n"
+		"  3 triadd not reachable (or gone during monitor)   4 timed out\n",
+		TR_CTL_DEFAULT_SOCKET);
+}
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "triadctl: socket path too long: %s\n", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fprintf(stderr, "triadctl: cannot reach triadd at %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The TRIAD_* table of this environment, after the daemon's configuration. */
+static void print_env(const char *daemon_json, size_t len, int json)
+{
+	struct tr_config cfg;
+	struct tr_config_var v;
+	struct td_out o = { 0 };
+	char err[300];
+
+	if (tr_config_load(&cfg, tr_config_getenv, NULL, err, sizeof(err))) {
+		fprintf(stderr, "triadctl: this environment's TRIAD_* are bad: %s\n", err);
+		tr_config_load(&cfg, NULL, NULL, err, sizeof(err));
+	}
+	if (!json) {
+		printf("%.*s\nTRIAD_* as this environment sets them:\n", (int)len, daemon_json);
+		tr_config_print_table(stdout, &cfg);
+		return;
+	}
+	/* The daemon's object, with "env" added before its closing brace. */
+	while (len && daemon_json[len - 1] != '}')
+		len--;
+	td_out_printf(&o, "%.*s,\"env\":[", len ? (int)len - 1 : 0, daemon_json);
+	for (size_t i = 0; tr_config_var(&cfg, i, &v) == 0; i++) {
+		td_out_printf(&o, "%s{\"name\":", i ? "," : "");
+		td_out_json_str(&o, v.name);
+		td_out_printf(&o, ",\"value\":");
+		td_out_json_str(&o, v.value);
+		td_out_printf(&o, ",\"default\":");
+		td_out_json_str(&o, v.def);
+		td_out_printf(&o, "}");
+	}
+	td_out_printf(&o, "]}");
+	if (o.buf)
+		puts(o.buf);
+	td_out_free(&o);
+}
+
+/* A reply's text, ending in exactly one newline. */
+static void print_text(FILE *out, const char *prefix, const char *text, uint32_t len)
+{
+	while (len && text[len - 1] == '\n')
+		len--;
+	fprintf(out, "%s%.*s\n", prefix, (int)len, text);
+}
+
+static int exit_of(const struct tr_ctl_msg *m)
+{
+	if (m->u.reply.code == TR_CTL_OK)
+		return EXIT_OK;
+	if (m->u.reply.status == -ETIMEDOUT)
+		return EXIT_TIMEOUT;
+	return m->u.reply.code == TR_CTL_BAD_CMD ? EXIT_USAGE : EXIT_REFUSED;
+}
+
+static int run(const char *path, struct tr_ctl_msg *cmd, int wait_ms)
+{
+	struct tr_ctl_rx *rx = malloc(sizeof(*rx));
+	struct tr_ctl_msg m;
+	int fd, ret, rc;
+
+	if (!rx)
+		return EXIT_REFUSED;
+	tr_ctl_rx_init(rx);
+	fd = connect_to(path);
+	if (fd < 0) {
+		free(rx);
+		return EXIT_UNREACHABLE;
+	}
+	ret = tr_ctl_send(fd, cmd, -1, REPLY_TIMEOUT_MS);
+	/* A daemon that refused us answered and closed before our command
+	 * went out: its answer is still there to read. */
+	if (!ret || ret == -EPIPE || ret == -ECONNRESET)
+		ret = tr_ctl_rx_wait(fd, rx, &m, wait_ms);
+	if (ret == 1 && m.type != TR_CTL_REPLY)
+		ret = -EPROTO;
+	if (ret != 1) {
+		fprintf(stderr, "triadctl: triadd at %s: %s\n", path,
+			ret == 0 ? "closed the connection" : strerror(-ret));
+		rc = ret == -ETIMEDOUT ? EXIT_TIMEOUT : EXIT_UNREACHABLE;
+		goto out;
+	}
+	rc = exit_of(&m);
+	if (rc == EXIT_OK && cmd->u.cmd.op == TR_CTL_OP_CONFIG)
+		print_env(m.u.reply.text, m.u.reply.text_len, cmd->u.cmd.flags & TR_CTL_F_JSON);
+	else
+		print_text(rc == EXIT_OK || (cmd->u.cmd.flags & TR_CTL_F_JSON) ? stdout : stderr,
+			   rc == EXIT_OK || (cmd->u.cmd.flags & TR_CTL_F_JSON) ? "" : "triadctl: ",
+			   m.u.reply.text, m.u.reply.text_len);
+	while (rc == EXIT_OK && cmd->u.cmd.op == TR_CTL_OP_MONITOR) {
+		fflush(stdout);
+		ret = tr_ctl_rx_wait(fd, rx, &m, -1);
+		if (ret != 1 || m.type != TR_CTL_EVENT) {
+			fprintf(stderr, "triadctl: triadd went away\n");
+			rc = EXIT_UNREACHABLE;
+			break;
+		}
+		printf("%.*s\n", (int)m.u.event.text_len, m.u.event.text);
+	}
+out:
+	close(fd);
+	tr_ctl_rx_reset(rx);
+	free(rx);
+	return rc;
+}
+
+/* plane OP NAME [--wait] [--timeout S] [--force] */
+static int plane_args(int argc, char **argv, struct tr_ctl_msg *cmd, int *wait_ms)
+{
+	double secs = 60;
+	int op;
+
+	if (argc < 3) {
+		fprintf(stderr, "triadctl: plane: want drain|restore|fail PLANE\n");
+		return -1;
+	}
+	op = tr_ctl_op_parse(argv[1]);
+	if (op != TR_CTL_OP_DRAIN && op != TR_CTL_OP_RESTORE && op != TR_CTL_OP_FAIL) {
+		fprintf(stderr, "triadctl: plane %s: not drain, restore or fail\n", argv[1]);
+		return -1;
+	}
+	cmd->u.cmd.op = (uint16_t)op;
+	cmd->u.cmd.arg = argv[2];
+	cmd->u.cmd.arg_len = (uint16_t)strnlen(argv[2], 256);
+	if (cmd->u.cmd.arg_len > 64) {
+		fprintf(stderr, "triadctl: plane name too long\n");
+		return -1;
+	}
+	for (int i = 3; i < argc; i++) {
+		char *end;
+
+		if (!strcmp(argv[i], "--wait")) {
+			cmd->u.cmd.flags |= TR_CTL_F_WAIT;
+		} else if (!strcmp(argv[i], "--force")) {
+			cmd->u.cmd.flags |= TR_CTL_F_FORCE;
+		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+			secs = strtod(argv[++i], &end);
+			if (*end || !(secs > 0) || secs > 86400) {
+				fprintf(stderr, "triadctl: --timeout %s: not seconds in (0, 86400]\n",
+					argv[i]);
+				return -1;
+			}
+		} else {
+			fprintf(stderr, "triadctl: plane %s: unexpected '%s'\n", argv[1], argv[i]);
+			return -1;
+		}
+	}
+	if (cmd->u.cmd.flags & TR_CTL_F_WAIT) {
+		cmd->u.cmd.timeout_ms = (uint32_t)(secs * 1000);
+		/* The daemon answers at its deadline; this one covers a daemon
+		 * that never does. */
+		*wait_ms = (int)(secs * 1000) + 2000;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tr_ctl_msg cmd = { .type = TR_CTL_CMD };
+	const char *path = getenv("TRIAD_DAEMON");
+	int opt, op, wait_ms = REPLY_TIMEOUT_MS;
+
+	if (!path || !*path || !strcmp(path, "off"))
+		path = TR_CTL_DEFAULT_SOCKET;
+	/* "+": options stop at the command, whose own come after it. */
+	while ((opt = getopt_long(argc, argv, "+s:jh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's': path = optarg; break;
+		case 'j': cmd.u.cmd.flags |= TR_CTL_F_JSON; break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	argc -= optind;
+	argv += optind;
+	if (!strcmp(argv[0], "plane")) {
+		if (plane_args(argc, argv, &cmd, &wait_ms))
+			return EXIT_USAGE;
+	} else {
+		op = tr_ctl_op_parse(argv[0]);
+		if (op < 0 || op >= TR_CTL_OP_DRAIN || argc > 1) {
+			fprintf(stderr, "triadctl: %s%s: %s (triadctl --help)\n", argv[0],
+				argc > 1 ? " ..." : "",
+				op < 0 || op >= TR_CTL_OP_DRAIN ? "unknown command"
+								: "takes no arguments");
+			return EXIT_USAGE;
+		}
+		cmd.u.cmd.op = (uint16_t)op;
+	}
+	return run(path, &cmd, wait_ms);
+}

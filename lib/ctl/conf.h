@@ -1,0 +1,74 @@
+/* triadd's configuration file (/etc/triad/triadd.conf), an INI-like text:
+ *
+ *   # a comment (a line whose first non-blank is # or ;)
+ *   [daemon]
+ *   socket = /run/triad/triadd.sock
+ *   group = triad
+ *   debounce_down_ms = 200
+ *   [plane p0]
+ *   device = rxe0
+ *   port = 1
+ *   netdev = eth0
+ *
+ * Keys and their ranges: the table in conf.c, docs/daemon.md.  Planes are
+ * numbered in the order of their sections: plane i is the world file's
+ * plane i.  Every error is one message "FILE:LINE: what", and the first
+ * one stops the parse.
+ *
+ * Pure: the text is passed in (tr_ctl_conf_load reads a file into it). */
+#ifndef TRIAD_CTL_CONF_H
+#define TRIAD_CTL_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl/table.h"
+#include "triad.h"
+
+#define TR_CTL_DEFAULT_SOCKET "/run/triad/triadd.sock"
+#define TR_CTL_SOCKET_MAX 108 /* sun_path, NUL included */
+#define TR_CTL_DEVICE_MAX 64
+#define TR_CTL_NETDEV_MAX 16 /* IFNAMSIZ */
+#define TR_CTL_GROUP_MAX 64
+
+struct tr_ctl_conf_plane {
+	char name[TR_CTL_PLANE_NAME];
+	char device[TR_CTL_DEVICE_MAX];
+	uint32_t port;
+	char netdev[TR_CTL_NETDEV_MAX]; /* "" : none given */
+	uint32_t subnet, prefix;	/* IPv4, host order; prefix 0..32 */
+	uint32_t has_subnet;
+	uint32_t slots, need_medium, need_low; /* 0: the library's TRIAD_* values */
+	int line;			       /* of the section header */
+};
+
+struct tr_ctl_conf {
+	char socket[TR_CTL_SOCKET_MAX];
+	char group[TR_CTL_GROUP_MAX]; /* "" : the daemon's own group */
+	int group_line;		      /* where it was set (the daemon resolves it) */
+	uint32_t socket_mode;	      /* e.g. 0660 */
+	uint32_t debounce_down_ms, debounce_up_ms;
+	uint32_t counters_ms; /* how often the port counters are read */
+	uint32_t strict_order;
+	uint32_t choice_threshold, choice_alpha_pct, choice_cont;
+	int nplanes;
+	struct tr_ctl_conf_plane plane[TRIAD_MAX_PLANES];
+};
+
+void tr_ctl_conf_defaults(struct tr_ctl_conf *c);
+
+/* Parses text (NUL-terminated) named file in messages.  0, or -EINVAL with
+ * "FILE:LINE: message" in err; *c is written only on success. */
+int tr_ctl_conf_parse(const char *text, const char *file, struct tr_ctl_conf *c, char *err,
+		      size_t errlen);
+
+/* Reads and parses path; -errno with "FILE: message" when unreadable. */
+int tr_ctl_conf_load(const char *path, struct tr_ctl_conf *c, char *err, size_t errlen);
+
+/* The policy the configuration starts with: every plane NORMAL. */
+void tr_ctl_conf_policy(const struct tr_ctl_conf *c, struct tr_ctl_policy *p);
+
+/* The plane called name, or -1. */
+int tr_ctl_conf_plane_find(const struct tr_ctl_conf *c, const char *name);
+
+#endif

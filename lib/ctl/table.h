@@ -1,0 +1,144 @@
+/* Shared memory between triadd and the triad processes of its node.
+ *
+ * The policy table: one memfd the daemon writes and every client maps
+ * read-only.  A seqlock generation counter guards it: the writer makes
+ * gen odd, writes, makes it even again; a reader copies the payload and
+ * keeps the copy only when gen was even and unchanged around it, so a
+ * client reads a consistent policy with loads alone, no syscall.  The
+ * payload is stored as 32-bit atomic words (relaxed loads and stores
+ * between the fences), so the concurrent copy is not a data race in the
+ * C11 model.
+ *
+ * The counters region: one memfd per client, written by the client alone
+ * and mapped read-only by the daemon: per plane whether the client has
+ * left it, what it still has in flight there, and its bytes.
+ *
+ * Plane states (the daemon's, in the table):
+ *   NORMAL           in use
+ *   SWITCH_PENDING   the daemon asked every client to leave the plane
+ *                    (drain, fail or a fault); not every client has yet
+ *   SWITCHED         every client has left it and has nothing in flight on it
+ *   RESTORE_PENDING  the daemon asked the clients back; not every one is
+ * A client reads SWITCH_PENDING and SWITCHED as "be off the plane", the
+ * other two as "be on it"; `faulty` says the plane is broken (the client
+ * breaks its connections there instead of waiting for them to drain).
+ *
+ * Pure: no syscalls; the caller creates and maps the memfds. */
+#ifndef TRIAD_CTL_TABLE_H
+#define TRIAD_CTL_TABLE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "triad.h"
+
+#define TR_CTL_TABLE_MAGIC 0x54444154u	  /* "TADT" */
+#define TR_CTL_COUNTERS_MAGIC 0x54444343u /* "CCDT" */
+#define TR_CTL_TABLE_VERSION 1
+#define TR_CTL_PLANE_NAME 16 /* NUL included */
+
+enum tr_ctl_pstate {
+	TR_CTL_NORMAL,
+	TR_CTL_SWITCH_PENDING,
+	TR_CTL_SWITCHED,
+	TR_CTL_RESTORE_PENDING,
+	TR_CTL_PSTATE_MAX
+};
+
+enum tr_ctl_reason {
+	TR_CTL_R_NONE,	/* NORMAL */
+	TR_CTL_R_ADMIN, /* triadctl plane drain */
+	TR_CTL_R_FAIL,	/* triadctl plane fail */
+	TR_CTL_R_FAULT, /* the health monitor found it faulty */
+	TR_CTL_REASON_MAX
+};
+
+struct tr_ctl_plane_pol {
+	char name[TR_CTL_PLANE_NAME];
+	uint32_t state;	      /* enum tr_ctl_pstate */
+	uint32_t reason;      /* enum tr_ctl_reason */
+	uint32_t faulty;      /* 0 or 1 */
+	uint32_t slots;	      /* receive slots a connection gets (at the next one); 0: TRIAD_SLOTS */
+	uint32_t need_medium; /* free slots a medium message needs (at once); 0: TRIAD_FC_NEED_MEDIUM */
+	uint32_t need_low;    /* the same for low priority; 0: TRIAD_FC_NEED_LOW */
+	uint32_t pad[2];
+};
+
+struct tr_ctl_policy {
+	uint32_t nplanes;	   /* 1..TRIAD_MAX_PLANES; plane i is the world file's plane i */
+	uint32_t strict_order;	   /* 0 or 1: strict per-peer order across a switch by default */
+	uint32_t choice_threshold; /* adaptive choice: T */
+	uint32_t choice_alpha_pct; /* alpha in hundredths, 1..100 */
+	uint32_t choice_cont;	   /* contention threshold, >= 1 */
+	uint32_t pad[3];
+	struct tr_ctl_plane_pol plane[TRIAD_MAX_PLANES];
+};
+
+#define TR_CTL_POLICY_WORDS (sizeof(struct tr_ctl_policy) / 4)
+
+struct tr_ctl_table {
+	uint32_t magic, version, size, nwords;
+	_Atomic uint64_t gen; /* odd while the daemon writes */
+	uint64_t pad;
+	_Atomic uint32_t words[TR_CTL_POLICY_WORDS];
+};
+
+struct tr_ctl_cplane {
+	_Atomic uint32_t switched; /* 1: this client has left the plane */
+	_Atomic uint32_t inflight; /* messages and operations of its own still on the plane */
+	_Atomic uint64_t tx_bytes, rx_bytes;
+};
+
+struct tr_ctl_counters {
+	uint32_t magic, version, size, nplanes;
+	/* The table generation whose policy the fields below reflect: written
+	 * last (release), so that a reader that sees it sees them. */
+	_Atomic uint64_t applied_gen;
+	uint64_t pad;
+	struct tr_ctl_cplane plane[TRIAD_MAX_PLANES];
+};
+
+/* Defaults: nplanes planes named p0.., NORMAL; T 32, alpha 50 %, contention 8. */
+void tr_ctl_policy_default(struct tr_ctl_policy *p, unsigned nplanes);
+/* 0 when every field is in range (names NUL-terminated and not empty),
+ * -EBADMSG otherwise. */
+int tr_ctl_policy_check(const struct tr_ctl_policy *p);
+
+/* Writer (the daemon): header and policy, generation 2; then every change. */
+void tr_ctl_table_init(struct tr_ctl_table *t, const struct tr_ctl_policy *p);
+void tr_ctl_table_write(struct tr_ctl_table *t, const struct tr_ctl_policy *p);
+
+/* Reader: t mapped with maplen bytes.  A consistent snapshot into *p and
+ * its generation; -EPROTO for a mapping that is not a table of this
+ * version, -EAGAIN when the writer was busy for every retry (a daemon
+ * that died mid-write: keep the last snapshot), -EBADMSG for a snapshot
+ * out of range. */
+int tr_ctl_table_read(const struct tr_ctl_table *t, size_t maplen, struct tr_ctl_policy *p,
+		      uint64_t *gen_p);
+/* The generation alone (acquire): has anything changed? */
+uint64_t tr_ctl_table_gen(const struct tr_ctl_table *t);
+
+/* Client side of the counters region. */
+void tr_ctl_counters_init(struct tr_ctl_counters *c, unsigned nplanes);
+/* Daemon side: 0 when the mapping is a counters region of this version. */
+int tr_ctl_counters_check(const struct tr_ctl_counters *c, size_t maplen);
+
+/* Drain completion: a plane pending since generation pend_gen[p] settles
+ * (SWITCH_PENDING -> SWITCHED, RESTORE_PENDING -> NORMAL) once every
+ * client has applied that generation and reports the plane left and idle
+ * (or back).  A client with fewer planes does not hold back the others.
+ * Returns the mask of planes that changed state. */
+unsigned tr_ctl_settle(struct tr_ctl_policy *p, const uint64_t *pend_gen,
+		       const struct tr_ctl_counters *const *clients, unsigned nclients);
+
+/* 1 when some plane other than `plane` is in use (NORMAL or
+ * RESTORE_PENDING, not faulty): leaving plane keeps one live. */
+int tr_ctl_other_live(const struct tr_ctl_policy *p, unsigned plane);
+/* 1 when the state tells clients to stay off the plane. */
+int tr_ctl_pstate_off(uint32_t state);
+
+const char *tr_ctl_pstate_str(uint32_t s); /* "normal", "switch_pending", ... */
+const char *tr_ctl_reason_str(uint32_t r); /* "none", "admin", "fail", "fault" */
+
+#endif

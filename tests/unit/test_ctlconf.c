@@ -1,0 +1,248 @@
+/* Unit tests for triadd's configuration parser (lib/ctl/conf.[ch]): every
+ * error class with its exact FILE:LINE message, and what a good file
+ * yields. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ctl/conf.h"
+
+#define NAME "t.conf"
+
+static void parse_ok(const char *text, struct tr_ctl_conf *c)
+{
+	char err[512] = "";
+	int ret = tr_ctl_conf_parse(text, NAME, c, err, sizeof(err));
+
+	if (ret)
+		fail_msg("unexpected error %d: %s", ret, err);
+}
+
+/* Must fail with -EINVAL and exactly msg, leaving c untouched. */
+static void parse_bad(const char *text, const char *msg)
+{
+	struct tr_ctl_conf c, before;
+	char err[512] = "";
+
+	memset(&c, 0xa5, sizeof(c));
+	before = c;
+	assert_int_equal(tr_ctl_conf_parse(text, NAME, &c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, msg);
+	assert_memory_equal(&c, &before, sizeof(c));
+}
+
+#define PLANE0 "[plane a]\ndevice = rxe0\nnetdev = eth0\n"
+
+static void test_good_file(void **state)
+{
+	struct tr_ctl_conf c;
+	struct tr_ctl_policy p;
+
+	(void)state;
+	parse_ok("# triadd\n"
+		 "[daemon]\n"
+		 "  socket = /tmp/x.sock  \n"
+		 "group = triad\n"
+		 "socket_mode = 0600\n"
+		 "debounce_down_ms = 50\n"
+		 "debounce_up_ms = 0\n"
+		 "strict_order = yes\n"
+		 "choice_alpha_pct = 75\n"
+		 "; another comment\n"
+		 "\n"
+		 "[plane p0]\n"
+		 "device = rxe_n0p0\n"
+		 "port = 2\n"
+		 "netdev = n0p0\n"
+		 "slots = 8\n"
+		 "need_medium = 2\n"
+		 "need_low = 4\n"
+		 "[ plane  p1 ]\n"
+		 "device = rxe_n0p1\n"
+		 "subnet = 10.101.0.0/24\n",
+		 &c);
+	assert_string_equal(c.socket, "/tmp/x.sock");
+	assert_string_equal(c.group, "triad");
+	assert_int_equal(c.group_line, 4);
+	assert_int_equal(c.socket_mode, 0600);
+	assert_int_equal(c.debounce_down_ms, 50);
+	assert_int_equal(c.debounce_up_ms, 0);
+	assert_int_equal(c.strict_order, 1);
+	assert_int_equal(c.nplanes, 2);
+	assert_string_equal(c.plane[0].name, "p0");
+	assert_string_equal(c.plane[0].device, "rxe_n0p0");
+	assert_int_equal(c.plane[0].port, 2);
+	assert_string_equal(c.plane[0].netdev, "n0p0");
+	assert_int_equal(c.plane[0].line, 12);
+	assert_int_equal(c.plane[1].port, 1); /* the default */
+	assert_int_equal(c.plane[1].has_subnet, 1);
+	assert_int_equal(c.plane[1].subnet, 0x0a650000u);
+	assert_int_equal(c.plane[1].prefix, 24);
+	tr_ctl_conf_policy(&c, &p);
+	assert_int_equal(tr_ctl_policy_check(&p), 0);
+	assert_int_equal(p.nplanes, 2);
+	assert_string_equal(p.plane[1].name, "p1");
+	assert_int_equal(p.plane[0].slots, 8);
+	assert_int_equal(p.plane[0].need_low, 4);
+	assert_int_equal(p.choice_alpha_pct, 75);
+	assert_int_equal(p.strict_order, 1);
+	assert_int_equal(tr_ctl_conf_plane_find(&c, "p1"), 1);
+	assert_int_equal(tr_ctl_conf_plane_find(&c, "p2"), -1);
+}
+
+static void test_defaults(void **state)
+{
+	struct tr_ctl_conf c;
+
+	(void)state;
+	parse_ok(PLANE0, &c);
+	assert_string_equal(c.socket, TR_CTL_DEFAULT_SOCKET);
+	assert_string_equal(c.group, "");
+	assert_int_equal(c.socket_mode, 0660);
+	assert_int_equal(c.debounce_down_ms, 200);
+	assert_int_equal(c.debounce_up_ms, 2000);
+	/* No newline at the end, CRLF-free: still fine. */
+	parse_ok("[plane a]\ndevice = d\nnetdev = e", &c);
+	assert_string_equal(c.plane[0].netdev, "e");
+}
+
+static void test_syntax_errors(void **state)
+{
+	(void)state;
+	parse_bad("[daemon]\nsocket /x\n" PLANE0, NAME ":2: expected 'key = value' or a [section]");
+	parse_bad("socket = /x\n" PLANE0, NAME ":1: 'socket' outside a section");
+	parse_bad("[daemon\n", NAME ":1: bad section header (want [daemon] or [plane NAME])");
+	parse_bad("[daemon] x\n", NAME ":1: bad section header (want [daemon] or [plane NAME])");
+	parse_bad("[daemons]\n", NAME ":1: unknown section [daemons]");
+	parse_bad("[planes a]\n", NAME ":1: unknown section [planes a]");
+	parse_bad("[daemon]\n = 3\n", NAME ":2: no key before '='");
+	parse_bad("[daemon]\n[daemon]\n", NAME ":2: duplicate section [daemon] (first at line 1)");
+}
+
+static void test_key_errors(void **state)
+{
+	(void)state;
+	parse_bad("[daemon]\nsockett = /x\n", NAME ":2: unknown key 'sockett' in [daemon]");
+	parse_bad(PLANE0 "socket = /x\n", NAME ":4: unknown key 'socket' in [plane]");
+	parse_bad("[daemon]\ndebounce_up_ms = 1\ndebounce_up_ms = 2\n",
+		  NAME ":3: duplicate key 'debounce_up_ms' (first at line 2)");
+	parse_bad(PLANE0 "device = rxe1\n", NAME ":4: duplicate key 'device' (first at line 2)");
+	parse_bad("[daemon]\ngroup =\n", NAME ":2: 'group': empty value");
+	parse_bad("[daemon]\nsocket = run/x\n", NAME ":2: 'socket': bad value 'run/x'");
+	parse_bad("[daemon]\ngroup = a b\n", NAME ":2: 'group': bad group name 'a b'");
+	parse_bad("[plane a]\ndevice = rxe 0\n", NAME ":2: 'device': bad value 'rxe 0'");
+	parse_bad("[plane a]\nnetdev = abcdefghijklmnopq\n",
+		  NAME ":2: 'netdev': longer than 15 characters");
+}
+
+static void test_value_errors(void **state)
+{
+	(void)state;
+	parse_bad("[daemon]\ndebounce_down_ms = 12x\n",
+		  NAME ":2: 'debounce_down_ms': not a number: '12x'");
+	parse_bad("[daemon]\ndebounce_down_ms = -1\n",
+		  NAME ":2: 'debounce_down_ms': not a number: '-1'");
+	parse_bad("[daemon]\ndebounce_down_ms = 99999999999\n",
+		  NAME ":2: 'debounce_down_ms': not a number: '99999999999'");
+	parse_bad("[daemon]\ndebounce_down_ms = 600001\n",
+		  NAME ":2: 'debounce_down_ms': 600001 out of range [0, 600000]");
+	parse_bad("[plane a]\nport = 0\n", NAME ":2: 'port': 0 out of range [1, 255]");
+	parse_bad("[plane a]\nslots = 65\n", NAME ":2: 'slots': 65 out of range [1, 64]");
+	parse_bad("[daemon]\nchoice_alpha_pct = 0\n",
+		  NAME ":2: 'choice_alpha_pct': 0 out of range [1, 100]");
+	parse_bad("[daemon]\nsocket_mode = 0668\n",
+		  NAME ":2: 'socket_mode': not an octal number: '0668'");
+	parse_bad("[daemon]\nsocket_mode = 01777\n",
+		  NAME ":2: 'socket_mode': 01777 out of range [00, 0777]");
+	parse_bad("[daemon]\nstrict_order = maybe\n",
+		  NAME ":2: 'strict_order': not yes or no: 'maybe'");
+	parse_bad("[plane a]\nsubnet = 10.0.0.1/24\n",
+		  NAME ":2: 'subnet': not an IPv4 network a.b.c.d/len: '10.0.0.1/24'");
+	parse_bad("[plane a]\nsubnet = 10.0.0.0/33\n",
+		  NAME ":2: 'subnet': not an IPv4 network a.b.c.d/len: '10.0.0.0/33'");
+	parse_bad("[plane a]\nsubnet = 10.0.0/8\n",
+		  NAME ":2: 'subnet': not an IPv4 network a.b.c.d/len: '10.0.0/8'");
+	parse_bad("[plane a]\nsubnet = 256.0.0.0/8\n",
+		  NAME ":2: 'subnet': not an IPv4 network a.b.c.d/len: '256.0.0.0/8'");
+}
+
+static void test_plane_errors(void **state)
+{
+	(void)state;
+	parse_bad("", NAME ":1: no [plane NAME] section");
+	parse_bad("[daemon]\n# only\n", NAME ":2: no [plane NAME] section");
+	parse_bad("[plane a]\nnetdev = e\n[plane b]\n", NAME ":1: plane 'a': no device");
+	parse_bad(PLANE0 "[plane b]\ndevice = r\n", NAME ":4: plane 'b': neither netdev nor subnet");
+	parse_bad(PLANE0 "[plane a]\n", NAME ":4: duplicate plane 'a' (first at line 1)");
+	parse_bad("[plane a/b]\n", NAME ":1: bad plane name 'a/b' (1-15 of A-Z a-z 0-9 _ . -)");
+	parse_bad("[plane abcdefghijklmnop]\n",
+		  NAME ":1: bad plane name 'abcdefghijklmnop' (1-15 of A-Z a-z 0-9 _ . -)");
+	parse_bad(PLANE0 "[plane b]\ndevice = rxe0\nnetdev = eth1\n",
+		  NAME ":4: plane 'b': device rxe0 port 1 is plane 'a''s (line 1)");
+	parse_bad("[plane a]\ndevice = d\nnetdev = e\nneed_medium = 3\nneed_low = 2\n",
+		  NAME ":1: plane 'a': need_low 2 below need_medium 3");
+}
+
+static void test_too_many_planes(void **state)
+{
+	char text[4096] = "";
+
+	(void)state;
+	for (int i = 0; i <= TRIAD_MAX_PLANES; i++) {
+		char sect[80];
+
+		snprintf(sect, sizeof(sect), "[plane p%d]\ndevice = d%d\nnetdev = e%d\n", i, i, i);
+		strcat(text, sect);
+	}
+	parse_bad(text, NAME ":25: too many planes (at most 8)");
+}
+
+static void test_long_line(void **state)
+{
+	char text[1200];
+
+	(void)state;
+	strcpy(text, "[daemon]\n#");
+	memset(text + 10, 'x', 1100);
+	text[1110] = '\0';
+	parse_bad(text, NAME ":2: line longer than 1024 characters");
+}
+
+static void test_load(void **state)
+{
+	char path[] = "/tmp/test_ctlconf.XXXXXX", err[512], want[600];
+	struct tr_ctl_conf c;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "[daemon]\nbogus = 1\n", 19), 19);
+	close(fd);
+	assert_int_equal(tr_ctl_conf_load(path, &c, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s:2: unknown key 'bogus' in [daemon]", path);
+	assert_string_equal(err, want);
+	unlink(path);
+	assert_int_equal(tr_ctl_conf_load(path, &c, err, sizeof(err)), -ENOENT);
+	snprintf(want, sizeof(want), "%s: No such file or directory", path);
+	assert_string_equal(err, want);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_good_file),      cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_syntax_errors),  cmocka_unit_test(test_key_errors),
+		cmocka_unit_test(test_value_errors),   cmocka_unit_test(test_plane_errors),
+		cmocka_unit_test(test_too_many_planes), cmocka_unit_test(test_long_line),
+		cmocka_unit_test(test_load),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
