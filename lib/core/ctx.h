@@ -297,7 +297,7 @@ void tr_peer_free(struct tr_peer *p); /* at close */
 /* The sender's window (tx_done): may the encoded message data (ours) be
  * posted on l now; and one of ours arrived (its send completed). */
 int tr_peer_seq_ok(const struct tr_lane *l, const void *data);
-void tr_peer_seq_done(struct tr_lane *l, const void *data);
+void tr_peer_seq_done(struct tr_lane *l, const void *data, int len);
 /* The switch of peer p hears what plane's lane and drain state now say
  * (up and wanted: restored; down: failed; up but drained: drained). */
 void tr_peer_plane_event(struct triad_ctx *ctx, struct tr_peer *p, int plane);

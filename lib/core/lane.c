@@ -913,7 +913,7 @@ static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
 		return;
 	}
 	if (!bsm)
-		tr_peer_seq_done(l, b->data);
+		tr_peer_seq_done(l, b->data, b->len);
 	if (b->req)
 		tr_req_complete(b->req, TRIAD_S_OK);
 	pump(l);

@@ -177,12 +177,23 @@ static void seq_done(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio, ui
 		tr_lane_pump(&p->lane[q]);
 }
 
-void tr_peer_seq_done(struct tr_lane *l, const void *data)
+/* A message arrived; a SEQ_SKIP that arrived settles the numbers it
+ * carried (lost for good: until the peer knows, they hold the window). */
+void tr_peer_seq_done(struct tr_lane *l, const void *data, int len)
 {
+	struct tr_peer *p = &l->ctx->peers[l->peer];
 	unsigned type = tr_wire_type(data);
+	struct tr_msg m;
 
-	if (type != TR_MSG_SEQ_SKIP && type != TR_MSG_BSM)
-		seq_done(l->ctx, &l->ctx->peers[l->peer], tr_wire_prio(data), tr_wire_seq(data));
+	if (type == TR_MSG_BSM)
+		return;
+	if (type != TR_MSG_SEQ_SKIP) {
+		seq_done(l->ctx, p, tr_wire_prio(data), tr_wire_seq(data));
+		return;
+	}
+	if (tr_msg_decode(data, (size_t)len, &m) == 0)
+		for (unsigned i = 0; i < m.u.seq_skip.count; i++)
+			seq_done(l->ctx, p, m.prio, m.u.seq_skip.seq[i]);
 }
 
 /* ---- messages lost for good --------------------------------------------------*/
@@ -240,15 +251,13 @@ static void am_lost_add(struct tr_peer *p, unsigned prio, uint16_t ord)
 /* A lost message's numbers go back on the lists: a lost SEQ_SKIP gives
  * back the numbers it carried, anything else its own, and an active
  * message its order number too. */
-static void skip_lost(struct triad_ctx *ctx, struct tr_peer *p, const void *data, int len)
+static void skip_lost(struct tr_peer *p, const void *data, int len)
 {
 	unsigned type = tr_wire_type(data), prio = tr_wire_prio(data);
 	struct tr_msg m;
 
-	if (type != TR_MSG_SEQ_SKIP) {
+	if (type != TR_MSG_SEQ_SKIP)
 		skip_add(p, prio, tr_wire_seq(data));
-		seq_done(ctx, p, prio, tr_wire_seq(data)); /* told by SEQ_SKIP instead */
-	}
 	if ((type != TR_MSG_SEQ_SKIP && type != TR_MSG_AM) ||
 	    tr_msg_decode(data, (size_t)len, &m))
 		return;
@@ -471,7 +480,7 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
 			tr_info("a message to rank %d is lost: it is closing", l->peer);
 		else
 			tr_warn("a message to rank %d is lost: no live plane left", l->peer);
-		skip_lost(ctx, &ctx->peers[l->peer], data, len);
+		skip_lost(&ctx->peers[l->peer], data, len);
 		if (req)
 			tr_req_complete(req, l->down_status);
 		return;
