@@ -228,7 +228,7 @@ int triad_req_failed_rank(const triad_req_t *req);
  * Messages travel in the receiver's flow-controlled slots: from one sender
  * to one receiver on one priority they are handled in order, also across
  * a plane fault or drain (TRIAD_ORDER=strict, the default: a message that
- * overtook an earlier one on another plane waits in its slot; with
+ * overtook an earlier one on another plane waits, copied; with
  * TRIAD_ORDER=any it is handled at once), a receiver is never overrun,
  * and a slow handler holds the sender back.  Each is handled exactly
  * once, whatever plane carried it.  Priorities

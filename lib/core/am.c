@@ -36,7 +36,8 @@ size_t triad_am_max_size(const triad_ctx_t *ctx)
 
 /* ---- delivery, in strict order when asked --------------------------------------*/
 /* An active message that came before one of its priority sent earlier
- * (on another plane, or sent again after a fault): it waits in its slot. */
+ * (on another plane, or sent again after a fault): it waits, copied out of
+ * its slot, for its turn. */
 struct tr_am_early {
 	struct tr_list link;
 	struct tr_buf *b;
@@ -75,8 +76,10 @@ static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned pri
 			return;
 		tr_list_del(&e->link);
 		p->am_rx_ord[prio]++;
-		if (!handle(ctx, e->l, e->id, e->data, e->len, e->b))
-			tr_lane_release(e->b); /* it was counted as kept */
+		if (!handle(ctx, e->l, e->id, e->data, e->len, e->b)) {
+			free(e->b->data);
+			free(e->b);
+		}
 		free(e);
 	}
 }
@@ -98,14 +101,28 @@ int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg 
 		return 0;
 	}
 	if (ahead > 0) {
+		/* Copied out of its slot: early messages must never hold the
+		 * slots that the one they wait for needs (it may come on this
+		 * very lane, sent again after its own lane broke). */
+		struct tr_buf *copy = calloc(1, sizeof(*copy));
+
 		e = malloc(sizeof(*e));
-		if (!e) {
+		if (copy)
+			copy->data = malloc(m->u.am.len ? m->u.am.len : 1);
+		if (!e || !copy || !copy->data) {
+			free(e);
+			if (copy)
+				free(copy->data);
+			free(copy);
 			tr_error("rank %d: no memory to hold an early active message: handled "
 				 "out of order", l->peer);
 			return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 		}
-		*e = (struct tr_am_early){ .b = b, .l = l, .id = m->u.am.id, .ord = m->u.am.ord,
-					   .len = m->u.am.len, .data = m->u.am.data };
+		memcpy(copy->data, m->u.am.data, m->u.am.len);
+		copy->len = (int)m->u.am.len;
+		/* lane NULL: triad_am_release() frees it like a message to self */
+		*e = (struct tr_am_early){ .b = copy, .l = l, .id = m->u.am.id, .ord = m->u.am.ord,
+					   .len = m->u.am.len, .data = copy->data };
 		/* In order of number; most come last. */
 		at = NULL;
 		for (struct tr_list *i = p->am_early[prio].prev; i != &p->am_early[prio];
@@ -119,7 +136,7 @@ int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg 
 		}
 		/* After the last one it follows (add_tail inserts before). */
 		tr_list_add_tail(at ? at->link.next : p->am_early[prio].next, &e->link);
-		return 1; /* kept in its slot until its turn */
+		return 0; /* its slot is free again */
 	}
 	kept = handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 	p->am_rx_ord[prio]++;
@@ -134,7 +151,9 @@ void tr_am_peer_free(struct tr_peer *p)
 			struct tr_am_early *e =
 				tr_list_first(&p->am_early[prio], struct tr_am_early, link);
 
-			tr_list_del(&e->link); /* its buffer goes with its lane */
+			tr_list_del(&e->link);
+			free(e->b->data);
+			free(e->b);
 			free(e);
 		}
 }

@@ -100,7 +100,7 @@ struct tr_peer {
 	unsigned peer_drained;	 /* planes the peer asked us not to send on */
 	/* Active messages' order numbers per priority (am.c): the next one
 	 * to send; the next one to hand to a handler in strict order, and
-	 * the later ones that came first (kept in their slots); and those
+	 * the later ones that came first (copied out of their slots); and those
 	 * of ours lost for good, to be replaced by fillers once a lane is
 	 * back (peer.c). */
 	uint16_t am_tx_ord[TR_FC_NPRIO];
