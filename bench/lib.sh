@@ -67,15 +67,16 @@ perftest() {
 }
 
 # triad TAG ARGS...: one triad-perf run with the same command line on both
-# ranks, rank 1 on vCPU 1 in the background, rank 0 on vCPU 0; rank 0's
-# JSON goes to $OUT/TAG.out.
+# ranks, rank 1 on vCPU 1 in the background, rank 0 on vCPU 0 (BENCH_NO_PIN=1:
+# both anywhere); rank 0's JSON goes to $OUT/TAG.out.
 triad() {
-    local tag=$1 r1 rc rc1
+    local tag=$1 r1 rc rc1 pin0=(taskset -c 0) pin1=(taskset -c 1)
     shift
-    TRIAD_WORLD=$WORLD TRIAD_RANK=1 timeout "$TOOL_TIMEOUT" taskset -c 1 "$PERF" "$@" \
+    [[ ${BENCH_NO_PIN:-0} == 1 ]] && pin0=() pin1=()
+    TRIAD_WORLD=$WORLD TRIAD_RANK=1 timeout "$TOOL_TIMEOUT" "${pin1[@]}" "$PERF" "$@" \
         --json --timeout 30 >"$OUT/$tag.server" 2>&1 &
     r1=$!
-    TRIAD_WORLD=$WORLD TRIAD_RANK=0 timeout "$TOOL_TIMEOUT" taskset -c 0 "$PERF" "$@" \
+    TRIAD_WORLD=$WORLD TRIAD_RANK=0 timeout "$TOOL_TIMEOUT" "${pin0[@]}" "$PERF" "$@" \
         --json --timeout 30 >"$OUT/$tag.out" 2>"$OUT/$tag.err"
     rc=$?
     wait "$r1"

@@ -226,8 +226,12 @@ int triad_req_failed_rank(const triad_req_t *req);
  * A message of up to triad_am_max_size() bytes, delivered to the handler
  * registered under its id at the target, in the target's progress engine.
  * Messages travel in the receiver's flow-controlled slots: from one sender
- * to one receiver on one priority they arrive in order, a receiver is
- * never overrun, and a slow handler holds the sender back.  Priorities
+ * to one receiver on one priority they are handled in order, also across
+ * a plane fault or drain (TRIAD_ORDER=strict, the default: a message that
+ * overtook an earlier one on another plane waits in its slot; with
+ * TRIAD_ORDER=any it is handled at once), a receiver is never overrun,
+ * and a slow handler holds the sender back.  Each is handled exactly
+ * once, whatever plane carried it.  Priorities
  * keep the last free slots for more urgent traffic: low needs 3 free
  * slots, medium 2, high 1 (TRIAD_FC_NEED_*), so high-priority messages
  * (acknowledgements) still move when low ones saturate a receiver.

@@ -21,6 +21,7 @@ enum perf_kind { PERF_LAT, PERF_BW };
 
 struct perf_run;
 struct perf_am;
+struct perf_fault;
 /* Runs one size; every rank calls it (ranks other than the client and the
  * server only take part in the barriers).  0, or a negative errno after
  * printing why. */
@@ -36,6 +37,12 @@ enum {
 	/* copy_*: three ranks (PERF_COPY_*); --mode applies, --plane does
 	 * not (triad_copy takes no plane). */
 	PERF_CMD_COPY = 1u << 2,
+	/* mp_bw: --planes applies; the plane of every put is the test's. */
+	PERF_CMD_MP = 1u << 3,
+	/* failover, drain: a timed stream, not sizes (-a, -n, -w do not
+	 * apply); --fault-at, --up-after apply, and for failover --fault and
+	 * --fault-node; the library picks the planes (no --plane). */
+	PERF_CMD_FAULT = 1u << 4,
 };
 
 struct perf_cmd {
@@ -64,6 +71,11 @@ struct perf_opts {
 	int root;		    /* bcast: the root rank */
 	unsigned copy_mode;	    /* copy_*: enum triad_copy_flags */
 	int serve_poll;		    /* copy_*: ranks 1 and 2 poll triad_progress */
+	int planes;		    /* mp_bw: up to this many planes (0: all) */
+	int fault_cut;		    /* failover: cut/heal, else down/up */
+	int fault_node;		    /* failover: whose port */
+	int fault_at_ms;	    /* failover, drain: when, from the stream's start */
+	int up_after_ms;	    /* failover, drain: how long the plane stays away */
 };
 
 struct perf_run {
@@ -82,6 +94,7 @@ struct perf_run {
 	volatile int stop;   /* copy_* --serve poll: rank 0 said the phase is over */
 	long verify_errors;
 	struct perf_am *am; /* am_*: state shared with the handlers (perf_am.c) */
+	struct perf_fault *fault; /* failover, drain: the same (perf_fault.c) */
 };
 
 /* perf_tests.c */
@@ -177,5 +190,17 @@ int perf_copy_lat(struct perf_run *r, size_t size, long iters, long warmup);
 int perf_copy_bw(struct perf_run *r, size_t size, long iters, long warmup);
 /* "relay", "direct", "transport-ack". */
 const char *perf_copy_mode_str(unsigned mode);
+
+/* perf_mp.c */
+int perf_mp_bw(struct perf_run *r, size_t size, long iters, long warmup);
+
+/* perf_fault.c: failover and drain.  Setup (before the first barrier)
+ * registers the handlers and creates the fault window; the window goes
+ * before triad_fini, the rest after. */
+int perf_fault_setup(struct perf_run *r);
+int perf_fault_win_destroy(struct perf_run *r);
+void perf_fault_cleanup(struct perf_run *r);
+int perf_failover(struct perf_run *r, size_t size, long iters, long warmup);
+int perf_drain(struct perf_run *r, size_t size, long iters, long warmup);
 
 #endif

@@ -593,6 +593,18 @@ const struct perf_cmd perf_cmds[] = {
 	{ "copy_bw", perf_copy_bw, PERF_BW, 65536, PERF_CMD_COPY,
 	  "3 ranks: --window copies outstanding from rank 1 to rank 2,\n"
 	  "ordered by rank 0 (--mode)" },
+	{ "mp_bw", perf_mp_bw, PERF_BW, 65536, PERF_CMD_MP,
+	  "put_bw over 1..K planes (--planes): spread (put i pinned\n"
+	  "to plane i mod k) and striped (TRIAD_F_STRIPE, when the\n"
+	  "library has it); the bytes each plane carried" },
+	{ "failover", perf_failover, PERF_BW, 4096, PERF_CMD_FAULT,
+	  "puts and numbered active messages to rank 1 while\n"
+	  "fabric-ctl takes the stream's plane away (--fault) and\n"
+	  "back: times to detection, to another plane and back;\n"
+	  "lost/duplicated/reordered (must be 0)" },
+	{ "drain", perf_drain, PERF_BW, 4096, PERF_CMD_FAULT,
+	  "the same stream while rank 0 drains the stream's plane\n"
+	  "and restores it: time to DRAINED and back" },
 	{ "bcast", perf_bcast, PERF_BW, 1u << 20, PERF_CMD_BCAST,
 	  "triad_bcast among all ranks from --root: time, algbw, busbw\n"
 	  "(like nccl-tests) and the non-roots' compute fraction\n"

@@ -37,6 +37,11 @@ enum opt_id {
 	OPT_ROOT,
 	OPT_MODE,
 	OPT_SERVE,
+	OPT_PLANES,
+	OPT_FAULT,
+	OPT_FAULT_NODE,
+	OPT_FAULT_AT,
+	OPT_UP_AFTER,
 };
 
 struct opt_def {
@@ -51,7 +56,7 @@ static const struct opt_def opt_defs[] = {
 	{ "size", required_argument, OPT_SIZE, "SIZE",
 	  "message size in bytes, k/M/G suffixes (binary);\n"
 	  "default 8 (latency tests), 64k (put_bw, copy_bw),\n"
-	  "1k (am_bw);\n"
+	  "1k (am_bw), 4k (the puts of failover, drain);\n"
 	  "am_*: at most triad_am_max_size() (TRIAD_SLOT_SIZE\n"
 	  "less 36 bytes of headers)" },
 	{ "all", no_argument, OPT_ALL, NULL,
@@ -94,6 +99,22 @@ static const struct opt_def opt_defs[] = {
 	  "wait (default: their application threads sleep\n"
 	  "in a barrier, the progress threads serve) or poll\n"
 	  "(the application threads call triad_progress)" },
+	{ "planes", required_argument, OPT_PLANES, "K",
+	  "mp_bw: spread over 1, 2 .. K planes (default: all)" },
+	{ "fault", required_argument, OPT_FAULT, "HOW",
+	  "failover: down (the port loses its carrier, then\n"
+	  "up) or cut (frames vanish, the port stays up;\n"
+	  "then heal); default down.  Runs\n"
+	  "$TRIAD_FABRIC_CTL (default fabric-ctl)" },
+	{ "fault-node", required_argument, OPT_FAULT_NODE, "N",
+	  "failover: the node (rank) whose port fails\n"
+	  "(default 0, the sender's: a local fault)" },
+	{ "fault-at", required_argument, OPT_FAULT_AT, "MS",
+	  "failover, drain: the fault or drain this long\n"
+	  "after the stream starts (default 1000)" },
+	{ "up-after", required_argument, OPT_UP_AFTER, "MS",
+	  "failover, drain: up/heal or restore this long\n"
+	  "after the traffic left the plane (default 1000)" },
 	{ "json", no_argument, OPT_JSON, NULL,
 	  "one JSON object per size instead of the table" },
 	{ "config", no_argument, OPT_CONFIG, NULL,
@@ -251,11 +272,15 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	size_t i, k = 1;
 	const char *bcast_opt = NULL; /* the last bcast-only option given */
 	int mode_given = 0;	      /* --mode (copy_* only) */
+	const char *fault_opt = NULL; /* the last failover/drain-only option given */
+	const char *failover_opt = NULL; /* the last failover-only option given */
+	int planes_given = 0, iters_given = 0;
 	long v;
 	int c;
 
 	*o = (struct perf_opts){ .warmup = -1, .window = 64, .plane = -1,
-				 .prio = TRIAD_PRIO_LOW, .timeout_s = 60 };
+				 .prio = TRIAD_PRIO_LOW, .timeout_s = 60, .fault_at_ms = 1000,
+				 .up_after_ms = 1000 };
 	for (i = 0; i < NOPTS; i++) {
 		d = &opt_defs[i];
 		longopts[i] = (struct option){ d->name, d->has_arg, NULL, d->id };
@@ -298,11 +323,13 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			if (parse_long(arg, 1, 1000000000, &v))
 				return usage_error("--iters '%s': not a number from 1 to 10^9", arg);
 			o->iters = v;
+			iters_given = 1;
 			break;
 		case OPT_WARMUP:
 			if (parse_long(arg, 0, 1000000000, &v))
 				return usage_error("--warmup '%s': not a number from 0 to 10^9", arg);
 			o->warmup = v;
+			iters_given = 1;
 			break;
 		case OPT_WINDOW:
 			if (parse_long(arg, 1, 65536, &v))
@@ -383,6 +410,36 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 				return usage_error("--serve '%s': not wait or poll", arg);
 			mode_given = 1;
 			break;
+		case OPT_PLANES:
+			if (parse_long(arg, 1, TRIAD_MAX_PLANES, &v))
+				return usage_error("--planes '%s': not a number from 1 to %d", arg,
+						   TRIAD_MAX_PLANES);
+			o->planes = (int)v;
+			planes_given = 1;
+			break;
+		case OPT_FAULT:
+			if (!strcmp(arg, "down"))
+				o->fault_cut = 0;
+			else if (!strcmp(arg, "cut"))
+				o->fault_cut = 1;
+			else
+				return usage_error("--fault '%s': not down or cut", arg);
+			failover_opt = d->name;
+			break;
+		case OPT_FAULT_NODE:
+			if (parse_long(arg, 0, INT_MAX, &v))
+				return usage_error("--fault-node '%s': not a rank number", arg);
+			o->fault_node = (int)v;
+			failover_opt = d->name;
+			break;
+		case OPT_FAULT_AT:
+		case OPT_UP_AFTER:
+			if (parse_long(arg, 0, 3600000, &v))
+				return usage_error("--%s '%s': not a number of milliseconds from 0 to "
+						   "3600000", d->name, arg);
+			*(c == OPT_FAULT_AT ? &o->fault_at_ms : &o->up_after_ms) = (int)v;
+			fault_opt = d->name;
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			return -1;
@@ -415,6 +472,18 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 				   "flag)", o->cmd->name);
 	if (o->cmd && !(o->cmd->flags & PERF_CMD_COPY) && mode_given)
 		return usage_error("--mode, --serve: only for copy_lat and copy_bw");
+	if (o->cmd && !(o->cmd->flags & PERF_CMD_MP) && planes_given)
+		return usage_error("--planes: only for mp_bw");
+	if (o->cmd && (o->cmd->flags & (PERF_CMD_MP | PERF_CMD_FAULT)) && o->plane >= 0)
+		return usage_error("--plane: %s picks the planes itself%s", o->cmd->name,
+				   o->cmd->flags & PERF_CMD_MP ? " (see --planes)" : "");
+	if (o->cmd && !(o->cmd->flags & PERF_CMD_FAULT) && fault_opt)
+		return usage_error("--%s: only for failover and drain", fault_opt);
+	if (o->cmd && strcmp(o->cmd->name, "failover") && failover_opt)
+		return usage_error("--%s: only for failover", failover_opt);
+	if (o->cmd && (o->cmd->flags & PERF_CMD_FAULT) && (o->all || iters_given))
+		return usage_error("--all, --iters, --warmup: %s streams for a time (--fault-at, "
+				   "--up-after), not a number of iterations", o->cmd->name);
 	return 0;
 }
 
@@ -505,6 +574,24 @@ static int run(const struct perf_opts *o)
 		status = PERF_EXIT_USAGE;
 		goto fini;
 	}
+	if (o->planes > triad_nplanes(r.ctx)) {
+		fprintf(stderr, "%s: --planes %d: the world has %d plane(s)\n", PROG, o->planes,
+			triad_nplanes(r.ctx));
+		status = PERF_EXIT_USAGE;
+		goto fini;
+	}
+	if ((o->cmd->flags & PERF_CMD_FAULT) && triad_nplanes(r.ctx) < 2) {
+		fprintf(stderr, "%s: %s needs 2 planes or more; the world has %d\n", PROG,
+			o->cmd->name, triad_nplanes(r.ctx));
+		status = PERF_EXIT_USAGE;
+		goto fini;
+	}
+	if ((o->cmd->flags & PERF_CMD_FAULT) && o->fault_node >= triad_size(r.ctx)) {
+		fprintf(stderr, "%s: --fault-node %d: the world has %d ranks\n", PROG,
+			o->fault_node, triad_size(r.ctx));
+		status = PERF_EXIT_USAGE;
+		goto fini;
+	}
 	r.flags = o->plane >= 0 ? TRIAD_F_PLANE(o->plane) : 0;
 	r.size_limit = SIZE_MAX_ALLOWED;
 	if (o->cmd->flags & PERF_CMD_AM) {
@@ -521,6 +608,9 @@ static int run(const struct perf_opts *o)
 		if (perf_am_setup(&r))
 			goto fini;
 	}
+	/* The same for the fault stream's handlers, and its window. */
+	if ((o->cmd->flags & PERF_CMD_FAULT) && perf_fault_setup(&r))
+		goto fini;
 	/* Page-aligned areas: [receive | send]. */
 	r.area = (max_size(&r) + 4095) & ~(size_t)4095;
 	r.buf = aligned_alloc(4096, 2 * r.area);
@@ -552,6 +642,9 @@ static int run(const struct perf_opts *o)
 	}
 	if (!ret && !r.verify_errors)
 		status = PERF_EXIT_OK;
+	else if (!ret && (o->cmd->flags & PERF_CMD_FAULT))
+		fprintf(stderr, "%s: rank %d: %s: a check failed (see the report)\n", PROG,
+			r.rank, o->cmd->name);
 	else if (!ret)
 		fprintf(stderr, "%s: rank %d: %ld size(s) with data mismatches\n", PROG, r.rank,
 			r.verify_errors);
@@ -565,8 +658,11 @@ destroy:
 free_buf:
 	free(r.buf);
 fini:
+	if (perf_fault_win_destroy(&r))
+		status = PERF_EXIT_FAIL;
 	triad_fini(r.ctx);
 	perf_am_cleanup(&r); /* after triad_fini: no handler runs any more */
+	perf_fault_cleanup(&r);
 	return status;
 }
 

@@ -23,6 +23,7 @@ struct var {
 
 static const char *const level_names[] = { "error", "warn", "info", "debug", "trace", NULL };
 static const char *const order_names[] = { "any", "strict", NULL };
+static const char *const adaptive_names[] = { "off", "occ", NULL };
 
 #define F(f) offsetof(struct tr_config, f)
 
@@ -33,9 +34,19 @@ static const struct var vars[] = {
 	  "path of the world file: ranks and their per-plane addresses", NULL },
 	{ "TRIAD_LOG", "warn", VAR_ENUM, F(log_level), 0, 0,
 	  "log level: error, warn, info, debug, trace", level_names },
-	{ "TRIAD_ORDER", "any", VAR_ENUM, F(order), 0, 0,
+	{ "TRIAD_ORDER", "strict", VAR_ENUM, F(order), 0, 0,
 	  "strict: active messages of one priority from one rank are handled in the\n"
-	  "    order sent, across plane changes and faults; any: only within a plane", order_names },
+	  "    order sent, across plane changes and faults; any: as they arrive (only\n"
+	  "    those on one plane keep their order)", order_names },
+	{ "TRIAD_ADAPTIVE", "off", VAR_ENUM, F(adaptive), 0, 0,
+	  "adaptive plane choice (experimental): occ sends a message to the least loaded\n"
+	  "    live plane when its home plane's backlog to the peer exceeds TRIAD_ADAPTIVE_T\n"
+	  "    and the other's is below TRIAD_ADAPTIVE_ALPHA percent of it and it has room\n"
+	  "    now; off: the plane switch's plane only", adaptive_names },
+	{ "TRIAD_ADAPTIVE_T", "8", VAR_INT, F(adaptive_t), 0, 1 << 20,
+	  "backlog (work requests in flight + messages queued) above which a detour is considered", NULL },
+	{ "TRIAD_ADAPTIVE_ALPHA", "50", VAR_INT, F(adaptive_alpha), 1, 100,
+	  "a detour's backlog must be below this percentage of the home plane's", NULL },
 	{ "TRIAD_CHUNK_SIZE", "1M", VAR_SIZE, F(chunk_size), 4096, 1ll << 30,
 	  "largest RDMA work request; larger operations are cut into chunks", NULL },
 	{ "TRIAD_CONNECT_TIMEOUT_MS", "60000", VAR_INT, F(connect_timeout_ms), 100, INT_MAX,
@@ -44,8 +55,9 @@ static const struct var vars[] = {
 	  "how long a waiting thread polls before it sleeps", NULL },
 	{ "TRIAD_SQ_DEPTH", "128", VAR_INT, F(sq_depth), 4, 16384,
 	  "send work requests in flight per connection", NULL },
-	{ "TRIAD_ACK_TIMEOUT", "17", VAR_INT, F(ack_timeout), 8, 31,
-	  "RC ack timeout exponent: 4.096 us * 2^n per try (17: 0.54 s)", NULL },
+	{ "TRIAD_ACK_TIMEOUT", "14", VAR_INT, F(ack_timeout), 8, 31,
+	  "RC ack timeout exponent: 4.096 us * 2^n per try (14: 67 ms); a silent cut\n"
+	  "    is found after about retries + 1 tries (0.45 s at the defaults)", NULL },
 	{ "TRIAD_RETRY_COUNT", "6", VAR_INT, F(retry_count), 1, 7,
 	  "RC transport retries before a connection is declared broken", NULL },
 	{ "TRIAD_QUERY_TIMEOUT_MS", "30000", VAR_INT, F(query_timeout_ms), 10, INT_MAX,

@@ -35,6 +35,9 @@ struct tr_config {
 	uint64_t bcast_pipeline;  /* TRIAD_BCAST_PIPELINE */
 	uint64_t stripe_min;	  /* TRIAD_STRIPE_MIN */
 	int order;		  /* TRIAD_ORDER: TR_ORDER_ANY or TR_ORDER_STRICT */
+	int adaptive;		  /* TRIAD_ADAPTIVE: 0 off, 1 occupancy */
+	int adaptive_t;		  /* TRIAD_ADAPTIVE_T */
+	int adaptive_alpha;	  /* TRIAD_ADAPTIVE_ALPHA, percent */
 };
 
 enum { TR_ORDER_ANY, TR_ORDER_STRICT };

@@ -134,6 +134,16 @@ static int open_fabric(triad_ctx_t *ctx)
 
 static int open_peers(triad_ctx_t *ctx)
 {
+	struct tr_choice_cfg want = {
+		.threshold = (uint32_t)ctx->cfg.adaptive_t,
+		.alpha_pct = (uint32_t)ctx->cfg.adaptive_alpha,
+		.cont_threshold = TR_CHOICE_DEF_CONT_THRESHOLD,
+		.rules = ctx->cfg.adaptive ? TR_CHOICE_OCC : 0,
+	};
+
+	tr_list_init(&ctx->orphans);
+	if (tr_choice_cfg_init(&ctx->choice, &want))
+		return -EINVAL; /* the config table's ranges are the engine's */
 	ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));
 	if (!ctx->peers)
 		return -ENOMEM;
@@ -365,6 +375,8 @@ void triad_fini(triad_ctx_t *ctx)
 		tr_rwins_free(ctx, &ctx->peers[r]);
 		tr_peer_free(&ctx->peers[r]);
 	}
+	if (ctx->peers)
+		tr_lane_orphans_free(&ctx->orphans);
 	tr_wins_destroy_all(ctx);
 	tr_planes_teardown(ctx);
 	pthread_mutex_unlock(&ctx->lock);

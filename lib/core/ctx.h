@@ -31,6 +31,7 @@
 #include "core/lane.h"
 #include "core/world.h"
 #include "fabric/fabric.h"
+#include "proto/choice.h"
 #include "proto/copy.h"
 #include "proto/plane_switch.h"
 #include "proto/seq.h"
@@ -40,6 +41,11 @@
 #define TR_F_PLANE_PIN 0x100u
 #define TR_F_PLANE_MASK 0xffu
 #define TR_F_ALL (TR_F_PLANE_PIN | TR_F_PLANE_MASK | TRIAD_F_STRIPE)
+/* Internal: the plane switch's choice, no adaptive detour.  Puts and gets
+ * take it: a stale window's keys break every connection they reach (the
+ * NIC's remote access error), and spread over every plane they would
+ * leave none to do the others again on; TRIAD_F_STRIPE spreads them. */
+#define TR_F_NO_DETOUR 0x10000u
 
 /* A peer's window as its owner described it (WIN_INFO).  GONE: the owner
  * destroyed it (WIN_GONE); the next access asks again, since the id may
@@ -79,6 +85,10 @@ struct tr_peer {
 	 * one held back by flow control for as long as it likes. */
 	uint32_t tx_seq[TR_FC_NPRIO];
 	struct tr_seq_rx rx_seq[TR_FC_NPRIO];
+	/* Our numbers the peer has for sure (sent and acknowledged, or lost
+	 * for good): nothing is posted beyond the receiver's window of the
+	 * oldest one still out, whatever the planes do meanwhile. */
+	struct tr_seq_rx tx_done[TR_FC_NPRIO];
 	struct tr_psw psw;	 /* plane switch: which plane each home plane maps to now */
 	/* Sequence numbers of messages lost for good (no live plane was
 	 * left): told to the peer (SEQ_SKIP) once a lane is back, or its
@@ -159,6 +169,14 @@ struct triad_req {
 	/* A message that must follow this request's last chunk on its QP (a
 	 * copy's COPY_DATA behind WRITEs still queued): sent once it is posted. */
 	struct tr_msg *then;
+	struct tr_raw_msg *then_raw; /* the same, encoded already (sent again) */
+};
+
+/* An encoded message waiting to be queued. */
+struct tr_raw_msg {
+	int len;
+	unsigned prio;
+	char data[];
 };
 
 struct triad_ctx {
@@ -205,6 +223,8 @@ struct triad_ctx {
 	uint32_t *bc_seq;	  /* broadcasts called so far, per root */
 
 	unsigned drained;	  /* planes drained on request (triad_plane_drain) */
+	struct tr_choice_cfg choice; /* adaptive plane choice (TRIAD_ADAPTIVE*) */
+	struct tr_list orphans;	  /* receive buffers kept past their lane (lane.c) */
 	struct tr_copy_pin *pins; /* the plane of each copy this rank serves */
 	unsigned npins;
 	uint64_t pin_stamp;
@@ -274,6 +294,10 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
 		      struct triad_req *req);
 void tr_peer_lane_changed(struct tr_lane *l);
 void tr_peer_free(struct tr_peer *p); /* at close */
+/* The sender's window (tx_done): may the encoded message data (ours) be
+ * posted on l now; and one of ours arrived (its send completed). */
+int tr_peer_seq_ok(const struct tr_lane *l, const void *data);
+void tr_peer_seq_done(struct tr_lane *l, const void *data);
 /* The switch of peer p hears what plane's lane and drain state now say
  * (up and wanted: restored; down: failed; up but drained: drained). */
 void tr_peer_plane_event(struct triad_ctx *ctx, struct tr_peer *p, int plane);
@@ -321,7 +345,8 @@ void tr_req_complete(struct triad_req *req, enum triad_status st);
 void tr_rma_start(struct triad_req *req);
 /* Post what the lane's send queue takes of its queued operations. */
 void tr_rma_pump(struct tr_lane *l);
-/* One WRITE or READ of req completed; flushed: its lane broke under it. */
+/* One WRITE or READ of req completed; flushed: its lane broke under it
+ * (flushed, or retries exceeded): it may be done again elsewhere. */
 void tr_rma_done(struct triad_req *req, enum triad_status st, int flushed);
 /* The lane req was queued on broke before it was posted whole. */
 void tr_rma_lane_broken(struct triad_req *req, enum triad_status st);

@@ -69,6 +69,12 @@ struct tr_lane *tr_copy_lane(struct triad_ctx *ctx, uint32_t initiator, uint64_t
 	}
 	if (pin) {
 		l = &ctx->peers[to].lane[pin->plane];
+		if (!tr_lane_live(ctx, l)) {
+			/* Broken under the op: its chunks are done again on the
+			 * lane the choice gives now, and the rest follows them. */
+			l = tr_peer_lane(ctx, to, 0);
+			pin->plane = l->plane;
+		}
 		if (last)
 			pin->used = 0;
 		return l;

@@ -214,6 +214,9 @@ static void established(struct tr_lane *l, const struct tr_conn_priv *peer)
 /* ---- active side --------------------------------------------------------------*/
 static void attempt_failed(struct tr_lane *l, const char *why);
 
+/* Seconds a reconnect attempt may wait for its answer. */
+#define TR_LANE_CONNECT_WATCHDOG 5.0
+
 int tr_lane_connect(struct tr_lane *l)
 {
 	struct triad_ctx *ctx = l->ctx;
@@ -239,6 +242,13 @@ int tr_lane_connect(struct tr_lane *l)
 		return ret;
 	}
 	lane_set_state(l, TR_LANE_CONNECTING);
+	if (ctx->initialized) {
+		/* A request sent while the path was down is retried by the
+		 * connection manager for minutes; start afresh instead. */
+		ev_timer_stop(ctx->loop, &l->retry_w);
+		ev_timer_set(&l->retry_w, TR_LANE_CONNECT_WATCHDOG, 0);
+		ev_timer_start(ctx->loop, &l->retry_w);
+	}
 	return 0;
 }
 
@@ -250,7 +260,9 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&ctx->lock);
-	if (l->state == TR_LANE_DOWN && !ctx->closing)
+	if (l->state == TR_LANE_CONNECTING && !ctx->closing) /* the watchdog */
+		attempt_failed(l, "no answer to the connection request");
+	else if (l->state == TR_LANE_DOWN && !ctx->closing)
 		tr_lane_connect(l);
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);
@@ -412,14 +424,51 @@ out:
 }
 
 /* ---- failure and drain ---------------------------------------------------------------*/
+static void orphan_free(struct tr_orphan *o)
+{
+	tr_list_del(&o->link);
+	tr_fab_mr_dereg(o->mr);
+	free(o->bufmem);
+	free(o->rx);
+	free(o);
+}
+
+void tr_lane_orphans_free(struct tr_list *orphans)
+{
+	while (!tr_list_empty(orphans))
+		orphan_free(tr_list_first(orphans, struct tr_orphan, link));
+}
+
+/* Handlers hold some of l's receive buffers (an active message kept, or
+ * one waiting for its turn in strict order): they move out of the lane,
+ * which can then be rebuilt without waiting for them. */
+static int orphan(struct tr_lane *l)
+{
+	struct tr_orphan *o = malloc(sizeof(*o));
+
+	if (!o)
+		return -ENOMEM;
+	*o = (struct tr_orphan){ .bufmem = l->bufmem, .mr = l->buf_mr, .rx = l->rx,
+				 .held = l->rx_held };
+	for (int i = 0; i < l->nrx; i++)
+		l->rx[i].orphan = o;
+	tr_list_add_tail(&l->ctx->orphans, &o->link);
+	l->bufmem = NULL;
+	l->buf_mr = NULL;
+	l->rx = NULL;
+	l->rx_held = 0;
+	return 0;
+}
+
 static void check_drained(struct tr_lane *l)
 {
+	if (l->state != TR_LANE_DRAINING || l->sq_posted || l->rq_posted)
+		return;
 	/* At close, buffers a handler kept are taken back. */
-	if (l->state == TR_LANE_DRAINING && l->sq_posted == 0 && l->rq_posted == 0 &&
-	    (l->rx_held == 0 || l->ctx->closing)) {
-		release(l);
-		lane_set_state(l, TR_LANE_FAILED);
-	}
+	if (l->rx_held && !l->ctx->closing && orphan(l))
+		return; /* no memory: the lane waits for them */
+	release(l);
+	lane_set_state(l, TR_LANE_FAILED);
 }
 
 static void lane_break(struct tr_lane *l, enum triad_status why)
@@ -644,6 +693,8 @@ static void pump(struct tr_lane *l)
 
 			if (!l->tx_free || !l->sq_avail)
 				return;
+			if (!tr_peer_seq_ok(l, q->data))
+				break; /* too far ahead of what the peer has: later */
 			slot = tr_fc_tx_pick(&l->fc_tx, p);
 			if (slot < 0)
 				goto bsm;
@@ -683,7 +734,7 @@ static int lane_queue(struct tr_lane *l, const void *data, int len, unsigned pri
 		return -EMSGSIZE;
 	/* Straight out when nothing of this priority waits and a slot is free. */
 	if (tr_list_empty(&l->msgq[prio]) && l->tx_free && l->sq_avail &&
-	    (slot = tr_fc_tx_pick(&l->fc_tx, prio)) >= 0) {
+	    tr_peer_seq_ok(l, data) && (slot = tr_fc_tx_pick(&l->fc_tx, prio)) >= 0) {
 		if (post_msg(l, data, len, slot, prio, req)) {
 			tr_lane_fail(l, TRIAD_S_TRANSPORT);
 			return -EIO;
@@ -757,6 +808,11 @@ void tr_lane_release(struct tr_buf *b)
 {
 	struct tr_lane *l = b->lane;
 
+	if (b->orphan) { /* its lane was rebuilt meanwhile */
+		if (--b->orphan->held == 0)
+			orphan_free(b->orphan);
+		return;
+	}
 	l->rx_held--;
 	tr_fc_rx_drain(&l->fc_rx, b->slot);
 	repost(b);
@@ -856,10 +912,17 @@ static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
 		check_drained(l);
 		return;
 	}
+	if (!bsm)
+		tr_peer_seq_done(l, b->data);
 	if (b->req)
 		tr_req_complete(b->req, TRIAD_S_OK);
 	pump(l);
 	tr_rma_pump(l);
+}
+
+void tr_lane_pump(struct tr_lane *l)
+{
+	pump(l);
 }
 
 static void on_rma(struct triad_req *req, const struct tr_fab_wc *wc)
@@ -886,7 +949,9 @@ static void on_rma(struct triad_req *req, const struct tr_fab_wc *wc)
 			tr_lane_fail(l, st);
 		}
 	}
-	tr_rma_done(req, st, wc->flushed);
+	/* Retries exceeded is the connection's fault, not the operation's:
+	 * like a flushed one, it may be done again on another plane. */
+	tr_rma_done(req, st, wc->flushed || wc->status == TRIAD_S_UNREACHABLE);
 	if (l->state == TR_LANE_UP) {
 		pump(l);
 		tr_rma_pump(l);

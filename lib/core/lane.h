@@ -51,7 +51,21 @@ struct tr_buf {
 	uint8_t prio;
 	struct triad_req *req;	/* send: completes when the message arrived */
 	struct tr_buf *next_free;
+	struct tr_orphan *orphan; /* kept past its lane's break (lane.c) */
 };
+
+/* Receive buffers handlers still held when their lane broke: set apart,
+ * so that the lane is rebuilt with fresh ones at once; freed with the
+ * last one given back (or at close). */
+struct tr_orphan {
+	struct tr_list link; /* in the context's orphans */
+	char *bufmem;
+	struct tr_mr *mr;
+	struct tr_buf *rx;
+	int held;
+};
+/* At close: frees what handlers never gave back. */
+void tr_lane_orphans_free(struct tr_list *orphans);
 
 struct tr_lane {
 	struct triad_ctx *ctx;
@@ -123,6 +137,8 @@ int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
  * queue. */
 int tr_lane_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
 		   struct triad_req *req);
+/* Posts what the lane's queues may post now. */
+void tr_lane_pump(struct tr_lane *l);
 /* A handler is done with a kept receive buffer: free its slot. */
 void tr_lane_release(struct tr_buf *b);
 /* One flow-control timer period passed. */

@@ -15,6 +15,33 @@ int tr_lane_live(const struct triad_ctx *ctx, const struct tr_lane *l)
 	return l->state == TR_LANE_UP && tr_fab_plane_port_up(ctx->fab, l->plane);
 }
 
+/* Adaptive choice (proto/choice): the plane the switch gives may hand
+ * this message or operation to a less loaded live plane when its own
+ * backlog to the peer is long; never to one that cannot take it now. */
+static int adapt(struct triad_ctx *ctx, struct tr_peer *p, unsigned plane)
+{
+	struct tr_choice_plane in[TRIAD_MAX_PLANES] = { 0 };
+	struct tr_choice_msg m;
+	struct tr_choice out;
+
+	if (!ctx->choice.rules || ctx->nplanes < 2)
+		return (int)plane;
+	for (int q = 0; q < ctx->nplanes; q++) {
+		const struct tr_lane *l = &p->lane[q];
+
+		in[q].live = tr_lane_live(ctx, l) && tr_psw_usable(&p->psw, (unsigned)q) &&
+			     tr_peer_wants(ctx, p, q);
+		in[q].occ = in[q].live ? (uint32_t)l->sq_posted + l->nqueued : 0;
+		in[q].room = in[q].live && l->sq_avail > l->ntx && l->tx_free;
+	}
+	in[plane].live = true; /* the switch's choice, live (checked by the caller) */
+	tr_choice_msg_init(&m, plane);
+	if (tr_choice_decide(&ctx->choice, in, (unsigned)ctx->nplanes, &m, &out) ||
+	    out.plane == TR_CHOICE_NONE || !out.detour)
+		return (int)plane;
+	return out.plane;
+}
+
 int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags)
 {
 	struct tr_peer *p = &ctx->peers[peer];
@@ -29,7 +56,7 @@ int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags)
 	 * its alternate while it is failed or drained). */
 	if (tr_psw_unordered(&p->psw, (unsigned)home, &plane) == TR_PSW_POST &&
 	    tr_lane_live(ctx, &p->lane[plane]))
-		return (int)plane;
+		return flags & TR_F_NO_DETOUR ? (int)plane : adapt(ctx, p, plane);
 	/* A lane the switch has not heard about yet: the next live usable one,
 	 * else any live one (a drained plane rather than none). */
 	for (i = 0; i < ctx->nplanes; i++) {
@@ -123,6 +150,41 @@ int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned pri
 	return ret;
 }
 
+/* ---- the sender's window ------------------------------------------------------*/
+/* A message may be posted while its number is within the receiver's window
+ * of the oldest one of its priority not known to have arrived: spread over
+ * planes, one of which silently lost a batch, the others must not run so
+ * far ahead that the receiver refuses what they carry. */
+int tr_peer_seq_ok(const struct tr_lane *l, const void *data)
+{
+	const struct tr_peer *p = &l->ctx->peers[l->peer];
+	unsigned type = tr_wire_type(data);
+
+	if (type == TR_MSG_SEQ_SKIP || type == TR_MSG_BSM) /* carry no number */
+		return 1;
+	return (int32_t)(tr_wire_seq(data) - p->tx_done[tr_wire_prio(data)].next) <
+	       TR_SEQ_WINDOW;
+}
+
+static void seq_done(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio, uint32_t seq)
+{
+	uint32_t before = p->tx_done[prio].next;
+
+	tr_seq_rx_accept(&p->tx_done[prio], seq);
+	if (p->tx_done[prio].next == before)
+		return;
+	for (int q = 0; q < ctx->nplanes; q++) /* what waited for it may go now */
+		tr_lane_pump(&p->lane[q]);
+}
+
+void tr_peer_seq_done(struct tr_lane *l, const void *data)
+{
+	unsigned type = tr_wire_type(data);
+
+	if (type != TR_MSG_SEQ_SKIP && type != TR_MSG_BSM)
+		seq_done(l->ctx, &l->ctx->peers[l->peer], tr_wire_prio(data), tr_wire_seq(data));
+}
+
 /* ---- messages lost for good --------------------------------------------------*/
 /* The array arr of n elements (room for *cap) with room for one more:
  * arr itself, or a bigger copy (*cap updated); NULL when out of memory,
@@ -178,13 +240,15 @@ static void am_lost_add(struct tr_peer *p, unsigned prio, uint16_t ord)
 /* A lost message's numbers go back on the lists: a lost SEQ_SKIP gives
  * back the numbers it carried, anything else its own, and an active
  * message its order number too. */
-static void skip_lost(struct tr_peer *p, const void *data, int len)
+static void skip_lost(struct triad_ctx *ctx, struct tr_peer *p, const void *data, int len)
 {
 	unsigned type = tr_wire_type(data), prio = tr_wire_prio(data);
 	struct tr_msg m;
 
-	if (type != TR_MSG_SEQ_SKIP)
+	if (type != TR_MSG_SEQ_SKIP) {
 		skip_add(p, prio, tr_wire_seq(data));
+		seq_done(ctx, p, prio, tr_wire_seq(data)); /* told by SEQ_SKIP instead */
+	}
 	if ((type != TR_MSG_SEQ_SKIP && type != TR_MSG_AM) ||
 	    tr_msg_decode(data, (size_t)len, &m))
 		return;
@@ -363,6 +427,28 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	return kept;
 }
 
+/* A copy's COPY_DATA given back by a broken lane: its chunks, done again
+ * on alt, may still wait there for send-queue room; it must not overtake
+ * them.  1 when it now waits behind the last of them. */
+static int after_chunks(struct tr_lane *alt, const void *data, int len, unsigned prio)
+{
+	struct triad_req *last;
+	struct tr_raw_msg *r;
+	struct tr_msg m;
+
+	if (tr_wire_type(data) != TR_MSG_COPY || tr_list_empty(&alt->rmaq) ||
+	    tr_msg_decode(data, (size_t)len, &m) || m.u.copy.kind != TR_COPY_DATA)
+		return 0;
+	last = tr_container_of(alt->rmaq.prev, struct triad_req, link);
+	if (last->then_raw || !(r = malloc(sizeof(*r) + (size_t)len)))
+		return 0; /* sent now: the copy may fail at the destination */
+	r->len = len;
+	r->prio = prio;
+	memcpy(r->data, data, (size_t)len);
+	last->then_raw = r;
+	return 1;
+}
+
 void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
 		      struct triad_req *req)
 {
@@ -376,6 +462,8 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
 	}
 	/* The encoded message keeps its sequence number: the receiver drops
 	 * it if the first copy did arrive. */
+	if (alt != l && alt->state == TR_LANE_UP && !req && after_chunks(alt, data, len, prio))
+		return;
 	if (alt == l || tr_lane_resend(alt, data, len, prio, req)) {
 		/* Nobody waits for our BYE, nor for anything to a peer that said
 		 * its own: that is a peer closing first, not a fault. */
@@ -383,7 +471,7 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
 			tr_info("a message to rank %d is lost: it is closing", l->peer);
 		else
 			tr_warn("a message to rank %d is lost: no live plane left", l->peer);
-		skip_lost(&ctx->peers[l->peer], data, len);
+		skip_lost(ctx, &ctx->peers[l->peer], data, len);
 		if (req)
 			tr_req_complete(req, l->down_status);
 		return;

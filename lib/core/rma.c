@@ -18,6 +18,8 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 
 	free(req->then); /* never posted: its op fails with this request */
 	req->then = NULL;
+	free(req->then_raw);
+	req->then_raw = NULL;
 	if (st == TRIAD_S_OK && req->lane)
 		tr_lane_count(req->lane, req, 1);
 	if (req->kind == TR_REQ_CHUNK || req->kind == TR_REQ_LOOKUP) {
@@ -130,22 +132,30 @@ void tr_rma_pump(struct tr_lane *l)
 					l->peer, l->plane, tr_msg_type_str(m->type));
 			free(m);
 		}
+		if (req->then_raw) { /* given back by a broken lane, sent again */
+			struct tr_raw_msg *r = req->then_raw;
+
+			req->then_raw = NULL;
+			if (tr_lane_resend(l, r->data, r->len, r->prio, NULL))
+				tr_warn("peer %d plane %d: a message after the data could not be "
+					"sent again", l->peer, l->plane);
+			free(r);
+		}
 	}
 }
 
-/* A flushed put or get is done again, whole, on the lane the plane choice
- * gives now (both may be repeated): a stale access or a plane fault then
- * fails only the request it hit.  Pinned ones are not moved, and each is
- * moved at most twice per plane.  A copy's chunk is not: its COPY_DATA,
- * resent on the new lane as soon as its own flush comes back, could
- * overtake a chunk waiting there for send-queue room, and the destination
- * would answer before the data is whole; the copy fails with its leg
- * instead (moving a copy whole, in order, is the multipath issue's). */
+/* A flushed put, get or copy chunk is done again, whole, on the lane the
+ * plane choice gives now (each may be repeated): a stale access or a
+ * plane fault then fails only the request it hit.  Pinned ones are not
+ * moved, and each is moved at most twice per plane.  A copy's COPY_DATA,
+ * given back by the same broken lane after its chunks, follows them to the
+ * new lane behind the last one still queued there (tr_peer_msg_lost), so
+ * the destination still answers only once the data is whole. */
 static int may_redo(const struct triad_req *req)
 {
 	return !(req->flags & TR_F_PLANE_PIN) && req->status == TRIAD_S_OK &&
 	       req->redos < 2 * req->ctx->nplanes && !req->ctx->closing &&
-	       (req->kind == TR_REQ_PUT || req->kind == TR_REQ_GET);
+	       (req->kind == TR_REQ_PUT || req->kind == TR_REQ_GET || req->kind == TR_REQ_CHUNK);
 }
 
 static void redo(struct triad_req *req)
@@ -156,8 +166,9 @@ static void redo(struct triad_req *req)
 	req->redo = 0;
 	req->redos++;
 	req->posted = 0;
-	req->lane = tr_peer_lane(ctx, req->peer, 0);
-	tr_debug("%s to rank %d: done again on plane %d", req->kind == TR_REQ_GET ? "get" : "put",
+	req->lane = tr_peer_lane(ctx, req->peer, TR_F_NO_DETOUR);
+	tr_debug("%s to rank %d: done again on plane %d",
+		 req->kind == TR_REQ_GET ? "get" : req->kind == TR_REQ_PUT ? "put" : "copy chunk",
 		 req->peer, req->lane->plane);
 	if (req->plane != req->lane->plane) {
 		/* Registrations are per plane. */
@@ -337,7 +348,7 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		rma_self(ctx, req);
 		goto out;
 	}
-	l = tr_peer_lane(ctx, rank, flags);
+	l = tr_peer_lane(ctx, rank, flags | TR_F_NO_DETOUR);
 	req->plane = l->plane;
 	req->lane = l;
 	if (!tr_fab_plane_port_up(ctx->fab, l->plane)) {

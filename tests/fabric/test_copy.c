@@ -1,6 +1,6 @@
 /* Third-party copy on a real fabric, every rank a process (4 ranks).
  *
- *   test_copy [--count N] [--kill]
+ *   test_copy [--count N] [--kill | --fail-plane P] [--phases LIST]
  *
  *   storm    every rank initiates N copies (default 250: 1000 in all) with a
  *            random source, destination and mode, sizes from 1 B to 8 MiB
@@ -21,6 +21,12 @@
  *   --kill   rank 3 dies in the middle of the storm: every request of the
  *            survivors completes (those that needed rank 3 with an error),
  *            and the others still verify.
+ *   --fail-plane P
+ *            in the middle of the storm every rank in turn forces its
+ *            connections on plane P into the error state (triad_plane_fail,
+ *            as a QP error would): the chunks and messages of the copies on
+ *            it are done again on another plane, and every copy still
+ *            completes OK with every byte in place.
  */
 #include <getopt.h>
 #include <unistd.h>
@@ -38,7 +44,7 @@
 #define FLAG_OFF (SRC_LEN - 64) /* "stop computing" flag, for the large phase */
 #define DONE_OFF (SRC_LEN - 32) /* --kill: "rank r is done" flags */
 
-static int rank, size, kill_mode;
+static int rank, size, kill_mode, fail_plane = -1;
 static long count = 250;
 static char *win;
 static uint64_t win_len;
@@ -129,6 +135,14 @@ static void phase_storm(triad_ctx_t *ctx)
 		finish_op(ctx, o, buf, &ok, &failed);
 		if (big_user == s)
 			big_user = -1;
+		if (fail_plane >= 0 && i == count / 4 + rank * (count / 8)) {
+			int ret = triad_plane_fail(ctx, fail_plane);
+
+			FT_CHECK(ret == 0, "triad_plane_fail(%d): %s", fail_plane, strerror(-ret));
+			printf("rank %d: plane %d failed in the middle of the storm\n", rank,
+			       fail_plane);
+			fflush(stdout);
+		}
 		if (kill_mode && rank == 3 && i == count / 4) {
 			printf("rank 3: dying in the middle of the storm\n");
 			fflush(stdout);
@@ -348,18 +362,29 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "count", required_argument, NULL, 'n' },
 					      { "kill", no_argument, NULL, 'k' },
+					      { "fail-plane", required_argument, NULL, 'f' },
+					      { "phases", required_argument, NULL, 'p' },
 					      { NULL, 0, NULL, 0 } };
+	const char *phases = "storm,large,errors,notify";
 	triad_ctx_t *ctx;
 	triad_win_t *w;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:k", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:kf:p:", opts, NULL)) != -1) {
 		if (c == 'n')
 			count = atol(optarg);
 		else if (c == 'k')
 			kill_mode = 1;
+		else if (c == 'f')
+			fail_plane = atoi(optarg);
+		else if (c == 'p')
+			phases = optarg;
 		else
 			return 2;
+	}
+	if (kill_mode && fail_plane >= 0) {
+		fprintf(stderr, "test_copy: --kill and --fail-plane do not mix\n");
+		return 2;
 	}
 	ctx = ft_init();
 	rank = triad_rank(ctx);
@@ -376,7 +401,8 @@ int main(int argc, char **argv)
 	memset(win + DONE_OFF, 0, 32); /* the --kill "done" flags start clear */
 	FT_CHECK(triad_win_create(ctx, WIN, win, win_len, NULL, &w) == 0, "window");
 	ft_barrier(ctx);
-	phase_storm(ctx);
+	if (strstr(phases, "storm"))
+		phase_storm(ctx);
 	if (kill_mode) {
 		/* No barrier with a dead rank: each survivor tells the others it is
 		 * done (a put into their windows) and leaves when they all are, so
@@ -411,8 +437,11 @@ int main(int argc, char **argv)
 	}
 	ft_barrier(ctx);
 	ft_fill(win, SRC_LEN, (uint32_t)rank, 0); /* the large phase reads it */
-	phase_large(ctx);
-	phase_errors(ctx);
-	phase_notify(ctx);
+	if (strstr(phases, "large"))
+		phase_large(ctx);
+	if (strstr(phases, "errors"))
+		phase_errors(ctx);
+	if (strstr(phases, "notify"))
+		phase_notify(ctx);
 	return ft_finish(ctx, "test_copy");
 }

@@ -1,5 +1,5 @@
 /* Ordered streams across a plane fault: nothing lost, nothing twice, and
- * in strict order (TRIAD_ORDER=strict) nothing overtaken.
+ * in strict order (TRIAD_ORDER=strict, the default) nothing overtaken.
  *
  * Any number of ranks >= 2 x >= 2 planes.  Every rank streams --count
  * active messages to its right neighbour, spread over the three
@@ -13,6 +13,10 @@
  *         as a QP error would (triad_plane_fail); they are rebuilt by
  *         themselves;
  *   loss  5% of the plane's packets are dropped both ways (tc netem);
+ *   delay 20 ms of delay both ways (tc netem): congestion, not a fault;
+ *         the adaptive choice (TRIAD_ADAPTIVE=occ, the default) must give
+ *         the slow plane less of the pair's traffic than the other while
+ *         it lasts;
  *   none  no fault.
  * Each receiver checks: every message arrives exactly once with its
  * payload intact; in strict order, the messages of each priority arrive
@@ -22,6 +26,7 @@
  * plane is back, its messages take the home plane again (the per-plane
  * counters show both). */
 #include <getopt.h>
+#include <strings.h>
 #include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,8 +49,8 @@ struct payload {
 };
 #define MAGIC 0x0d3d3e55u
 
-enum fault { F_NONE, F_DOWN, F_FAIL, F_LOSS };
-static const char *const fault_names[] = { "none", "down", "fail", "loss" };
+enum fault { F_NONE, F_DOWN, F_FAIL, F_LOSS, F_DELAY, F_NFAULTS };
+static const char *const fault_names[] = { "none", "down", "fail", "loss", "delay" };
 
 static struct {
 	int count;
@@ -170,6 +175,11 @@ static void fault(triad_ctx_t *ctx, int plane, int on)
 	case F_LOSS:
 		ret = on ? ft_ctl("netem 0 %d loss 5%%", plane) : ft_ctl("clear 0 %d", plane);
 		break;
+	case F_DELAY:
+		ret = on ? ft_ctl("netem 0 %d delay 20ms", plane) : ft_ctl("clear 0 %d", plane);
+		break;
+	case F_NFAULTS:
+		break;
 	}
 	FT_CHECK(ret == 0, "fault %s %s on plane %d: %d", fault_names[st.fault], on ? "on" : "off",
 		 plane, ret);
@@ -237,7 +247,7 @@ static void send_one(triad_ctx_t *ctx, int right, int i, char *buf)
 
 static void usage(const char *prog)
 {
-	fprintf(stderr, "usage: %s [--count N] [--fault none|down|fail|loss]\n", prog);
+	fprintf(stderr, "usage: %s [--count N] [--fault none|down|fail|loss|delay]\n", prog);
 	exit(2);
 }
 
@@ -253,7 +263,7 @@ int main(int argc, char **argv)
 	struct puts puts = { .n = 0 };
 	size_t winlen;
 	int opt, n, right, home, alt = -1, nplanes;
-	uint64_t home0 = 0, alt0 = 0, alt1 = 0;
+	uint64_t home0 = 0, home1 = 0, alt0 = 0, alt1 = 0;
 	char buf[1024];
 	double t0;
 
@@ -266,16 +276,17 @@ int main(int argc, char **argv)
 		} else if (opt == 'f') {
 			unsigned k;
 
-			for (k = 0; k < 4 && strcmp(optarg, fault_names[k]); k++)
+			for (k = 0; k < F_NFAULTS && strcmp(optarg, fault_names[k]); k++)
 				;
-			if (k == 4)
+			if (k == F_NFAULTS)
 				usage(argv[0]);
 			st.fault = (enum fault)k;
 		} else {
 			usage(argv[0]);
 		}
 	}
-	st.strict = getenv("TRIAD_ORDER") && !strcmp(getenv("TRIAD_ORDER"), "strict");
+	/* The library's default is strict. */
+	st.strict = !getenv("TRIAD_ORDER") || strcasecmp(getenv("TRIAD_ORDER"), "any");
 	ctx = ft_init();
 	n = triad_size(ctx);
 	nplanes = triad_nplanes(ctx);
@@ -305,7 +316,7 @@ int main(int argc, char **argv)
 		if (ft_rank == 0 && i == st.count / 3) {
 			home0 = msgs_on(ctx, right, home);
 			fault(ctx, home, 1);
-			if (st.fault == F_DOWN || st.fault == F_FAIL) {
+			if (st.fault == F_DOWN || st.fault == F_FAIL || st.fault == F_DELAY) {
 				alt = (home + 1) % nplanes;
 				alt0 = msgs_on(ctx, right, alt);
 			}
@@ -313,6 +324,7 @@ int main(int argc, char **argv)
 		if (ft_rank == 0 && i == 2 * st.count / 3) {
 			if (alt >= 0)
 				alt1 = msgs_on(ctx, right, alt);
+			home1 = msgs_on(ctx, right, home);
 			fault(ctx, home, 0);
 		}
 		send_one(ctx, right, i, buf);
@@ -342,7 +354,16 @@ int main(int argc, char **argv)
 	printf("rank %d: %u messages, %u notifications from rank %d; %u out of order (%s)\n",
 	       ft_rank, st.got, st.notes, st.left, st.reordered, st.strict ? "strict" : "any order");
 
-	if (ft_rank == 0 && alt >= 0) {
+	if (ft_rank == 0 && st.fault == F_DELAY) {
+		/* Congestion: the slow plane got less of the traffic. */
+		FT_CHECK(alt1 - alt0 > home1 - home0,
+			 "while plane %d was slow it carried %llu messages, plane %d only %llu",
+			 home, (unsigned long long)(home1 - home0), alt,
+			 (unsigned long long)(alt1 - alt0));
+		printf("rank 0: while plane %d was slow: %llu messages on it, %llu on plane %d\n",
+		       home, (unsigned long long)(home1 - home0), (unsigned long long)(alt1 - alt0),
+		       alt);
+	} else if (ft_rank == 0 && alt >= 0) {
 		/* The fault moved the pair's messages off the home plane ... */
 		FT_CHECK(alt1 > alt0, "no message took plane %d during the fault", alt);
 		/* ... and once the plane is back, they return to it. */

@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "base/log.h"
 
-#define NVARS 24
+#define NVARS 27
 
 static const char *const all_vars[NVARS] = {
 	"TRIAD_RANK",	     "TRIAD_WORLD",	       "TRIAD_LOG",	   "TRIAD_CHUNK_SIZE",
@@ -24,7 +24,8 @@ static const char *const all_vars[NVARS] = {
 	"TRIAD_SLOT_SIZE",   "TRIAD_FC_TIMER_MS",      "TRIAD_FC_NEED_MEDIUM", "TRIAD_FC_NEED_LOW",
 	"TRIAD_BSM_LINGER_US", "TRIAD_COPY_TIMEOUT_MS", "TRIAD_COPY_OPS",
 	"TRIAD_BG_SPIN_US", "TRIAD_BCAST_PIPELINE", "TRIAD_TRACE", "TRIAD_ORDER",
-	"TRIAD_STRIPE_MIN", "TRIAD_DAEMON",
+	"TRIAD_STRIPE_MIN", "TRIAD_ADAPTIVE", "TRIAD_ADAPTIVE_T", "TRIAD_ADAPTIVE_ALPHA",
+	"TRIAD_DAEMON",
 };
 
 struct fake_env {
@@ -62,11 +63,14 @@ static void assert_defaults(const struct tr_config *c)
 	assert_int_equal(c->spin_us, 200);
 	assert_int_equal(c->sq_depth, 128);
 	assert_int_equal(c->slots, 16);
-	assert_int_equal(c->ack_timeout, 17);
+	assert_int_equal(c->ack_timeout, 14);
 	assert_int_equal(c->retry_count, 6);
 	assert_int_equal(c->query_timeout_ms, 30000);
-	assert_int_equal(c->order, TR_ORDER_ANY);
+	assert_int_equal(c->order, TR_ORDER_STRICT);
 	assert_true(c->stripe_min == 256 * 1024);
+	assert_int_equal(c->adaptive, 0);
+	assert_int_equal(c->adaptive_t, 8);
+	assert_int_equal(c->adaptive_alpha, 50);
 }
 
 /* Loads with the single variable name=value, which must be accepted. */
@@ -327,6 +331,17 @@ static void test_order(void **state)
 	load_bad("TRIAD_ORDER", "1", "TRIAD_ORDER=1: not one of any, strict");
 }
 
+static void test_adaptive(void **state)
+{
+	(void)state;
+	assert_int_equal(load1("TRIAD_ADAPTIVE", "off").adaptive, 0);
+	assert_int_equal(load1("TRIAD_ADAPTIVE", "occ").adaptive, 1);
+	load_bad("TRIAD_ADAPTIVE", "on", "TRIAD_ADAPTIVE=on: not one of off, occ");
+	assert_int_equal(load1("TRIAD_ADAPTIVE_ALPHA", "100").adaptive_alpha, 100);
+	load_bad("TRIAD_ADAPTIVE_ALPHA", "0", "TRIAD_ADAPTIVE_ALPHA=0: out of range [1, 100]");
+	load_bad("TRIAD_ADAPTIVE_T", "-1", "TRIAD_ADAPTIVE_T=-1: out of range [0, 1048576]");
+}
+
 static void test_stripe_min(void **state)
 {
 	(void)state;
@@ -508,6 +523,7 @@ int main(void)
 		cmocka_unit_test(test_log_level),
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_stripe_min),
+		cmocka_unit_test(test_adaptive),
 		cmocka_unit_test(test_one_bad_variable_among_good),
 		cmocka_unit_test(test_two_bad_variables),
 		cmocka_unit_test(test_print_table),
