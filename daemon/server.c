@@ -239,6 +239,24 @@ static void wait_done(struct td *d, int p, int status, unsigned code, const char
 	}
 }
 
+/* Once per drain: every client has left the plane (what it still has in
+ * flight there finishes there; "switched" follows once that is done). */
+static void left_events(struct td *d, unsigned left)
+{
+	for (unsigned p = 0; p < d->pol.nplanes; p++) {
+		struct td_plane *pl = &d->plane[p];
+		char json[160], text[160];
+
+		if (!(left >> p & 1) || pl->left_gen == pl->pend_gen)
+			continue;
+		pl->left_gen = pl->pend_gen;
+		snprintf(json, sizeof(json), "\"event\":\"left\",\"plane\":\"%s\"",
+			 d->pol.plane[p].name);
+		snprintf(text, sizeof(text), "plane %s left by every client", d->pol.plane[p].name);
+		td_event(d, json, text);
+	}
+}
+
 static void settle(struct td *d)
 {
 	const struct tr_ctl_counters *cl[TD_MAX_CLIENTS];
@@ -260,6 +278,7 @@ static void settle(struct td *d)
 		pend[p] = d->plane[p].pend_gen;
 		before[p] = d->pol.plane[p].state;
 	}
+	left_events(d, tr_ctl_left(&d->pol, pend, cl, n));
 	changed = tr_ctl_settle(&d->pol, pend, cl, n);
 	if (!changed)
 		return;

@@ -41,6 +41,7 @@ struct td_plane {
 	int port_active;		/* -1: unknown (no device) */
 	ev_io async_w;
 	uint64_t pend_gen; /* the generation the pending state was published in */
+	uint64_t left_gen; /* the pend_gen whose "left" event was told */
 	uint64_t faults;   /* times the monitor found it faulty */
 	struct td_counter ctr[TD_MAX_COUNTERS];
 	int nctr;

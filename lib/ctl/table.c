@@ -128,9 +128,10 @@ int tr_ctl_counters_check(const struct tr_ctl_counters *c, size_t maplen)
 	return 0;
 }
 
-/* Has client c reached what plane's pending state asks for? */
+/* Has client c reached what plane's pending state asks for?  idle: and
+ * has nothing in flight there any more (off only). */
 static int client_settled(const struct tr_ctl_counters *c, unsigned plane, uint64_t pend_gen,
-			  int off)
+			  int off, int idle)
 {
 	const struct tr_ctl_cplane *e;
 
@@ -142,7 +143,22 @@ static int client_settled(const struct tr_ctl_counters *c, unsigned plane, uint6
 	if (!off)
 		return !atomic_load_explicit(&e->switched, memory_order_relaxed);
 	return atomic_load_explicit(&e->switched, memory_order_relaxed) &&
-	       !atomic_load_explicit(&e->inflight, memory_order_relaxed);
+	       (!idle || !atomic_load_explicit(&e->inflight, memory_order_relaxed));
+}
+
+unsigned tr_ctl_left(const struct tr_ctl_policy *p, const uint64_t *pend_gen,
+		     const struct tr_ctl_counters *const *clients, unsigned nclients)
+{
+	unsigned left = 0;
+
+	for (unsigned q = 0; q < p->nplanes; q++) {
+		int all = p->plane[q].state == TR_CTL_SWITCH_PENDING;
+
+		for (unsigned i = 0; i < nclients && all; i++)
+			all = client_settled(clients[i], q, pend_gen[q], 1, 0);
+		left |= (unsigned)all << q;
+	}
+	return left;
 }
 
 unsigned tr_ctl_settle(struct tr_ctl_policy *p, const uint64_t *pend_gen,
@@ -157,7 +173,7 @@ unsigned tr_ctl_settle(struct tr_ctl_policy *p, const uint64_t *pend_gen,
 		if (!off && e->state != TR_CTL_RESTORE_PENDING)
 			continue;
 		for (unsigned i = 0; i < nclients && all; i++)
-			all = client_settled(clients[i], q, pend_gen[q], off);
+			all = client_settled(clients[i], q, pend_gen[q], off, 1);
 		if (!all)
 			continue;
 		e->state = off ? TR_CTL_SWITCHED : TR_CTL_NORMAL;

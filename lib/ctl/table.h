@@ -132,6 +132,11 @@ int tr_ctl_counters_check(const struct tr_ctl_counters *c, size_t maplen);
 unsigned tr_ctl_settle(struct tr_ctl_policy *p, const uint64_t *pend_gen,
 		       const struct tr_ctl_counters *const *clients, unsigned nclients);
 
+/* The SWITCH_PENDING planes every client has left (applied and switched),
+ * whatever they still have in flight there: a mask. */
+unsigned tr_ctl_left(const struct tr_ctl_policy *p, const uint64_t *pend_gen,
+		     const struct tr_ctl_counters *const *clients, unsigned nclients);
+
 /* 1 when some plane other than `plane` is in use (NORMAL or
  * RESTORE_PENDING, not faulty): leaving plane keeps one live. */
 int tr_ctl_other_live(const struct tr_ctl_policy *p, unsigned plane);

@@ -331,10 +331,12 @@ static void test_settle(void **state)
 	pend[1] = 10;
 	/* Not applied yet: pending. */
 	assert_int_equal(tr_ctl_settle(&p, pend, cl, 2), 0);
+	assert_int_equal(tr_ctl_left(&p, pend, cl, 2), 0);
 	atomic_store(&a->applied_gen, 10);
 	atomic_store(&a->plane[1].switched, 1);
 	atomic_store(&a->plane[1].inflight, 3);
 	assert_int_equal(tr_ctl_settle(&p, pend, cl, 2), 0); /* still in flight */
+	assert_int_equal(tr_ctl_left(&p, pend, cl, 2), 1u << 1); /* but left */
 	atomic_store(&a->plane[1].inflight, 0);
 	/* b has no plane 1: it does not hold the drain back. */
 	assert_int_equal(tr_ctl_settle(&p, pend, cl, 2), 1u << 1);
