@@ -1,6 +1,6 @@
 /* Broadcast on a real fabric, every rank a process (any rank count >= 1).
  *
- *   test_bcast [--max-size BYTES]
+ *   test_bcast [--max-size BYTES] [--kill | --fail-plane P]
  *
  * For every algorithm (greedy, binomial, pipelined, auto), every size of
  * {0, 1 B, 4 KiB, 1 MiB, 16 MiB} up to --max-size, and root 0 and the last
@@ -9,6 +9,12 @@
  * (and that nothing past len was written).  Then two broadcasts from
  * different roots on different windows run at the same time.  Non-root
  * ranks only start the broadcast and wait for it.
+ *
+ * --fail-plane P: a 16 MiB broadcast of every algorithm from rank 0, and
+ * 50 ms into each, ranks 1 and the last force their connections on plane
+ * P into the error state (triad_plane_fail): the copies on it are done
+ * again on another plane, every request completes OK and every byte
+ * verifies at every rank.
  */
 #include <getopt.h>
 #include <unistd.h>
@@ -19,7 +25,7 @@
 #define WIN_B 2
 
 static uint64_t max_size = 16u << 20;
-static int kill_mode;
+static int kill_mode, fail_plane = -1;
 
 static void one(triad_ctx_t *ctx, char *buf, uint64_t buflen, int root, uint64_t len,
 		enum triad_bcast_algo algo, uint32_t seed)
@@ -99,10 +105,58 @@ static int killed_broadcast(triad_ctx_t *ctx)
 	return ft_failures ? 1 : 0;
 }
 
+static int failed_plane_broadcasts(triad_ctx_t *ctx)
+{
+	static const enum triad_bcast_algo algos[] = { TRIAD_BCAST_GREEDY, TRIAD_BCAST_BINOMIAL,
+						       TRIAD_BCAST_PIPELINED, TRIAD_BCAST_AUTO };
+	int rank = triad_rank(ctx), size = triad_size(ctx);
+	uint64_t len = 16u << 20;
+	char *buf = calloc(1, len);
+	triad_win_t *w;
+
+	if (!buf || size < 3 || fail_plane >= triad_nplanes(ctx)) {
+		fprintf(stderr, "--fail-plane needs 3 ranks or more and an existing plane\n");
+		return 1;
+	}
+	FT_CHECK(triad_win_create(ctx, WIN_A, buf, len, NULL, &w) == 0, "window");
+	for (unsigned ai = 0; ai < sizeof(algos) / sizeof(algos[0]); ai++) {
+		triad_req_t *req;
+		enum triad_status st;
+		uint32_t seed = 900 + ai;
+
+		if (rank == 0)
+			ft_fill(buf, len, seed, 0);
+		else
+			memset(buf, 0, len);
+		ft_barrier(ctx);
+		FT_CHECK(triad_bcast(ctx, 0, WIN_A, 0, len, algos[ai], &req) == 0, "bcast");
+		if (rank == 1 || rank == size - 1) {
+			usleep(50000);
+			FT_CHECK(triad_plane_fail(ctx, fail_plane) == 0, "triad_plane_fail");
+		}
+		st = ft_wait(req, 300000);
+		FT_CHECK(st == TRIAD_S_OK, "broadcast %u with plane %d failed under it: %s", ai,
+			 fail_plane, triad_status_str(st));
+		if (st == TRIAD_S_OK)
+			FT_CHECK(ft_verify(buf, len, seed, 0) < 0,
+				 "broadcast %u with plane %d failed under it: data wrong", ai,
+				 fail_plane);
+	}
+	if (rank == 0)
+		printf("bcast --fail-plane %d: 16 MiB from rank 0, every algorithm, plane %d failed "
+		       "by ranks 1 and %d in the middle: %d ranks verified\n", fail_plane, fail_plane,
+		       size - 1, size);
+	ft_barrier(ctx); /* a rank that has its data may still be serving copies */
+	FT_CHECK(triad_win_destroy(w) == 0, "window destroy");
+	free(buf);
+	return ft_finish(ctx, "test_bcast --fail-plane");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "max-size", required_argument, NULL, 's' },
 					      { "kill", no_argument, NULL, 'k' },
+					      { "fail-plane", required_argument, NULL, 'f' },
 					      { NULL, 0, NULL, 0 } };
 	static const enum triad_bcast_algo algos[] = { TRIAD_BCAST_GREEDY, TRIAD_BCAST_BINOMIAL,
 						       TRIAD_BCAST_PIPELINED, TRIAD_BCAST_AUTO };
@@ -114,9 +168,11 @@ int main(int argc, char **argv)
 	int c, rank, size, count = 0;
 	uint64_t alen;
 
-	while ((c = getopt_long(argc, argv, "s:k", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:kf:", opts, NULL)) != -1) {
 		if (c == 'k')
 			kill_mode = 1;
+		else if (c == 'f')
+			fail_plane = atoi(optarg);
 		else if (c == 's')
 			max_size = strtoull(optarg, NULL, 0);
 		else
@@ -127,6 +183,8 @@ int main(int argc, char **argv)
 	size = triad_size(ctx);
 	if (kill_mode)
 		return killed_broadcast(ctx);
+	if (fail_plane >= 0)
+		return failed_plane_broadcasts(ctx);
 	alen = max_size + 4096;
 	a = calloc(1, alen);
 	b = calloc(1, 1 << 20);
