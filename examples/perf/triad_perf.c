@@ -250,6 +250,34 @@ static int parse_long(const char *s, long min, long max, long *val_p)
 	return 0;
 }
 
+/* A keyword option's values. */
+struct choice {
+	const char *name;
+	int value;
+};
+
+static int parse_choice(const char *s, const struct choice *c, int *val_p)
+{
+	for (; c->name; c++) {
+		if (!strcmp(s, c->name)) {
+			*val_p = c->value;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static const struct choice algo_choices[] = {
+	{ "greedy", TRIAD_BCAST_GREEDY }, { "binomial", TRIAD_BCAST_BINOMIAL },
+	{ "pipelined", TRIAD_BCAST_PIPELINED }, { "auto", TRIAD_BCAST_AUTO }, { NULL, 0 },
+};
+static const struct choice mode_choices[] = {
+	{ "relay", TRIAD_COPY_RELAY }, { "direct", TRIAD_COPY_DIRECT },
+	{ "transport-ack", TRIAD_COPY_TRANSPORT_ACK }, { NULL, 0 },
+};
+static const struct choice serve_choices[] = { { "wait", 0 }, { "poll", 1 }, { NULL, 0 } };
+static const struct choice fault_choices[] = { { "down", 0 }, { "cut", 1 }, { NULL, 0 } };
+
 /* "put_lat, get_lat, ...": the command names, for messages. */
 static const char *cmd_list(void)
 {
@@ -276,7 +304,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	const char *failover_opt = NULL; /* the last failover-only option given */
 	int planes_given = 0, iters_given = 0;
 	long v;
-	int c;
+	int c, pick;
 
 	*o = (struct perf_opts){ .warmup = -1, .window = 64, .plane = -1,
 				 .prio = TRIAD_PRIO_LOW, .timeout_s = 60, .fault_at_ms = 1000,
@@ -370,17 +398,10 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			o->slots = (int)v;
 			break;
 		case OPT_ALGO:
-			if (!strcmp(arg, "greedy"))
-				o->algo = TRIAD_BCAST_GREEDY;
-			else if (!strcmp(arg, "binomial"))
-				o->algo = TRIAD_BCAST_BINOMIAL;
-			else if (!strcmp(arg, "pipelined"))
-				o->algo = TRIAD_BCAST_PIPELINED;
-			else if (!strcmp(arg, "auto"))
-				o->algo = TRIAD_BCAST_AUTO;
-			else
+			if (parse_choice(arg, algo_choices, &pick))
 				return usage_error("--algo '%s': not greedy, binomial, pipelined "
 						   "or auto", arg);
+			o->algo = pick;
 			bcast_opt = d->name;
 			break;
 		case OPT_ROOT:
@@ -390,23 +411,14 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			bcast_opt = d->name;
 			break;
 		case OPT_MODE:
-			if (!strcmp(arg, "relay"))
-				o->copy_mode = TRIAD_COPY_RELAY;
-			else if (!strcmp(arg, "direct"))
-				o->copy_mode = TRIAD_COPY_DIRECT;
-			else if (!strcmp(arg, "transport-ack"))
-				o->copy_mode = TRIAD_COPY_TRANSPORT_ACK;
-			else
+			if (parse_choice(arg, mode_choices, &pick))
 				return usage_error("--mode '%s': not relay, direct or transport-ack",
 						   arg);
+			o->copy_mode = (unsigned)pick;
 			mode_given = 1;
 			break;
 		case OPT_SERVE:
-			if (!strcmp(arg, "wait"))
-				o->serve_poll = 0;
-			else if (!strcmp(arg, "poll"))
-				o->serve_poll = 1;
-			else
+			if (parse_choice(arg, serve_choices, &o->serve_poll))
 				return usage_error("--serve '%s': not wait or poll", arg);
 			mode_given = 1;
 			break;
@@ -418,11 +430,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			planes_given = 1;
 			break;
 		case OPT_FAULT:
-			if (!strcmp(arg, "down"))
-				o->fault_cut = 0;
-			else if (!strcmp(arg, "cut"))
-				o->fault_cut = 1;
-			else
+			if (parse_choice(arg, fault_choices, &o->fault_cut))
 				return usage_error("--fault '%s': not down or cut", arg);
 			failover_opt = d->name;
 			break;

@@ -89,6 +89,7 @@ struct tr_peer {
 	 * for good): nothing is posted beyond the receiver's window of the
 	 * oldest one still out, whatever the planes do meanwhile. */
 	struct tr_seq_rx tx_done[TR_FC_NPRIO];
+	int seq_blocked; /* a lane holds a message back for the window */
 	struct tr_psw psw;	 /* plane switch: which plane each home plane maps to now */
 	/* Sequence numbers of messages lost for good (no live plane was
 	 * left): told to the peer (SEQ_SKIP) once a lane is back, or its
@@ -276,6 +277,9 @@ struct tr_lane *tr_peer_lane(struct triad_ctx *ctx, int peer, unsigned flags);
 int tr_lane_live(const struct triad_ctx *ctx, const struct tr_lane *l);
 /* 1 when plane should carry traffic to p: drained neither here nor by p. */
 int tr_peer_wants(const struct triad_ctx *ctx, const struct tr_peer *p, int plane);
+/* 1 when plane may take new traffic to p now: its lane live, the switch
+ * using it, and drained neither here nor by p (striping, adaptive choice). */
+int tr_peer_plane_open(const struct triad_ctx *ctx, const struct tr_peer *p, int plane);
 /* 1 when some lane to peer is up. */
 int tr_peer_reachable(const struct triad_ctx *ctx, int peer);
 /* Send a message to a peer on its chosen lane, with a flow-control

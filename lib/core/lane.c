@@ -693,8 +693,12 @@ static void pump(struct tr_lane *l)
 
 			if (!l->tx_free || !l->sq_avail)
 				return;
-			if (!tr_peer_seq_ok(l, q->data))
-				break; /* too far ahead of what the peer has: later */
+			if (!tr_peer_seq_ok(l, q->data)) {
+				/* Too far ahead of what the peer has: the completion
+				 * that moves the window pumps it again. */
+				l->ctx->peers[l->peer].seq_blocked = 1;
+				break;
+			}
 			slot = tr_fc_tx_pick(&l->fc_tx, p);
 			if (slot < 0)
 				goto bsm;

@@ -29,8 +29,7 @@ static int adapt(struct triad_ctx *ctx, struct tr_peer *p, unsigned plane)
 	for (int q = 0; q < ctx->nplanes; q++) {
 		const struct tr_lane *l = &p->lane[q];
 
-		in[q].live = tr_lane_live(ctx, l) && tr_psw_usable(&p->psw, (unsigned)q) &&
-			     tr_peer_wants(ctx, p, q);
+		in[q].live = tr_peer_plane_open(ctx, p, q);
 		in[q].occ = in[q].live ? (uint32_t)l->sq_posted + l->nqueued : 0;
 		in[q].room = in[q].live && l->sq_avail > l->ntx && l->tx_free;
 	}
@@ -75,6 +74,12 @@ int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags)
 int tr_peer_wants(const struct triad_ctx *ctx, const struct tr_peer *p, int plane)
 {
 	return !((ctx->drained | p->peer_drained) >> plane & 1u);
+}
+
+int tr_peer_plane_open(const struct triad_ctx *ctx, const struct tr_peer *p, int plane)
+{
+	return tr_lane_live(ctx, &p->lane[plane]) && tr_psw_usable(&p->psw, (unsigned)plane) &&
+	       tr_peer_wants(ctx, p, plane);
 }
 
 void tr_peer_plane_event(struct triad_ctx *ctx, struct tr_peer *p, int plane)
@@ -171,8 +176,9 @@ static void seq_done(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio, ui
 	uint32_t before = p->tx_done[prio].next;
 
 	tr_seq_rx_accept(&p->tx_done[prio], seq);
-	if (p->tx_done[prio].next == before)
+	if (p->tx_done[prio].next == before || !p->seq_blocked)
 		return;
+	p->seq_blocked = 0; /* set again by a lane that still must wait */
 	for (int q = 0; q < ctx->nplanes; q++) /* what waited for it may go now */
 		tr_lane_pump(&p->lane[q]);
 }

@@ -262,8 +262,7 @@ static int stripe_planes(struct triad_ctx *ctx, int rank, int *planes)
 	int n = 0;
 
 	for (int q = 0; q < ctx->nplanes; q++)
-		if (tr_lane_live(ctx, &p->lane[q]) && tr_psw_usable(&p->psw, (unsigned)q) &&
-		    tr_peer_wants(ctx, p, q))
+		if (tr_peer_plane_open(ctx, p, q))
 			planes[n++] = q;
 	return n;
 }

@@ -168,7 +168,7 @@ static void phase_stripe(triad_ctx_t *ctx)
 		FT_CHECK(triad_put(ctx, buf, 1, 1, WIN_MAIN, 0, TRIAD_F_STRIPE | TRIAD_F_PLANE(0),
 				   &req) == -EINVAL, "a striped put pinned to a plane is refused");
 	for (unsigned i = 0; i <= sizeof(sizes) / sizeof(sizes[0]); i++) {
-		/* The last round: the first size again, with a plane failed under it. */
+		/* The last round: 16 MiB again, with a plane failed under it. */
 		int last = i == sizeof(sizes) / sizeof(sizes[0]);
 		uint64_t s = last ? max : sizes[i], sum = 0;
 
