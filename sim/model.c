@@ -41,6 +41,8 @@ struct rank {
 	double cpu_free; /* its CPU is busy until then */
 	double tx_free;	 /* its NIC's send side: WRITEs */
 	double msg_free; /* ... control messages (the gap only) */
+	uint32_t wr_to;	 /* the last WRITE's destination, and when it lands: */
+	double wr_land;	 /* a message behind it on that QP cannot overtake it */
 	double rx_free;	 /* its NIC's receive side */
 	uint32_t peers;
 	struct tr_copy eng;
@@ -255,9 +257,11 @@ static double post(struct sim *s, uint32_t from, uint32_t to, uint64_t bytes, bo
 	*line = start + tx;
 	pairs_add(s, from, to);
 	if (!bulk)
-		return arrive;
+		return f->wr_to == to && f->wr_land > arrive ? f->wr_land : arrive;
 	in = d->rx_free + (s->net.bw > 0 ? (double)bytes / s->net.bw : 0);
 	d->rx_free = arrive > in ? arrive : in;
+	f->wr_to = to;
+	f->wr_land = d->rx_free;
 	return d->rx_free;
 }
 
@@ -357,6 +361,8 @@ static void bq_add(struct sim *s, const struct tr_bcast_act *a, int n)
 		fail(s, -EIO, "broadcast engine refused an event (%d)", n);
 		return;
 	}
+	if (n == 0)
+		return;
 	if (s->bq_n + (size_t)n > s->bq_cap) {
 		size_t cap = 2 * (s->bq_n + (size_t)n);
 		struct tr_bcast_act *q = malloc(cap * sizeof(*q));
@@ -365,7 +371,8 @@ static void bq_add(struct sim *s, const struct tr_bcast_act *a, int n)
 			fail(s, -ENOMEM, "no memory for %zu broadcast actions", cap);
 			return;
 		}
-		memcpy(q, s->bq + s->bq_head, s->bq_n * sizeof(*q));
+		if (s->bq_n)
+			memcpy(q, s->bq + s->bq_head, s->bq_n * sizeof(*q));
 		free(s->bq);
 		s->bq = q;
 		s->bq_cap = cap;
