@@ -564,6 +564,10 @@ static int ranks_init(struct sim *s, uint32_t iops_root, uint32_t sops)
 	if (!s->rk)
 		return -ENOMEM;
 	for (uint32_t r = 0; r < s->nranks; r++) {
+		/* Every rank but the calling root has been idle for long: asleep
+		 * (when wake-ups cost anything). */
+		if (r != s->root)
+			s->rk[r].cpu_free = -1e300;
 		struct tr_copy_cfg cfg = {
 			.rank = r,
 			.nranks = s->nranks,
