@@ -48,10 +48,12 @@ struct rank {
 	struct tr_copy eng;
 };
 
-/* One transfer the scheduler asked for: the copy request's cookie. */
+/* One transfer the scheduler asked for: the copy request's cookie.  All
+ * live ones are linked, so that a run that fails half-way frees them. */
 struct xfer {
 	uint32_t src, dst;
 	uint64_t chunk;
+	struct xfer *prev, *next;
 };
 
 /* A set of unordered rank pairs (open addressing), for the peer counts. */
@@ -67,6 +69,7 @@ struct sim {
 	struct rank *rk;
 	struct heap heap;
 	struct pairs pairs;
+	struct xfer *xfers; /* live transfers */
 	sim_trace_fn trace;
 	void *trace_arg;
 	/* root */
@@ -405,7 +408,11 @@ static void bcast_act(struct sim *s, const struct tr_bcast_act *a)
 			fail(s, -ENOMEM, "no memory for a transfer");
 			return;
 		}
-		*x = (struct xfer){ .src = a->src, .dst = a->dst, .chunk = a->chunk };
+		*x = (struct xfer){ .src = a->src, .dst = a->dst, .chunk = a->chunk,
+				    .next = s->xfers };
+		if (s->xfers)
+			s->xfers->prev = x;
+		s->xfers = x;
 		emit(s, SIM_TR_ORDER, s->rk[root].cpu_free, a->src, a->dst, a->chunk, a->off, a->len);
 		copy_exec(s, root, acts,
 			  tr_copy_request(&s->rk[root].eng, &order, x, TR_COPY_NO_DEADLINE, &op, acts,
@@ -458,6 +465,17 @@ static void bcast_out(struct sim *s, int n)
 	bq_drain(s);
 }
 
+static void xfer_free(struct sim *s, struct xfer *x)
+{
+	if (x->prev)
+		x->prev->next = x->next;
+	else
+		s->xfers = x->next;
+	if (x->next)
+		x->next->prev = x->prev;
+	free(x);
+}
+
 static void bcast_report(struct sim *s, struct xfer *x, enum triad_status st)
 {
 	emit(s, SIM_TR_REPORT, s->rk[s->root].cpu_free, x->src, x->dst, x->chunk, 0, 0);
@@ -468,7 +486,7 @@ static void bcast_report(struct sim *s, struct xfer *x, enum triad_status st)
 		else
 			s->res->copies++;
 	}
-	free(x);
+	xfer_free(s, x);
 }
 
 /* ---- the clock -------------------------------------------------------------- */
@@ -596,6 +614,8 @@ static void sim_free(struct sim *s)
 		free(s->rk[r].eng.cfg.iops);
 		free(s->rk[r].eng.cfg.sops);
 	}
+	while (s->xfers)
+		xfer_free(s, s->xfers);
 	free(s->rk);
 	free(s->heap.a);
 	free(s->pairs.key);
