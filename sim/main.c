@@ -201,14 +201,15 @@ static int pick(const char *opt, const char *s, const char *const *names, unsign
 	return -1;
 }
 
-/* The one-VM Soft-RoCE fabric (docs/sim.md, "Calibration"). */
+/* The one-VM Soft-RoCE fabric, fitted to one VM run's point-to-point
+ * figures (docs/sim.md, "Calibration", 2026-12-01). */
 static void profile_vm(struct sim_net *n)
 {
-	n->lat_us = 30;		   /* with 2 o: ib_write_lat's 40 us one way */
-	n->o_us = 5;
+	n->lat_us = 14.7;	    /* with 2 o: ib_write_lat's 24.7 us one way */
+	n->o_us = 5;		    /* put_lat - ib_write_lat: 29.9 - 24.7 us */
 	n->gap_us = 0;
-	n->bw = 22.6 * 1.048576;   /* ib_write_bw 64 KiB: 22.6 MiB/s */
-	n->wake_us = 260.0 - 42.0; /* ib_send_lat -e against ib_send_lat */
+	n->bw = 41.71 * 1.048576;   /* ib_write_bw 64 KiB: 41.71 MiB/s */
+	n->wake_us = 260.0 - 42.0; /* ib_send_lat -e against ib_send_lat (bench/copy) */
 }
 
 enum {
