@@ -127,13 +127,13 @@ struct perf_field {
 #define PF_N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* What --plot draws from the rows: y[] (up to 3 keys) over x on a log2
- * axis (a size sweep), or with timeline the rows as labelled events on a
- * time axis (x, label). */
+ * axis (a size sweep; logy: y on a log axis too), or with timeline the
+ * rows as named events on a time axis (x, label). */
 struct perf_plot {
 	const char *title, *xlabel, *ylabel;
 	const char *x, *y[3], *ytitle[3];
 	const char *label;
-	int timeline;
+	int timeline, logy;
 };
 
 /* The title (table only) is printed with the header before the first row. */

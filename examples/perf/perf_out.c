@@ -245,18 +245,40 @@ static void plot_script(FILE *g, const struct perf_out *po, const char *data, co
 	fprintf(g, "set title '%s'\nset xlabel '%s'\nset ylabel '%s'\n", p->title, p->xlabel,
 		p->ylabel);
 	if (p->timeline) {
-		/* Events as needles on a time axis, each with its name. */
-		fprintf(g, "unset ytics\nset yrange [0:1.2]\nset key off\n"
-			   "plot '%s' using 1:(1) with impulses lw 2, "
-			   "'' using 1:(1):2 with labels rotate by 60 left offset 0,0.3 font ',8'\n",
-			data);
+		/* One line per event, in time order, its name as the y tic. */
+		fprintf(g, "set yrange [-1:%d] reverse\nset lmargin 36\nset rmargin 8\nset key off\n"
+			   "set ytics font ',9'\n"
+			   "plot '%s' using 1:0:ytic(2) with points pt 7 ps 1.5, "
+			   "'' using 1:0:(sprintf('%%.1f', $1)) with labels left offset 1,0 "
+			   "font ',8'\n",
+			po->nrows, data);
 		return;
 	}
-	fprintf(g, "set logscale x 2\nset format x '%%.0s%%cB'\nset key top left\nplot");
+	/* A sweep: sizes on a log2 axis in binary units; log y for times,
+	 * which span orders of magnitude. */
+	fprintf(g, "set logscale x 2\nset xtics 4\nset format x '%%.0b %%BB'\n"
+		   "set key top left\n%s\nplot", p->logy ? "set logscale y" : "");
 	for (int j = 0; j < PLOT_MAX_Y && p->y[j]; j++)
 		fprintf(g, "%s '%s' using 1:%d with linespoints title '%s'", j ? "," : "", data,
 			j + 2, p->ytitle[j] ? p->ytitle[j] : p->y[j]);
 	fprintf(g, "\n");
+}
+
+/* A timeline's rows in time order (the events are kept in the order of
+ * their kinds). */
+static void sort_by_x(struct perf_out *po)
+{
+	for (int i = 1; i < po->nrows; i++)
+		for (int k = i; k > 0 && po->x[k] < po->x[k - 1]; k--) {
+			double x = po->x[k];
+			char label[sizeof(po->label[0])];
+
+			po->x[k] = po->x[k - 1];
+			po->x[k - 1] = x;
+			memcpy(label, po->label[k], sizeof(label));
+			memcpy(po->label[k], po->label[k - 1], sizeof(label));
+			memcpy(po->label[k - 1], label, sizeof(label));
+		}
 }
 
 static int write_data(const struct perf_out *po, const char *path)
@@ -294,6 +316,8 @@ int perf_out_finish(struct perf_run *r)
 		return -EINVAL;
 	}
 	snprintf(data, sizeof(data), "%s.dat", png);
+	if (po->spec.timeline)
+		sort_by_x(po);
 	ret = write_data(po, data);
 	if (ret) {
 		fprintf(stderr, "triad-perf: --plot: %s: %s\n", data, strerror(-ret));

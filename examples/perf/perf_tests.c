@@ -289,7 +289,7 @@ void perf_fields_add(struct perf_field *f, size_t *len, size_t cap, const struct
 /* A sweep's plot: the typical and the 99th percentile latency. */
 static const struct perf_plot lat_plot = {
 	.title = "latency", .xlabel = "message size", .ylabel = "time [us]", .x = "bytes",
-	.y = { "t_typical_us", "t_p99_us" }, .ytitle = { "typical (median)", "99%" },
+	.y = { "t_typical_us", "t_p99_us" }, .ytitle = { "typical (median)", "99%" }, .logy = 1,
 };
 
 void perf_report_lat(struct perf_run *r, const char *test, const char *meaning,
