@@ -150,8 +150,10 @@ static int open_peers(triad_ctx_t *ctx)
 	for (int r = 0; r < ctx->size; r++) {
 		ctx->peers[r].rank = r;
 		tr_psw_init(&ctx->peers[r].psw, (unsigned)ctx->nplanes, 0);
-		for (int q = 0; q < TR_FC_NPRIO; q++)
+		for (int q = 0; q < TR_FC_NPRIO; q++) {
 			tr_list_init(&ctx->peers[r].am_early[q]);
+			tr_list_init(&ctx->peers[r].parked[q]);
+		}
 		for (int p = 0; p < ctx->nplanes; p++)
 			tr_lane_init(ctx, &ctx->peers[r].lane[p], r, p);
 	}

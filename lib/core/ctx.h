@@ -110,6 +110,11 @@ struct tr_peer {
 	struct tr_am_lost *am_lost;
 	unsigned nam_lost, am_lost_cap;
 	int gone; /* it said BYE: its connections are not rebuilt */
+	/* Messages that arrived beyond the receive window (struct
+	 * tr_parked): handled once the window reaches them (peer.c). */
+	struct tr_list parked[TR_FC_NPRIO];
+	unsigned nparked;
+	int unparking;
 };
 
 struct triad_win {

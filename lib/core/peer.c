@@ -10,6 +10,15 @@
 #include "base/log.h"
 #include "core/ctx.h"
 
+/* A message that arrived beyond the receive window (see park()). */
+struct tr_parked {
+	struct tr_list link;
+	struct tr_lane *l;
+	struct tr_buf *b; /* an active message's receive buffer, else NULL */
+	struct tr_msg m;
+};
+#define TR_PARKED_MAX (4 * TR_SEQ_WINDOW)
+
 int tr_lane_live(const struct triad_ctx *ctx, const struct tr_lane *l)
 {
 	return l->state == TR_LANE_UP && tr_fab_plane_port_up(ctx->fab, l->plane);
@@ -409,10 +418,73 @@ void tr_peer_free(struct tr_peer *p)
 		free(p->skip[q].seq);
 		p->skip[q] = (struct tr_skips){ 0 };
 	}
+	for (unsigned q = 0; q < TR_FC_NPRIO; q++)
+		while (!tr_list_empty(&p->parked[q])) {
+			struct tr_parked *e = tr_list_first(&p->parked[q], struct tr_parked, link);
+
+			tr_list_del(&e->link);
+			free(e); /* its buffer, if any, is taken back with the lane's */
+		}
+	p->nparked = 0;
 	free(p->am_lost);
 	p->am_lost = NULL;
 	p->nam_lost = p->am_lost_cap = 0;
 	tr_am_peer_free(p);
+}
+
+/* ---- arrivals beyond the window ------------------------------------------------*/
+/* The sender posts a number only inside the window of its oldest one not
+ * yet acknowledged by the NIC.  Acknowledged is not handled: that one may
+ * still wait in another plane's completion queue while this plane's keep
+ * coming, so a number beyond our window is not the sender's fault.  It is
+ * parked, and handled as soon as the window reaches it; the ones it waits
+ * for are already here (they were acknowledged), so this never waits for
+ * the network.  An active message keeps its receive buffer (and slot) while
+ * parked; anything else is whole in its struct tr_msg.  A sender that
+ * really broke the bound cannot make us park more than TR_PARKED_MAX. */
+
+static int park(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
+{
+	struct tr_peer *p = &l->ctx->peers[l->peer];
+	struct tr_parked *e;
+
+	if (p->nparked >= TR_PARKED_MAX || !(e = malloc(sizeof(*e))))
+		return -1;
+	*e = (struct tr_parked){ .l = l, .b = b, .m = *m };
+	tr_list_add_tail(&p->parked[m->prio], &e->link);
+	p->nparked++;
+	tr_debug("peer %d: %s seq %u of priority %u beyond the window (expected %u): parked",
+		 l->peer, tr_msg_type_str(m->type), m->seq, m->prio, p->rx_seq[m->prio].next);
+	return 0;
+}
+
+/* The window of prio moved: handle what it reaches now (one at a time:
+ * a handler may move the window again, or park more). */
+static void unpark(struct tr_peer *p, unsigned prio)
+{
+	if (p->unparking)
+		return; /* the outer call rescans */
+	p->unparking = 1;
+	for (;;) {
+		struct tr_parked *e = NULL;
+
+		for (struct tr_list *i = p->parked[prio].next; i != &p->parked[prio]; i = i->next) {
+			struct tr_parked *x = tr_container_of(i, struct tr_parked, link);
+
+			if (tr_seq_rx_fits(&p->rx_seq[prio], x->m.seq)) {
+				e = x;
+				break;
+			}
+		}
+		if (!e)
+			break;
+		tr_list_del(&e->link);
+		p->nparked--;
+		if (!tr_peer_on_msg(e->l, &e->m, e->b) && e->b)
+			tr_lane_release(e->b); /* handled and not kept: its slot is free */
+		free(e);
+	}
+	p->unparking = 0;
 }
 
 /* ---- lane events ----------------------------------------------------------------*/
@@ -424,6 +496,7 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 
 	if (m->type == TR_MSG_SEQ_SKIP) { /* carries no number of its own */
 		skip_receive(l, m);
+		unpark(p, m->prio);
 		return 0;
 	}
 	switch (tr_seq_rx_accept(&p->rx_seq[m->prio], m->seq)) {
@@ -434,9 +507,13 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 			 m->seq);
 		return 0;
 	case TR_SEQ_TOO_FAR:
+		if (park(l, m, b) == 0)
+			return b != NULL; /* an active message's buffer stays held */
 		tr_lane_count_drop(l, 0);
-		tr_warn("peer %d: %s seq %u of priority %u beyond the window (expected %u): dropped",
-			l->peer, tr_msg_type_str(m->type), m->seq, m->prio, p->rx_seq[m->prio].next);
+		tr_warn("peer %d: %s seq %u of priority %u beyond the window (expected %u), "
+			"and %u parked already: dropped",
+			l->peer, tr_msg_type_str(m->type), m->seq, m->prio, p->rx_seq[m->prio].next,
+			p->nparked);
 		return 0;
 	}
 	switch (m->type) {
@@ -494,6 +571,8 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	default:
 		break;
 	}
+	if (!tr_list_empty(&p->parked[m->prio]))
+		unpark(p, m->prio);
 	tr_ctx_signal(ctx);
 	return kept;
 }

@@ -32,4 +32,10 @@ static inline void tr_seq_rx_init(struct tr_seq_rx *rx, uint32_t first)
 
 enum tr_seq_verdict tr_seq_rx_accept(struct tr_seq_rx *rx, uint32_t seq);
 
+/* 1 when tr_seq_rx_accept() would not say TR_SEQ_TOO_FAR. */
+static inline int tr_seq_rx_fits(const struct tr_seq_rx *rx, uint32_t seq)
+{
+	return (int32_t)(seq - rx->next) <= TR_SEQ_WINDOW;
+}
+
 #endif

@@ -118,6 +118,11 @@ static void test_too_far(void **state)
 	expect(&rx, 10 + TR_SEQ_WINDOW + 1, FAR);
 	expect(&rx, 10 + 1000, FAR);
 	expect(&rx, 10 + 0x7fffffffu, FAR); /* the farthest that is still "ahead" */
+	/* tr_seq_rx_fits says beforehand what accept would say about FAR. */
+	assert_true(tr_seq_rx_fits(&rx, 10 + TR_SEQ_WINDOW));
+	assert_false(tr_seq_rx_fits(&rx, 10 + TR_SEQ_WINDOW + 1));
+	assert_false(tr_seq_rx_fits(&rx, 10 + 0x7fffffffu));
+	assert_true(tr_seq_rx_fits(&rx, 9)); /* a duplicate is not too far */
 	/* A number refused as too far leaves the state alone... */
 	assert_int_equal(rx.next, before.next);
 	assert_true(rx.above == before.above);
