@@ -87,6 +87,7 @@ static void conn_priv(const struct tr_lane *l, uint8_t buf[TR_WIRE_PRIV_LEN])
 		.size = (uint32_t)ctx->size,
 		.slots = (uint32_t)ctx->cfg.slots,
 		.slot_size = (uint32_t)ctx->cfg.slot_size,
+		.key = ctx->job_key,
 	};
 
 	tr_conn_priv_encode(buf, &d);

@@ -84,6 +84,20 @@ int tr_fab_cm_fd(const struct tr_fab *fab);
 /* Handles every waiting rdma_cm event (through ops). */
 void tr_fab_cm_dispatch(struct tr_fab *fab);
 
+/* ---- devices ------------------------------------------------------------------*/
+/* A port of a local RDMA device that has an IPv4 address in its GID table
+ * (RoCE, rxe): what tr_fab_plane_open() binds to. */
+struct tr_fab_dev {
+	char name[64];
+	int port;
+	int active; /* IBV_PORT_ACTIVE now */
+	struct in_addr addr;
+};
+#define TR_FAB_MAX_DEVS 128
+/* Every such port of this host, in the verbs device order, at most max.
+ * Returns how many, or a negative errno (logged). */
+int tr_fab_devices(struct tr_fab_dev *out, int max);
+
 /* ---- planes -------------------------------------------------------------------*/
 /* Opens plane index on the device that owns addr and listens on port. */
 int tr_fab_plane_open(struct tr_fab *fab, int index, struct in_addr addr, uint16_t port);
