@@ -179,11 +179,18 @@ out:
 static int world_from_pmix(triad_ctx_t *ctx)
 {
 	struct tr_fab_dev devs[TRIAD_MAX_PLANES];
-	struct tr_addr_blob mine = { .port = TR_WORLD_DEFAULT_PORT };
-	int ret = tr_pmix_init(ctx);
+	struct tr_addr_blob mine = { 0 };
+	int local_rank, ret = tr_pmix_init(ctx, &local_rank);
 
 	if (ret)
 		return ret;
+	/* Ranks that share a node (and so maybe its devices) listen apart. */
+	if (TR_WORLD_DEFAULT_PORT + local_rank > 65535) {
+		tr_error("PMIx: local rank %d: no port left above %d", local_rank,
+			 TR_WORLD_DEFAULT_PORT);
+		return -EINVAL;
+	}
+	mine.port = (uint16_t)(TR_WORLD_DEFAULT_PORT + local_rank);
 	tr_log_rank = ctx->rank;
 	ret = local_devices(&ctx->cfg, devs, &mine.nplanes);
 	if (ret)
@@ -290,7 +297,8 @@ static int open_fabric(triad_ctx_t *ctx)
 	int ret = tr_fab_open(&fab_ops, ctx, &fcfg, &ctx->fab);
 
 	for (int p = 0; !ret && p < ctx->nplanes; p++)
-		ret = tr_fab_plane_open(ctx->fab, p, ctx->world.addr[ctx->rank][p], ctx->world.port);
+		ret = tr_fab_plane_open(ctx->fab, p, ctx->world.addr[ctx->rank][p],
+					tr_world_port(&ctx->world, ctx->rank));
 	return ret;
 }
 

@@ -230,7 +230,7 @@ int tr_lane_connect(struct tr_lane *l)
 	l->stats.connects++;
 	conn_priv(l, priv);
 	ret = tr_fab_connect(ctx->fab, l->plane, ctx->world.addr[l->peer][l->plane],
-			     ctx->world.port, priv, sizeof(priv), l, &l->qp);
+			     tr_world_port(&ctx->world, l->peer), priv, sizeof(priv), l, &l->qp);
 	if (ret == -EAGAIN) {
 		l->qp = NULL;
 		attempt_failed(l, "rdma_resolve_addr");

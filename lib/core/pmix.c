@@ -55,7 +55,20 @@ static int job_size(const pmix_proc_t *me, int *size_p)
 	return 0;
 }
 
-int tr_pmix_init(struct triad_ctx *ctx)
+static int local_rank_of(const pmix_proc_t *me)
+{
+	pmix_value_t *v = NULL;
+	int lr = 0;
+
+	if (PMIx_Get(me, PMIX_LOCAL_RANK, NULL, 0, &v) == PMIX_SUCCESS && v) {
+		if (v->type == PMIX_UINT16)
+			lr = v->data.uint16;
+		PMIX_VALUE_RELEASE(v);
+	}
+	return lr;
+}
+
+int tr_pmix_init(struct triad_ctx *ctx, int *local_rank)
 {
 	struct tr_pmix *px = calloc(1, sizeof(*px));
 	pmix_status_t rc;
@@ -78,6 +91,7 @@ int tr_pmix_init(struct triad_ctx *ctx)
 		return -EPROTO;
 	}
 	ctx->rank = (int)px->me.rank;
+	*local_rank = local_rank_of(&px->me);
 	ctx->job_key = tr_job_key(px->me.nspace);
 	tr_debug("PMIx: rank %d of %d in namespace %s", ctx->rank, ctx->size, px->me.nspace);
 	return 0;
@@ -151,17 +165,12 @@ static int peer_blob(const pmix_proc_t *me, int rank, struct tr_addr_blob *b)
 	return ret ? -EPROTO : 0;
 }
 
-/* A peer's blob must fit ours: the same planes, the same port. */
+/* A peer's blob must fit ours: the same number of planes. */
 static int check_fits(int rank, const struct tr_addr_blob *b, const struct tr_addr_blob *mine)
 {
 	if (b->nplanes != mine->nplanes) {
 		tr_error("PMIx: rank %d has %d planes, this rank %d (TRIAD_DEVICES must name as "
 			 "many devices on every rank)", rank, b->nplanes, mine->nplanes);
-		return -EINVAL;
-	}
-	if (b->port != mine->port) {
-		tr_error("PMIx: rank %d listens on port %u, this rank on %u", rank, b->port,
-			 mine->port);
 		return -EINVAL;
 	}
 	return 0;
@@ -177,7 +186,8 @@ int tr_pmix_exchange(struct triad_ctx *ctx, const struct tr_addr_blob *mine)
 	if (ret)
 		return ret;
 	w->addr = calloc((size_t)ctx->size, sizeof(*w->addr));
-	if (!w->addr)
+	w->ports = calloc((size_t)ctx->size, sizeof(*w->ports));
+	if (!w->addr || !w->ports)
 		return -ENOMEM;
 	w->size = ctx->size;
 	w->nplanes = mine->nplanes;
@@ -191,6 +201,7 @@ int tr_pmix_exchange(struct triad_ctx *ctx, const struct tr_addr_blob *mine)
 		else if ((ret = peer_blob(&ctx->pmix->me, r, &b)) || (ret = check_fits(r, &b, mine)))
 			return ret;
 		memcpy(w->addr[r], b.addr, sizeof(b.addr[0]) * (size_t)b.nplanes);
+		w->ports[r] = b.port;
 	}
 	return 0;
 }
@@ -210,9 +221,10 @@ void tr_pmix_fini(struct triad_ctx *ctx)
 
 #else /* built without libpmix */
 
-int tr_pmix_init(struct triad_ctx *ctx)
+int tr_pmix_init(struct triad_ctx *ctx, int *local_rank)
 {
 	(void)ctx;
+	*local_rank = 0;
 	tr_debug("started by a PMIx launcher, but built without PMIx: using the world file");
 	return -ENOTSUP;
 }

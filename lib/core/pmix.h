@@ -9,11 +9,13 @@ struct tr_addr_blob;
 /* 1 when PMIX_RANK and PMIX_NAMESPACE are in the environment: only then is
  * PMIx_Init worth its cost. */
 int tr_pmix_launched(void);
-/* PMIx_Init, then rank, size and job key into ctx.  -ENOTSUP when PMIx
+/* PMIx_Init, then rank, size and job key into ctx, and the rank's index
+ * among those of its node (PMIX_LOCAL_RANK, 0 when the launcher does not
+ * say) into *local_rank.  -ENOTSUP when PMIx
  * cannot start (no server, or built without PMIx: the caller falls back
  * to the world file); another negative errno (logged) when it started but
  * told something unusable. */
-int tr_pmix_init(struct triad_ctx *ctx);
+int tr_pmix_init(struct triad_ctx *ctx, int *local_rank);
 /* Publishes mine (this rank's planes), fences with data collection and
  * fills ctx->world with every rank's addresses.  Collective: every rank
  * of the job calls it.  0, or a negative errno (logged). */

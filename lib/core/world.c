@@ -207,6 +207,7 @@ int tr_world_parse(const char *text, const char *name, struct tr_world *w,
 	w->nplanes = tmp.nplanes;
 	w->port = tmp.port;
 	w->key = tmp.key;
+	w->ports = NULL; /* a world file has one port */
 out:
 	free(tmp.addr);
 	free(seen);
@@ -274,6 +275,8 @@ int tr_world_load(const char *path, struct tr_world *w, char *err, size_t errlen
 void tr_world_free(struct tr_world *w)
 {
 	free(w->addr);
+	free(w->ports);
 	w->addr = NULL;
+	w->ports = NULL;
 	w->size = 0;
 }

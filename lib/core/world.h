@@ -28,7 +28,15 @@ struct tr_world {
 	uint16_t port;
 	uint64_t key; /* tr_job_key() of the 'key' line; 0 without one */
 	struct in_addr (*addr)[TRIAD_MAX_PLANES]; /* addr[rank][plane] */
+	/* Each rank's own port (launched by PMIx: ranks that share a node's
+	 * devices listen on different ports), or NULL: port for every rank. */
+	uint16_t *ports;
 };
+
+static inline uint16_t tr_world_port(const struct tr_world *w, int rank)
+{
+	return w->ports ? w->ports[rank] : w->port;
+}
 
 /* Parses text (NUL-terminated); name is used in error messages. */
 int tr_world_parse(const char *text, const char *name, struct tr_world *w,
