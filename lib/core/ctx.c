@@ -79,20 +79,50 @@ static void *on_conn_request(void *arg, int plane, const uint8_t *priv, size_t l
 		return NULL;
 	}
 	if (!ret && d.key != ctx->job_key) {
+		struct tr_conn_priv ours = {
+			.plane = (uint32_t)plane, .rank = (uint32_t)ctx->rank,
+			.size = (uint32_t)ctx->size, .slots = (uint32_t)ctx->cfg.slots,
+			.slot_size = (uint32_t)ctx->cfg.slot_size, .key = ctx->job_key,
+		};
+
 		ctx->key_rejects[plane]++;
 		tr_warn("plane %d: connection request from rank %u of another job (key %016llx, "
 			"ours %016llx): rejected", plane, d.rank, (unsigned long long)d.key,
 			(unsigned long long)ctx->job_key);
+		/* Our key goes with the rejection: the other side stops trying. */
+		tr_conn_priv_encode(reply, &ours);
+		*reply_len = TR_WIRE_PRIV_LEN;
 		return NULL;
 	}
 	return tr_lane_on_conn_request(arg, plane, priv, len, reply, reply_len);
+}
+
+/* Active side: a rejection that carries another job's key means the
+ * address belongs to another job; triad_init gives up with -EACCES
+ * instead of retrying until its timeout. */
+static void on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev,
+		  const uint8_t *priv, size_t len, const char *why)
+{
+	struct triad_ctx *ctx = arg;
+	const struct tr_lane *l = owner;
+	struct tr_conn_priv d;
+
+	if (ev == TR_CM_FAILED && len && !tr_conn_priv_decode(priv, len, &d) &&
+	    d.key != ctx->job_key) {
+		if (!ctx->key_refused++)
+			tr_error("rank %d plane %d: its address belongs to another job (key "
+				 "%016llx, ours %016llx): refused", l->peer, l->plane,
+				 (unsigned long long)d.key, (unsigned long long)ctx->job_key);
+		tr_ctx_signal(ctx);
+	}
+	tr_lane_on_cm(arg, owner, qp, ev, priv, len, why);
 }
 
 static const struct tr_fab_ops fab_ops = {
 	.on_recv = tr_lane_on_recv,
 	.on_send = tr_lane_on_send,
 	.on_conn_request = on_conn_request,
-	.on_cm = tr_lane_on_cm,
+	.on_cm = on_cm,
 	.on_port = on_port,
 };
 
@@ -101,6 +131,8 @@ static int lanes_settled(void *arg)
 {
 	struct triad_ctx *ctx = arg;
 
+	if (ctx->key_refused && !ctx->initialized)
+		return 1; /* another job's rank answered: no point waiting */
 	for (int r = 0; r < ctx->size; r++)
 		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++) {
 			enum tr_lane_state s = ctx->peers[r].lane[p].state;
@@ -344,6 +376,10 @@ static int connect_all(triad_ctx_t *ctx)
 		return ret;
 	tr_wait_until(ctx, lanes_settled, ctx, ctx->cfg.connect_timeout_ms + 5000);
 	pthread_mutex_lock(&ctx->lock);
+	if (ctx->key_refused) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EACCES;
+	}
 	for (r = 0; r < ctx->size; r++) {
 		if (r == ctx->rank)
 			continue;

@@ -191,6 +191,7 @@ struct triad_ctx {
 	 * jobs are refused and counted per plane. */
 	uint64_t job_key;
 	uint64_t key_rejects[TRIAD_MAX_PLANES];
+	unsigned key_refused; /* requests of ours another job's rank refused */
 	struct tr_pmix *pmix; /* launched by PMIx (pmix.c), or NULL */
 
 	pthread_mutex_t lock;
