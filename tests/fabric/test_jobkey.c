@@ -24,6 +24,7 @@
 #define WIN_LEN (64 * 1024)
 #define PUT_LEN 4096
 #define MAX_WAIT_MS 30000
+#define MIN_PUTS 200
 
 struct line {
 	char text[200];
@@ -130,7 +131,8 @@ static void a_sender(triad_ctx_t *ctx, char *buf)
 	int puts = 0;
 	char flag = 0;
 
-	for (uint32_t seed = 1; flag == 0; seed++) {
+	/* at least MIN_PUTS, so that A's traffic also runs past B's attempts */
+	for (uint32_t seed = 1; flag == 0 || puts < MIN_PUTS; seed++) {
 		triad_req_t *req;
 		uint64_t off = (uint64_t)(seed % NSLOTS) * PUT_LEN;
 		enum triad_status st;
@@ -148,6 +150,8 @@ static void a_sender(triad_ctx_t *ctx, char *buf)
 		puts++;
 		last[seed % NSLOTS] = seed;
 		/* rank 1 sets the last byte of its window when it is done */
+		if (flag)
+			continue;
 		ret = triad_get(ctx, &flag, 1, 1, 1, WIN_LEN - 1, 0, &req);
 		FT_CHECK(ret == 0 && ft_wait(req, 10000) == TRIAD_S_OK, "get of the flag");
 		if (ret)
