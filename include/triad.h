@@ -308,8 +308,12 @@ enum triad_plane_state {
 };
 const char *triad_plane_state_str(enum triad_plane_state s);
 
-/* field_mask (in): TRIAD_PLANE_INFO_ALL; unknown bits: -EINVAL. */
-#define TRIAD_PLANE_INFO_ALL 0x1u
+/* field_mask (in): the groups to fill, TRIAD_PLANE_INFO_ALL for every one;
+ * unknown bits: -EINVAL.  Only the groups asked for are written, so a
+ * program built with an older (shorter) struct is never written past it. */
+#define TRIAD_PLANE_INFO_STATE 0x1u   /* state .. rma_inflight */
+#define TRIAD_PLANE_INFO_REJECTS 0x2u /* conn_rejected_key */
+#define TRIAD_PLANE_INFO_ALL 0x3u
 struct triad_plane_info {
 	uint64_t field_mask;
 	enum triad_plane_state state;
@@ -319,6 +323,9 @@ struct triad_plane_info {
 	unsigned msgs_queued;	/* messages waiting for a slot of the peer */
 	unsigned rma_inflight;	/* WRITE/READ work requests posted, plus operations
 				 * queued for send-queue room */
+	/* connection requests refused on this plane because they came from
+	 * another job (another job key: PMIx namespace, world file 'key') */
+	uint64_t conn_rejected_key;
 };
 int triad_plane_info(triad_ctx_t *ctx, int plane, struct triad_plane_info *info_p);
 

@@ -92,6 +92,10 @@ static const struct var vars[] = {
 	  "directory for an event trace (triad-trace.RANK, written at triad_fini)", NULL },
 	{ "TRIAD_DAEMON", "/run/triad/triadd.sock", VAR_STRING, F(daemon), 0, 0,
 	  "the node daemon's socket (triadd, docs/daemon.md); off: do not look for it", NULL },
+	{ "TRIAD_DEVICES", "", VAR_STRING, F(devices), 0, 0,
+	  "the local RDMA devices this rank uses, one plane each, in plane order:\n"
+	  "    dev[:port][,dev[:port]...] (like UCX_NET_DEVICES); empty: every device of\n"
+	  "    the node with an IPv4 address (launched by PMIx), or the world file's", NULL },
 };
 
 #undef F
@@ -258,4 +262,93 @@ void tr_config_print_table(FILE *out, const struct tr_config *cfg)
 	for (size_t i = 0; tr_config_var(cfg, i, &v) == 0; i++)
 		fprintf(out, "%-26s = %-12s (default %s)\n    %s\n", v.name, v.value,
 			*v.def ? v.def : "\"\"", v.doc);
+}
+
+/* ---- TRIAD_DEVICES --------------------------------------------------------------*/
+static int dev_name_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.';
+}
+
+/* One entry "dev" or "dev:port" of [s, end). */
+static int parse_one_dev(const char *s, const char *end, struct tr_devspec *d, char *err,
+			 size_t errlen)
+{
+	const char *colon = memchr(s, ':', (size_t)(end - s));
+	const char *name_end = colon ? colon : end;
+	size_t n = (size_t)(name_end - s);
+
+	if (n == 0) {
+		snprintf(err, errlen, "TRIAD_DEVICES: an empty device name");
+		return -EINVAL;
+	}
+	if (n >= sizeof(d->name)) {
+		snprintf(err, errlen, "TRIAD_DEVICES: device name '%.*s...' longer than %zu characters",
+			 16, s, sizeof(d->name) - 1);
+		return -EINVAL;
+	}
+	for (const char *c = s; c < name_end; c++)
+		if (!dev_name_char(*c)) {
+			snprintf(err, errlen, "TRIAD_DEVICES: '%.*s' is not a device name",
+				 (int)n, s);
+			return -EINVAL;
+		}
+	memcpy(d->name, s, n);
+	d->name[n] = '\0';
+	d->port = 0;
+	if (colon) {
+		long v = 0;
+		const char *c = colon + 1;
+
+		if (c == end) {
+			snprintf(err, errlen, "TRIAD_DEVICES: %s: no port after ':'", d->name);
+			return -EINVAL;
+		}
+		for (; c < end; c++) {
+			if (!isdigit((unsigned char)*c) || (v = v * 10 + (*c - '0')) > 255) {
+				snprintf(err, errlen, "TRIAD_DEVICES: %s: port '%.*s' is not 1..255",
+					 d->name, (int)(end - colon - 1), colon + 1);
+				return -EINVAL;
+			}
+		}
+		if (v == 0) {
+			snprintf(err, errlen, "TRIAD_DEVICES: %s: port 0 (ports count from 1)",
+				 d->name);
+			return -EINVAL;
+		}
+		d->port = (int)v;
+	}
+	return 0;
+}
+
+int tr_devices_parse(const char *s, struct tr_devspec *out, int max, char *err, size_t errlen)
+{
+	int n = 0;
+
+	if (!*s)
+		return 0;
+	for (;;) {
+		const char *end = s + strcspn(s, ",");
+		int ret;
+
+		if (n == max) {
+			snprintf(err, errlen, "TRIAD_DEVICES: more than %d devices", max);
+			return -EINVAL;
+		}
+		ret = parse_one_dev(s, end, &out[n], err, errlen);
+		if (ret)
+			return ret;
+		/* A device twice would be two planes on one port: the same
+		 * traffic counted twice, and no failover between them. */
+		for (int i = 0; i < n; i++)
+			if (!strcmp(out[i].name, out[n].name) &&
+			    (out[i].port == out[n].port || !out[i].port || !out[n].port)) {
+				snprintf(err, errlen, "TRIAD_DEVICES: %s named twice", out[n].name);
+				return -EINVAL;
+			}
+		n++;
+		if (!*end)
+			return n;
+		s = end + 1;
+	}
 }

@@ -38,6 +38,7 @@ struct tr_config {
 	int adaptive;		  /* TRIAD_ADAPTIVE: 0 off, 1 occupancy */
 	int adaptive_t;		  /* TRIAD_ADAPTIVE_T */
 	int adaptive_alpha;	  /* TRIAD_ADAPTIVE_ALPHA, percent */
+	char devices[TR_CONFIG_STR]; /* TRIAD_DEVICES */
 };
 
 enum { TR_ORDER_ANY, TR_ORDER_STRICT };
@@ -67,5 +68,16 @@ int tr_config_var(const struct tr_config *cfg, size_t i, struct tr_config_var *o
 /* Parses "123", "64k", "1M", "2g" (binary units).  -EINVAL when malformed,
  * -ERANGE when it overflows. */
 int tr_parse_size(const char *s, uint64_t *val_p);
+
+/* TRIAD_DEVICES: "dev[:port][,dev[:port]...]".  A device name is letters,
+ * digits, '_', '-', '.'; port 1..255, 0 in out when not given (the first
+ * active one).  Returns the number of entries (0 for ""), or -EINVAL with
+ * a message naming the bad entry: empty, malformed, more than max, or a
+ * device named twice. */
+struct tr_devspec {
+	char name[64];
+	int port;
+};
+int tr_devices_parse(const char *s, struct tr_devspec *out, int max, char *err, size_t errlen);
 
 #endif

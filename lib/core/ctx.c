@@ -3,12 +3,16 @@
  * locking. */
 #include "core/ctx.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
+#include "core/pmix.h"
+#include "proto/addr.h"
 
 static const char *const status_names[TRIAD_S_MAX] = {
 	[TRIAD_S_OK] = "ok",
@@ -59,11 +63,66 @@ static void on_port(void *arg, int plane, int up)
 	tr_ctx_signal(ctx);
 }
 
+/* A connection request is first checked to come from this job and this
+ * version of triad; then the lane it is for decides. */
+static void *on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
+			     uint8_t *reply, size_t *reply_len)
+{
+	struct triad_ctx *ctx = arg;
+	struct tr_conn_priv d;
+	int ret = tr_conn_priv_decode(priv, len, &d);
+
+	if (ret == -EPROTONOSUPPORT) {
+		tr_warn("plane %d: connection request from a triad speaking connection version %u, "
+			"this one %d: rejected (every rank must run the same triad)",
+			plane, tr_conn_priv_version(priv, len), TR_WIRE_PRIV_VERSION);
+		return NULL;
+	}
+	if (!ret && d.key != ctx->job_key) {
+		struct tr_conn_priv ours = {
+			.plane = (uint32_t)plane, .rank = (uint32_t)ctx->rank,
+			.size = (uint32_t)ctx->size, .slots = (uint32_t)ctx->cfg.slots,
+			.slot_size = (uint32_t)ctx->cfg.slot_size, .key = ctx->job_key,
+		};
+
+		ctx->key_rejects[plane]++;
+		tr_warn("plane %d: connection request from rank %u of another job (key %016llx, "
+			"ours %016llx): rejected", plane, d.rank, (unsigned long long)d.key,
+			(unsigned long long)ctx->job_key);
+		/* Our key goes with the rejection: the other side stops trying. */
+		tr_conn_priv_encode(reply, &ours);
+		*reply_len = TR_WIRE_PRIV_LEN;
+		return NULL;
+	}
+	return tr_lane_on_conn_request(arg, plane, priv, len, reply, reply_len);
+}
+
+/* Active side: a rejection that carries another job's key means the
+ * address belongs to another job; triad_init gives up with -EACCES
+ * instead of retrying until its timeout. */
+static void on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev,
+		  const uint8_t *priv, size_t len, const char *why)
+{
+	struct triad_ctx *ctx = arg;
+	const struct tr_lane *l = owner;
+	struct tr_conn_priv d;
+
+	if (ev == TR_CM_FAILED && len && !tr_conn_priv_decode(priv, len, &d) &&
+	    d.key != ctx->job_key) {
+		if (!ctx->key_refused++)
+			tr_error("rank %d plane %d: its address belongs to another job (key "
+				 "%016llx, ours %016llx): refused", l->peer, l->plane,
+				 (unsigned long long)d.key, (unsigned long long)ctx->job_key);
+		tr_ctx_signal(ctx);
+	}
+	tr_lane_on_cm(arg, owner, qp, ev, priv, len, why);
+}
+
 static const struct tr_fab_ops fab_ops = {
 	.on_recv = tr_lane_on_recv,
 	.on_send = tr_lane_on_send,
-	.on_conn_request = tr_lane_on_conn_request,
-	.on_cm = tr_lane_on_cm,
+	.on_conn_request = on_conn_request,
+	.on_cm = on_cm,
 	.on_port = on_port,
 };
 
@@ -72,6 +131,8 @@ static int lanes_settled(void *arg)
 {
 	struct triad_ctx *ctx = arg;
 
+	if (ctx->key_refused && !ctx->initialized)
+		return 1; /* another job's rank answered: no point waiting */
 	for (int r = 0; r < ctx->size; r++)
 		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++) {
 			enum tr_lane_state s = ctx->peers[r].lane[p].state;
@@ -82,7 +143,130 @@ static int lanes_settled(void *arg)
 	return 1;
 }
 
-static int open_world(triad_ctx_t *ctx, const struct triad_ctx_attr *attr)
+/* ---- the world: from a world file, or from a PMIx launcher ------------------------*/
+static void list_devices(char *buf, size_t len, const struct tr_fab_dev *devs, int n)
+{
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%s:%d", i ? "," : "", devs[i].name,
+			 devs[i].port);
+	if (!n)
+		snprintf(buf, len, "none");
+}
+
+/* The local devices this rank's planes open, in plane order: those
+ * TRIAD_DEVICES names, or every port with an IPv4 address.  -ENODEV (with
+ * the devices there are) when one is not here. */
+static int local_devices(const struct tr_config *cfg, struct tr_fab_dev *out, int *n_p)
+{
+	struct tr_fab_dev *all = calloc(TR_FAB_MAX_DEVS, sizeof(*all));
+	struct tr_devspec want[TRIAD_MAX_PLANES];
+	char err[300], names[512];
+	int nall, n, ret = 0;
+
+	if (!all)
+		return -ENOMEM;
+	n = tr_devices_parse(cfg->devices, want, TRIAD_MAX_PLANES, err, sizeof(err));
+	nall = tr_fab_devices(all, TR_FAB_MAX_DEVS);
+	if (n < 0 || nall < 0) {
+		if (n < 0)
+			tr_error("%s", err);
+		ret = n < 0 ? n : nall;
+		goto out;
+	}
+	list_devices(names, sizeof(names), all, nall);
+	if (n == 0) { /* every device of the node */
+		if (nall == 0 || nall > TRIAD_MAX_PLANES) {
+			tr_error("%d RDMA ports with an IPv4 address here (%s): set TRIAD_DEVICES "
+				 "to 1..%d of them", nall, names, TRIAD_MAX_PLANES);
+			ret = -ENODEV;
+			goto out;
+		}
+		memcpy(out, all, sizeof(*all) * (size_t)nall);
+		*n_p = nall;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		int k;
+
+		for (k = 0; k < nall; k++)
+			if (!strcmp(all[k].name, want[i].name) &&
+			    (!want[i].port || want[i].port == all[k].port))
+				break;
+		if (k == nall) {
+			tr_error("TRIAD_DEVICES: no RDMA device %s%s%.0d with an IPv4 address here "
+				 "(there are: %s)", want[i].name, want[i].port ? ":" : "",
+				 want[i].port, names);
+			ret = -ENODEV;
+			goto out;
+		}
+		out[i] = all[k];
+	}
+	*n_p = n;
+out:
+	free(all);
+	return ret;
+}
+
+static int world_from_pmix(triad_ctx_t *ctx)
+{
+	struct tr_fab_dev devs[TRIAD_MAX_PLANES];
+	struct tr_addr_blob mine = { 0 };
+	int local_rank, ret = tr_pmix_init(ctx, &local_rank);
+
+	if (ret)
+		return ret;
+	/* Ranks that share a node (and so maybe its devices) listen apart. */
+	if (TR_WORLD_DEFAULT_PORT + local_rank > 65535) {
+		tr_error("PMIx: local rank %d: no port left above %d", local_rank,
+			 TR_WORLD_DEFAULT_PORT);
+		return -EINVAL;
+	}
+	mine.port = (uint16_t)(TR_WORLD_DEFAULT_PORT + local_rank);
+	tr_log_rank = ctx->rank;
+	ret = local_devices(&ctx->cfg, devs, &mine.nplanes);
+	if (ret)
+		return ret;
+	for (int p = 0; p < mine.nplanes; p++)
+		mine.addr[p] = devs[p].addr;
+	ret = tr_pmix_exchange(ctx, &mine);
+	if (ret)
+		return ret;
+	ctx->nplanes = ctx->world.nplanes;
+	return 0;
+}
+
+/* With a world file, TRIAD_DEVICES must name this rank's planes as the
+ * file has them: a rank that would bind another device's address is told
+ * so, instead of routing through the wrong port (docs/fabric.md). */
+static int check_devices(triad_ctx_t *ctx)
+{
+	struct tr_fab_dev devs[TRIAD_MAX_PLANES];
+	char want[INET_ADDRSTRLEN], have[INET_ADDRSTRLEN];
+	int n, ret = local_devices(&ctx->cfg, devs, &n);
+
+	if (ret)
+		return ret;
+	if (n != ctx->nplanes) {
+		tr_error("TRIAD_DEVICES names %d devices, the world file %d planes", n,
+			 ctx->nplanes);
+		return -EINVAL;
+	}
+	for (int p = 0; p < n; p++) {
+		struct in_addr a = ctx->world.addr[ctx->rank][p];
+
+		if (a.s_addr == devs[p].addr.s_addr)
+			continue;
+		inet_ntop(AF_INET, &a, want, sizeof(want));
+		inet_ntop(AF_INET, &devs[p].addr, have, sizeof(have));
+		tr_error("TRIAD_DEVICES: plane %d is %s:%d (%s), but the world file gives rank %d "
+			 "%s there", p, devs[p].name, devs[p].port, have, ctx->rank, want);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int world_from_file(triad_ctx_t *ctx, const struct triad_ctx_attr *attr)
 {
 	const char *path = ctx->cfg.world;
 	char err[300];
@@ -95,7 +279,8 @@ static int open_world(triad_ctx_t *ctx, const struct triad_ctx_attr *attr)
 	else
 		ctx->rank = ctx->cfg.rank;
 	if (!path || !*path) {
-		tr_error("no world file: set TRIAD_WORLD or pass attr.world_file");
+		tr_error("no world file: set TRIAD_WORLD or pass attr.world_file (or start "
+			 "under a PMIx launcher)");
 		return -EINVAL;
 	}
 	ret = tr_world_load(path, &ctx->world, err, sizeof(err));
@@ -110,8 +295,24 @@ static int open_world(triad_ctx_t *ctx, const struct triad_ctx_attr *attr)
 	}
 	ctx->size = ctx->world.size;
 	ctx->nplanes = ctx->world.nplanes;
+	ctx->job_key = ctx->world.key;
 	tr_log_rank = ctx->rank;
-	return 0;
+	return ctx->cfg.devices[0] ? check_devices(ctx) : 0;
+}
+
+/* A PMIx launcher's world comes first, unless the caller names its own;
+ * when PMIx cannot start, the world file (said at debug level). */
+static int open_world(triad_ctx_t *ctx, const struct triad_ctx_attr *attr)
+{
+	int ret;
+
+	if (tr_pmix_launched() &&
+	    !(attr && (attr->field_mask & (TRIAD_CTX_ATTR_WORLD_FILE | TRIAD_CTX_ATTR_RANK)))) {
+		ret = world_from_pmix(ctx);
+		if (ret != -ENOTSUP)
+			return ret;
+	}
+	return world_from_file(ctx, attr);
 }
 
 static int open_fabric(triad_ctx_t *ctx)
@@ -128,7 +329,8 @@ static int open_fabric(triad_ctx_t *ctx)
 	int ret = tr_fab_open(&fab_ops, ctx, &fcfg, &ctx->fab);
 
 	for (int p = 0; !ret && p < ctx->nplanes; p++)
-		ret = tr_fab_plane_open(ctx->fab, p, ctx->world.addr[ctx->rank][p], ctx->world.port);
+		ret = tr_fab_plane_open(ctx->fab, p, ctx->world.addr[ctx->rank][p],
+					tr_world_port(&ctx->world, ctx->rank));
 	return ret;
 }
 
@@ -176,6 +378,10 @@ static int connect_all(triad_ctx_t *ctx)
 		return ret;
 	tr_wait_until(ctx, lanes_settled, ctx, ctx->cfg.connect_timeout_ms + 5000);
 	pthread_mutex_lock(&ctx->lock);
+	if (ctx->key_refused) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EACCES;
+	}
 	for (r = 0; r < ctx->size; r++) {
 		if (r == ctx->rank)
 			continue;
@@ -388,6 +594,7 @@ void triad_fini(triad_ctx_t *ctx)
 	free(ctx->wins);
 	free(ctx->peers);
 	tr_world_free(&ctx->world);
+	tr_pmix_fini(ctx);
 	tr_trace_close(ctx->trace);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);

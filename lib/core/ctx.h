@@ -185,10 +185,19 @@ struct tr_raw_msg {
 	char data[];
 };
 
+struct tr_pmix;
+
 struct triad_ctx {
 	struct tr_config cfg;
 	struct tr_world world;
 	int rank, size, nplanes;
+	/* Connections are made only with ranks of the same job key (the PMIx
+	 * namespace's, or the world file's 'key'; 0: none); requests of other
+	 * jobs are refused and counted per plane. */
+	uint64_t job_key;
+	uint64_t key_rejects[TRIAD_MAX_PLANES];
+	unsigned key_refused; /* requests of ours another job's rank refused */
+	struct tr_pmix *pmix; /* launched by PMIx (pmix.c), or NULL */
 
 	pthread_mutex_t lock;
 	struct tr_list waiters; /* threads asleep in tr_wait_until */

@@ -11,7 +11,9 @@
  * peers are asked to leave the plane too (PLANE_DRAIN), so that the NIC
  * can be taken out once both directions are quiet. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "core/ctx.h"
@@ -224,7 +226,12 @@ int triad_plane_info(triad_ctx_t *ctx, int plane, struct triad_plane_info *info_
 		in.state = TRIAD_PLANE_DOWN;
 	else
 		in.state = TRIAD_PLANE_NORMAL;
+	in.conn_rejected_key = ctx->key_rejects[plane];
 	pthread_mutex_unlock(&ctx->lock);
-	*info_p = in;
+	/* The groups asked for, and nothing past them. */
+	if (in.field_mask & TRIAD_PLANE_INFO_REJECTS)
+		*info_p = in;
+	else
+		memcpy(info_p, &in, offsetof(struct triad_plane_info, conn_rejected_key));
 	return 0;
 }

@@ -88,6 +88,7 @@ static void conn_priv(const struct tr_lane *l, uint8_t buf[TR_WIRE_PRIV_LEN])
 		.size = (uint32_t)ctx->size,
 		.slots = (uint32_t)ctx->cfg.slots,
 		.slot_size = (uint32_t)ctx->cfg.slot_size,
+		.key = ctx->job_key,
 	};
 
 	tr_conn_priv_encode(buf, &d);
@@ -230,7 +231,7 @@ int tr_lane_connect(struct tr_lane *l)
 	l->stats.connects++;
 	conn_priv(l, priv);
 	ret = tr_fab_connect(ctx->fab, l->plane, ctx->world.addr[l->peer][l->plane],
-			     ctx->world.port, priv, sizeof(priv), l, &l->qp);
+			     tr_world_port(&ctx->world, l->peer), priv, sizeof(priv), l, &l->qp);
 	if (ret == -EAGAIN) {
 		l->qp = NULL;
 		attempt_failed(l, "rdma_resolve_addr");

@@ -70,8 +70,32 @@ static int parse_uint(const char *s, long max, long *v_p)
 	return 0;
 }
 
+uint64_t tr_job_key(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a: cheap, and stable across builds */
+
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		h = (h ^ *c) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+#define MAX_KEY 63
+
+static int parse_key(struct parser *p, char **words, int n, struct tr_world *w, bool *key_seen)
+{
+	if (n != 2)
+		return fail(p, "'key' needs one word");
+	if (strlen(words[1]) > MAX_KEY)
+		return fail(p, "'key' longer than %d characters", MAX_KEY);
+	if (*key_seen)
+		return fail(p, "'key' given twice");
+	*key_seen = true;
+	w->key = tr_job_key(words[1]);
+	return 0;
+}
+
 static int parse_line(struct parser *p, char *line, struct tr_world *w, bool *seen,
-		      int *nranks_seen)
+		      int *nranks_seen, bool *key_seen)
 {
 	char *words[TRIAD_MAX_PLANES + 2];
 	char *hash = strchr(line, '#');
@@ -91,8 +115,10 @@ static int parse_line(struct parser *p, char *line, struct tr_world *w, bool *se
 		w->port = (uint16_t)v;
 		return 0;
 	}
+	if (!strcmp(words[0], "key"))
+		return parse_key(p, words, n, w, key_seen);
 	if (parse_uint(words[0], TR_WORLD_MAX_RANKS - 1, &v))
-		return fail(p, "expected a rank (0..%d) or 'port', found '%s'",
+		return fail(p, "expected a rank (0..%d), 'port' or 'key', found '%s'",
 			    TR_WORLD_MAX_RANKS - 1, words[0]);
 	if (n > TRIAD_MAX_PLANES + 1)
 		return fail(p, "rank %ld: more than %d plane addresses", v, TRIAD_MAX_PLANES);
@@ -144,6 +170,7 @@ int tr_world_parse(const char *text, const char *name, struct tr_world *w,
 	bool *seen = calloc(TR_WORLD_MAX_RANKS, sizeof(*seen));
 	const char *s = text;
 	int nranks_seen = 0, ret = 0;
+	bool key_seen = false;
 
 	tmp.addr = calloc(TR_WORLD_MAX_RANKS, sizeof(*tmp.addr));
 	if (!seen || !tmp.addr) {
@@ -163,7 +190,7 @@ int tr_world_parse(const char *text, const char *name, struct tr_world *w,
 		memcpy(line, s, len);
 		line[len] = '\0';
 		s += len + (s[len] == '\n');
-		ret = parse_line(&p, line, &tmp, seen, &nranks_seen);
+		ret = parse_line(&p, line, &tmp, seen, &nranks_seen, &key_seen);
 		if (ret)
 			goto out;
 	}
@@ -179,6 +206,8 @@ int tr_world_parse(const char *text, const char *name, struct tr_world *w,
 	w->size = tmp.size;
 	w->nplanes = tmp.nplanes;
 	w->port = tmp.port;
+	w->key = tmp.key;
+	w->ports = NULL; /* a world file has one port */
 out:
 	free(tmp.addr);
 	free(seen);
@@ -246,6 +275,8 @@ int tr_world_load(const char *path, struct tr_world *w, char *err, size_t errlen
 void tr_world_free(struct tr_world *w)
 {
 	free(w->addr);
+	free(w->ports);
 	w->addr = NULL;
+	w->ports = NULL;
 	w->size = 0;
 }

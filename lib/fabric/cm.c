@@ -98,9 +98,10 @@ static void on_route_resolved(struct tr_qp *qp)
 		report(qp, TR_CM_FAILED, NULL, 0, "rdma_connect");
 }
 
-static void reject(const struct tr_fab_plane *pl, struct rdma_cm_id *id)
+static void reject(const struct tr_fab_plane *pl, struct rdma_cm_id *id, const uint8_t *priv,
+		   size_t len)
 {
-	if (rdma_reject(id, NULL, 0))
+	if (rdma_reject(id, len ? priv : NULL, (uint8_t)len))
 		tr_debug("plane %d: rdma_reject: %m", pl->index);
 }
 
@@ -115,14 +116,15 @@ static void on_connect_request(struct tr_fab *fab, struct tr_fab_plane *pl,
 						&reply_len);
 
 	if (!owner || !(qp = tr_qp_new(fab, pl->index, owner))) {
-		reject(pl, id);
+		/* The owner may say why (a request of another job, say). */
+		reject(pl, id, reply, owner ? 0 : reply_len);
 		if (rdma_destroy_id(id))
 			tr_warn("plane %d: rdma_destroy_id: %m", pl->index);
 		return;
 	}
 	id->context = qp;
 	if (tr_qp_setup(qp, id)) {
-		reject(pl, id);
+		reject(pl, id, NULL, 0);
 		if (!qp->id && rdma_destroy_id(id))
 			tr_warn("plane %d: rdma_destroy_id: %m", pl->index);
 		tr_qp_release(qp);
@@ -162,7 +164,8 @@ void tr_fab_cm_dispatch(struct tr_fab *fab)
 		int status = ev->status;
 		struct tr_qp *qp;
 
-		if (type == RDMA_CM_EVENT_CONNECT_REQUEST || type == RDMA_CM_EVENT_ESTABLISHED) {
+		if (type == RDMA_CM_EVENT_CONNECT_REQUEST || type == RDMA_CM_EVENT_ESTABLISHED ||
+		    type == RDMA_CM_EVENT_REJECTED) {
 			plen = ev->param.conn.private_data_len;
 			if (plen > sizeof(priv))
 				plen = sizeof(priv);
@@ -197,10 +200,13 @@ void tr_fab_cm_dispatch(struct tr_fab *fab)
 			qp->connected = 1;
 			report(qp, TR_CM_ESTABLISHED, priv, plen, NULL);
 			break;
+		case RDMA_CM_EVENT_REJECTED:
+			/* with the passive side's reason, when it gave one */
+			report(qp, TR_CM_FAILED, priv, plen, rdma_event_str(type));
+			break;
 		case RDMA_CM_EVENT_ADDR_ERROR:
 		case RDMA_CM_EVENT_ROUTE_ERROR:
 		case RDMA_CM_EVENT_UNREACHABLE:
-		case RDMA_CM_EVENT_REJECTED:
 		case RDMA_CM_EVENT_CONNECT_ERROR:
 			report(qp, TR_CM_FAILED, NULL, 0, rdma_event_str(type));
 			break;

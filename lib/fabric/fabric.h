@@ -38,7 +38,8 @@ struct tr_fab_wc {
 enum tr_cm_event {
 	TR_CM_ACCEPTED,	    /* passive side: accepted, not yet established */
 	TR_CM_ESTABLISHED,  /* priv: the peer's private data (active side) */
-	TR_CM_FAILED,	    /* an attempt failed before it was up; why says which step */
+	TR_CM_FAILED,	    /* an attempt failed before it was up; why says which step;
+			     * priv: a rejection's private data, if it had any */
 	TR_CM_DISCONNECTED, /* the peer disconnected */
 	TR_CM_DEVICE_REMOVED,
 };
@@ -54,7 +55,8 @@ struct tr_fab_ops {
 	void (*on_send)(void *arg, const struct tr_fab_wc *wc);
 	/* Passive side: a peer asks to connect on plane.  Return the owner
 	 * (the caller's object for the connection) and fill reply/reply_len
-	 * with the accept's private data, or NULL to reject. */
+	 * with the accept's private data, or NULL to reject (reply/reply_len,
+	 * when set, then go with the rejection). */
 	void *(*on_conn_request)(void *arg, int plane, const uint8_t *priv, size_t len,
 				 uint8_t *reply, size_t *reply_len);
 	/* A connection owned by owner changed (see enum tr_cm_event). */
@@ -83,6 +85,20 @@ void tr_fab_close(struct tr_fab *fab);
 int tr_fab_cm_fd(const struct tr_fab *fab);
 /* Handles every waiting rdma_cm event (through ops). */
 void tr_fab_cm_dispatch(struct tr_fab *fab);
+
+/* ---- devices ------------------------------------------------------------------*/
+/* A port of a local RDMA device that has an IPv4 address in its GID table
+ * (RoCE, rxe): what tr_fab_plane_open() binds to. */
+struct tr_fab_dev {
+	char name[64];
+	int port;
+	int active; /* IBV_PORT_ACTIVE now */
+	struct in_addr addr;
+};
+#define TR_FAB_MAX_DEVS 128
+/* Every such port of this host, in the verbs device order, at most max.
+ * Returns how many, or a negative errno (logged). */
+int tr_fab_devices(struct tr_fab_dev *out, int max);
 
 /* ---- planes -------------------------------------------------------------------*/
 /* Opens plane index on the device that owns addr and listens on port. */

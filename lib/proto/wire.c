@@ -399,24 +399,42 @@ static uint32_t get_be32(const uint8_t *p)
 void tr_conn_priv_encode(uint8_t buf[TR_WIRE_PRIV_LEN], const struct tr_conn_priv *d)
 {
 	put_be32(buf, TR_WIRE_PRIV_MAGIC);
-	put_be32(buf + 4, d->plane);
-	put_be32(buf + 8, d->rank);
-	put_be32(buf + 12, d->size);
-	put_be32(buf + 16, d->slots);
-	put_be32(buf + 20, d->slot_size);
+	put_be32(buf + 4, TR_WIRE_PRIV_VERSION);
+	put_be32(buf + 8, d->plane);
+	put_be32(buf + 12, d->rank);
+	put_be32(buf + 16, d->size);
+	put_be32(buf + 20, d->slots);
+	put_be32(buf + 24, d->slot_size);
+	put_be32(buf + 28, (uint32_t)(d->key >> 32));
+	put_be32(buf + 32, (uint32_t)d->key);
+}
+
+unsigned tr_conn_priv_version(const uint8_t *buf, size_t len)
+{
+	if (len >= TR_WIRE_PRIV_LEN_V1 && get_be32(buf) == TR_WIRE_PRIV_MAGIC_V1)
+		return 1;
+	if (len >= 8 && get_be32(buf) == TR_WIRE_PRIV_MAGIC)
+		return get_be32(buf + 4) ? get_be32(buf + 4) : 0;
+	return 0;
 }
 
 int tr_conn_priv_decode(const uint8_t *buf, size_t len, struct tr_conn_priv *d)
 {
 	struct tr_conn_priv v;
+	unsigned version = tr_conn_priv_version(buf, len);
 
-	if (len < TR_WIRE_PRIV_LEN || get_be32(buf) != TR_WIRE_PRIV_MAGIC)
+	if (!version)
 		return -EBADMSG;
-	v.plane = get_be32(buf + 4);
-	v.rank = get_be32(buf + 8);
-	v.size = get_be32(buf + 12);
-	v.slots = get_be32(buf + 16);
-	v.slot_size = get_be32(buf + 20);
+	if (version != TR_WIRE_PRIV_VERSION)
+		return -EPROTONOSUPPORT;
+	if (len < TR_WIRE_PRIV_LEN)
+		return -EBADMSG;
+	v.plane = get_be32(buf + 8);
+	v.rank = get_be32(buf + 12);
+	v.size = get_be32(buf + 16);
+	v.slots = get_be32(buf + 20);
+	v.slot_size = get_be32(buf + 24);
+	v.key = (uint64_t)get_be32(buf + 28) << 32 | get_be32(buf + 32);
 	if (v.slots < 1 || v.slots > TR_FC_MAX_SLOTS || v.slot_size < 512 ||
 	    v.slot_size > TR_WIRE_MAX_LEN)
 		return -EPROTO;

@@ -15,7 +15,8 @@
 #include "core/config.h"
 #include "base/log.h"
 
-#define NVARS 27
+#define NVARS 28
+#define TRIAD_MAX_PLANES_TEST 9
 
 static const char *const all_vars[NVARS] = {
 	"TRIAD_RANK",	     "TRIAD_WORLD",	       "TRIAD_LOG",	   "TRIAD_CHUNK_SIZE",
@@ -25,7 +26,7 @@ static const char *const all_vars[NVARS] = {
 	"TRIAD_BSM_LINGER_US", "TRIAD_COPY_TIMEOUT_MS", "TRIAD_COPY_OPS",
 	"TRIAD_BG_SPIN_US", "TRIAD_BCAST_PIPELINE", "TRIAD_TRACE", "TRIAD_ORDER",
 	"TRIAD_STRIPE_MIN", "TRIAD_ADAPTIVE", "TRIAD_ADAPTIVE_T", "TRIAD_ADAPTIVE_ALPHA",
-	"TRIAD_DAEMON",
+	"TRIAD_DAEMON",	     "TRIAD_DEVICES",
 };
 
 struct fake_env {
@@ -71,6 +72,7 @@ static void assert_defaults(const struct tr_config *c)
 	assert_int_equal(c->adaptive, 1); /* occ */
 	assert_int_equal(c->adaptive_t, 8);
 	assert_int_equal(c->adaptive_alpha, 50);
+	assert_string_equal(c->devices, "");
 }
 
 /* Loads with the single variable name=value, which must be accepted. */
@@ -507,6 +509,59 @@ static void test_parse_size_bad(void **state)
 	size_bad("18446744073709551615k", -ERANGE);
 }
 
+/* ---- TRIAD_DEVICES ------------------------------------------------------------- */
+
+static void test_devices_good(void **state)
+{
+	struct tr_devspec d[TRIAD_MAX_PLANES_TEST];
+	char err[256] = "";
+	struct tr_config c = load1("TRIAD_DEVICES", "rxe_n0p0:1,rxe_n0p1");
+
+	(void)state;
+	assert_string_equal(c.devices, "rxe_n0p0:1,rxe_n0p1");
+	assert_int_equal(tr_devices_parse("", d, 8, err, sizeof(err)), 0);
+	assert_int_equal(tr_devices_parse(c.devices, d, 8, err, sizeof(err)), 2);
+	assert_string_equal(d[0].name, "rxe_n0p0");
+	assert_int_equal(d[0].port, 1);
+	assert_string_equal(d[1].name, "rxe_n0p1");
+	assert_int_equal(d[1].port, 0);
+	assert_int_equal(tr_devices_parse("mlx5_0:1,mlx5_0:2", d, 8, err, sizeof(err)), 2);
+	assert_int_equal(d[1].port, 2);
+	assert_int_equal(tr_devices_parse("a.b-c_9:255", d, 8, err, sizeof(err)), 1);
+	assert_int_equal(d[0].port, 255);
+	assert_string_equal(err, "");
+}
+
+static void devices_bad(const char *s, const char *msg)
+{
+	struct tr_devspec d[TRIAD_MAX_PLANES_TEST];
+	char err[256] = "";
+
+	assert_int_equal(tr_devices_parse(s, d, 8, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, msg);
+}
+
+static void test_devices_bad(void **state)
+{
+	(void)state;
+	devices_bad(",", "TRIAD_DEVICES: an empty device name");
+	devices_bad("rxe0,", "TRIAD_DEVICES: an empty device name");
+	devices_bad("rxe0,,rxe1", "TRIAD_DEVICES: an empty device name");
+	devices_bad(":1", "TRIAD_DEVICES: an empty device name");
+	devices_bad("rxe0:", "TRIAD_DEVICES: rxe0: no port after ':'");
+	devices_bad("rxe0:0", "TRIAD_DEVICES: rxe0: port 0 (ports count from 1)");
+	devices_bad("rxe0:256", "TRIAD_DEVICES: rxe0: port '256' is not 1..255");
+	devices_bad("rxe0:1x", "TRIAD_DEVICES: rxe0: port '1x' is not 1..255");
+	devices_bad("rxe0:-1", "TRIAD_DEVICES: rxe0: port '-1' is not 1..255");
+	devices_bad("rxe 0", "TRIAD_DEVICES: 'rxe 0' is not a device name");
+	devices_bad("rxe0,rxe1,rxe0", "TRIAD_DEVICES: rxe0 named twice");
+	devices_bad("rxe0:1,rxe0:1", "TRIAD_DEVICES: rxe0 named twice");
+	devices_bad("rxe0,rxe0:1", "TRIAD_DEVICES: rxe0 named twice");
+	devices_bad("a,b,c,d,e,f,g,h,i", "TRIAD_DEVICES: more than 8 devices");
+	devices_bad("0123456789012345678901234567890123456789012345678901234567890123",
+		    "TRIAD_DEVICES: device name '0123456789012345...' longer than 63 characters");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -529,6 +584,8 @@ int main(void)
 		cmocka_unit_test(test_print_table),
 		cmocka_unit_test(test_parse_size_good),
 		cmocka_unit_test(test_parse_size_bad),
+		cmocka_unit_test(test_devices_good),
+		cmocka_unit_test(test_devices_bad),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

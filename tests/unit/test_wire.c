@@ -1614,6 +1614,87 @@ static void test_type_str(void **state)
 	assert_string_equal(tr_msg_type_str(UINT32_MAX), "?");
 }
 
+/* ---- connection private data ---------------------------------------------- */
+
+static void test_priv_roundtrip(void **state)
+{
+	struct tr_conn_priv d = { .plane = 1, .rank = 2, .size = 8, .slots = 16,
+				  .slot_size = 4096, .key = 0x0123456789abcdefull }, e;
+	uint8_t buf[TR_WIRE_PRIV_LEN];
+
+	(void)state;
+	tr_conn_priv_encode(buf, &d);
+	assert_int_equal(tr_conn_priv_version(buf, sizeof(buf)), TR_WIRE_PRIV_VERSION);
+	assert_int_equal(tr_conn_priv_decode(buf, sizeof(buf), &e), 0);
+	assert_int_equal(e.plane, 1);
+	assert_int_equal(e.rank, 2);
+	assert_int_equal(e.size, 8);
+	assert_int_equal(e.slots, 16);
+	assert_int_equal(e.slot_size, 4096);
+	assert_true(e.key == 0x0123456789abcdefull);
+	/* rdma_cm pads the private data: what follows is ignored */
+	{
+		uint8_t big[56] = { 0 };
+
+		memcpy(big, buf, sizeof(buf));
+		assert_int_equal(tr_conn_priv_decode(big, sizeof(big), &e), 0);
+		assert_true(e.key == d.key);
+	}
+}
+
+/* Version 1 (24 bytes, magic "tria", no key) is named, not taken for garbage. */
+static void test_priv_old_version(void **state)
+{
+	static const uint8_t v1[TR_WIRE_PRIV_LEN_V1] = {
+		't', 'r', 'i', 'a', 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 8,
+		0, 0, 0, 16, 0, 0, 0x10, 0,
+	};
+	struct tr_conn_priv e = { .rank = 77 };
+
+	(void)state;
+	assert_int_equal(tr_conn_priv_version(v1, sizeof(v1)), 1);
+	assert_int_equal(tr_conn_priv_decode(v1, sizeof(v1), &e), -EPROTONOSUPPORT);
+	assert_int_equal(e.rank, 77); /* untouched */
+}
+
+static void test_priv_bad(void **state)
+{
+	struct tr_conn_priv d = { .plane = 0, .rank = 0, .size = 2, .slots = 16,
+				  .slot_size = 4096, .key = 5 }, e;
+	uint8_t buf[TR_WIRE_PRIV_LEN], bad[TR_WIRE_PRIV_LEN];
+
+	(void)state;
+	tr_conn_priv_encode(buf, &d);
+	/* short */
+	for (size_t n = 0; n < sizeof(buf); n++)
+		assert_int_not_equal(tr_conn_priv_decode(buf, n, &e), 0);
+	assert_int_equal(tr_conn_priv_decode(buf, 8, &e), -EBADMSG);
+	/* not ours */
+	memcpy(bad, buf, sizeof(buf));
+	bad[0] = 'X';
+	assert_int_equal(tr_conn_priv_version(bad, sizeof(bad)), 0);
+	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EBADMSG);
+	/* a later version */
+	memcpy(bad, buf, sizeof(buf));
+	bad[7] = 3;
+	assert_int_equal(tr_conn_priv_version(bad, sizeof(bad)), 3);
+	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTONOSUPPORT);
+	/* version 0 does not exist */
+	bad[7] = 0;
+	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EBADMSG);
+	/* slots and slot size out of range */
+	d.slots = 0;
+	tr_conn_priv_encode(bad, &d);
+	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTO);
+	d.slots = 65;
+	tr_conn_priv_encode(bad, &d);
+	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTO);
+	d.slots = 16;
+	d.slot_size = 511;
+	tr_conn_priv_encode(bad, &d);
+	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1657,6 +1738,9 @@ int main(void)
 		cmocka_unit_test(test_set_link_decodes),
 		cmocka_unit_test(test_set_link_clears_bsm),
 		cmocka_unit_test(test_type_str),
+		cmocka_unit_test(test_priv_roundtrip),
+		cmocka_unit_test(test_priv_old_version),
+		cmocka_unit_test(test_priv_bad),
 	};
 
 	return cmocka_run_group_tests_name("wire", tests, pool_setup, NULL);

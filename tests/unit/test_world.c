@@ -243,18 +243,59 @@ static void test_bad_duplicate_rank(void **state)
 	parse_bad("0 10.0.0.1 10.1.0.1\n0 10.0.0.1 10.1.0.1\n", NAME ":2: rank 0 listed twice");
 }
 
+/* ---- the job key -------------------------------------------------------- */
+
+static void test_key_line(void **state)
+{
+	struct tr_world w;
+
+	(void)state;
+	parse_ok("0 10.0.0.1\n", &w);
+	assert_int_equal(w.key, 0); /* no key line: no key */
+	tr_world_free(&w);
+	parse_ok("key jobA # the first job\n0 10.0.0.1\n1 10.0.0.2\n", &w);
+	assert_int_equal(w.key, tr_job_key("jobA"));
+	assert_int_equal(w.size, 2);
+	tr_world_free(&w);
+	/* after the ranks too */
+	parse_ok("0 10.0.0.1\nkey jobB\n", &w);
+	assert_int_equal(w.key, tr_job_key("jobB"));
+	tr_world_free(&w);
+}
+
+static void test_job_key(void **state)
+{
+	(void)state;
+	assert_int_not_equal(tr_job_key("jobA"), tr_job_key("jobB"));
+	assert_int_not_equal(tr_job_key("prterun-vm-1234@1"), tr_job_key("prterun-vm-1235@1"));
+	assert_int_equal(tr_job_key("jobA"), tr_job_key("jobA"));
+	assert_int_not_equal(tr_job_key(""), 0);
+}
+
+static void test_bad_key(void **state)
+{
+	(void)state;
+	parse_bad("key\n0 10.0.0.1\n", NAME ":1: 'key' needs one word");
+	parse_bad("key a b\n0 10.0.0.1\n", NAME ":1: 'key' needs one word");
+	parse_bad("key a\n0 10.0.0.1\nkey a\n", NAME ":3: 'key' given twice");
+	parse_bad("key 0123456789012345678901234567890123456789012345678901234567890123\n"
+		  "0 10.0.0.1\n", NAME ":1: 'key' longer than 63 characters");
+	parse_bad("Key a\n0 10.0.0.1\n",
+		  NAME ":1: expected a rank (0..4095), 'port' or 'key', found 'Key'");
+}
+
 static void test_bad_rank_not_a_number(void **state)
 {
 	(void)state;
-	parse_bad("x 10.0.0.1\n", NAME ":1: expected a rank (0..4095) or 'port', found 'x'");
+	parse_bad("x 10.0.0.1\n", NAME ":1: expected a rank (0..4095), 'port' or 'key', found 'x'");
 	parse_bad("0 10.0.0.1\n\n1a 10.0.0.2\n",
-		  NAME ":3: expected a rank (0..4095) or 'port', found '1a'");
-	parse_bad("-1 10.0.0.1\n", NAME ":1: expected a rank (0..4095) or 'port', found '-1'");
-	parse_bad("+1 10.0.0.1\n", NAME ":1: expected a rank (0..4095) or 'port', found '+1'");
-	parse_bad("4096 10.0.0.1\n", NAME ":1: expected a rank (0..4095) or 'port', found '4096'");
+		  NAME ":3: expected a rank (0..4095), 'port' or 'key', found '1a'");
+	parse_bad("-1 10.0.0.1\n", NAME ":1: expected a rank (0..4095), 'port' or 'key', found '-1'");
+	parse_bad("+1 10.0.0.1\n", NAME ":1: expected a rank (0..4095), 'port' or 'key', found '+1'");
+	parse_bad("4096 10.0.0.1\n", NAME ":1: expected a rank (0..4095), 'port' or 'key', found '4096'");
 	parse_bad("99999999999999999999999 10.0.0.1\n",
-		  NAME ":1: expected a rank (0..4095) or 'port', found '99999999999999999999999'");
-	parse_bad("Port 7000\n", NAME ":1: expected a rank (0..4095) or 'port', found 'Port'");
+		  NAME ":1: expected a rank (0..4095), 'port' or 'key', found '99999999999999999999999'");
+	parse_bad("Port 7000\n", NAME ":1: expected a rank (0..4095), 'port' or 'key', found 'Port'");
 }
 
 static void test_bad_no_address(void **state)
@@ -503,6 +544,9 @@ int main(void)
 		cmocka_unit_test(test_bad_duplicate_address_big),
 		cmocka_unit_test(test_bad_long_line),
 		cmocka_unit_test(test_small_error_buffer),
+		cmocka_unit_test(test_key_line),
+		cmocka_unit_test(test_job_key),
+		cmocka_unit_test(test_bad_key),
 		cmocka_unit_test(test_load_good),
 		cmocka_unit_test(test_load_error_names_path_and_line),
 		cmocka_unit_test(test_load_empty),
