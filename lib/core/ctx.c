@@ -152,6 +152,7 @@ static int open_peers(triad_ctx_t *ctx)
 		tr_psw_init(&ctx->peers[r].psw, (unsigned)ctx->nplanes, 0);
 		for (int q = 0; q < TR_FC_NPRIO; q++)
 			tr_list_init(&ctx->peers[r].am_early[q]);
+		tr_list_init(&ctx->peers[r].ep_closed);
 		for (int p = 0; p < ctx->nplanes; p++)
 			tr_lane_init(ctx, &ctx->peers[r].lane[p], r, p);
 	}
@@ -373,6 +374,7 @@ void triad_fini(triad_ctx_t *ctx)
 		for (p = 0; p < ctx->nplanes; p++)
 			tr_lane_destroy(&ctx->peers[r].lane[p]);
 		tr_rwins_free(ctx, &ctx->peers[r]);
+		tr_rma_peer_free(&ctx->peers[r]);
 		tr_peer_free(&ctx->peers[r]);
 	}
 	if (ctx->peers)

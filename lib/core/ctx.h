@@ -46,6 +46,9 @@
  * NIC's remote access error), and spread over every plane they would
  * leave none to do the others again on; TRIAD_F_STRIPE spreads them. */
 #define TR_F_NO_DETOUR 0x10000u
+/* Internal: issued with no request (req_p NULL); freed once complete, its
+ * error kept for the next triad_flush to the rank. */
+#define TR_F_NO_REQ 0x20000u
 
 /* A peer's window as its owner described it (WIN_INFO).  GONE: the owner
  * destroyed it (WIN_GONE); the next access asks again, since the id may
@@ -110,6 +113,13 @@ struct tr_peer {
 	struct tr_am_lost *am_lost;
 	unsigned nam_lost, am_lost_cap;
 	int gone; /* it said BYE: its connections are not rebuilt */
+	/* triad_flush (rma.c): the puts and gets to this peer since the last
+	 * flush (an open epoch, created by the first of them), the epochs
+	 * flushed and not yet complete (oldest first), and the first error
+	 * of a request-less operation since the last flush completed. */
+	struct tr_epoch *ep_open;
+	struct tr_list ep_closed;
+	enum triad_status ep_err;
 };
 
 struct triad_win {
@@ -131,6 +141,7 @@ enum tr_req_kind {
 	TR_REQ_LOOKUP, /* internal: a copy's source needs the destination's window */
 	TR_REQ_BCAST,  /* the application's broadcast */
 	TR_REQ_MSG,    /* internal: a message whose arrival someone waits for */
+	TR_REQ_FLUSH,  /* the application's triad_flush */
 };
 
 struct tr_am_entry {
@@ -163,6 +174,7 @@ struct triad_req {
 	uint64_t c_op, c_chunk;
 	/* internal requests: called once complete; it frees the request */
 	void (*on_done)(struct triad_req *req);
+	struct tr_epoch *ep; /* PUT, GET: the flush epoch it counts in */
 	void *cb_arg;
 	uint32_t cb_src, cb_dst;
 	uint64_t cb_chunk;
@@ -171,6 +183,15 @@ struct triad_req {
 	 * copy's COPY_DATA behind WRITEs still queued): sent once it is posted. */
 	struct tr_msg *then;
 	struct tr_raw_msg *then_raw; /* the same, encoded already (sent again) */
+};
+
+/* The operations a flush waits for: those issued to one peer between two
+ * flushes.  Every flush called while it is the newest waits on it. */
+struct tr_epoch {
+	struct tr_list link;	/* in the peer's ep_closed, once flushed */
+	unsigned long out;	/* its operations not complete yet */
+	enum triad_status err;	/* the first error of a request-less one */
+	struct tr_list flushes; /* the flush requests waiting for it */
 };
 
 /* An encoded message waiting to be queued. */
@@ -347,6 +368,11 @@ struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int p
 void tr_req_complete(struct triad_req *req, enum triad_status st);
 /* The window is known: validate and queue on the lane. */
 void tr_rma_start(struct triad_req *req);
+/* triad_flush's bookkeeping: a put or get counted in its peer's open
+ * epoch (lock held), its completion, and what is left at triad_fini. */
+void tr_epoch_count(struct triad_ctx *ctx, struct triad_req *req);
+void tr_epoch_done(struct triad_req *req);
+void tr_rma_peer_free(struct tr_peer *p);
 /* Post what the lane's send queue takes of its queued operations. */
 void tr_rma_pump(struct tr_lane *l);
 /* One WRITE or READ of req completed; flushed: its lane broke under it

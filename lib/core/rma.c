@@ -31,6 +31,13 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 		req->tmp_mr = NULL;
 	}
 	req->status = st;
+	if (req->ep)
+		tr_epoch_done(req);
+	if (req->flags & TR_F_NO_REQ) { /* nobody holds it: a flush reports its error */
+		free(req);
+		tr_ctx_signal(ctx);
+		return;
+	}
 	if (req->on_done) { /* internal: the owner takes it from here */
 		req->on_done(req);
 		tr_ctx_signal(ctx);
@@ -317,9 +324,9 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 	struct tr_lane *l;
 	struct triad_win *lw;
 
-	if (!ctx || !req_p || (!buf && len)) {
+	if (!ctx || (!buf && len)) {
 		if (ctx)
-			tr_debug("%s: needs a request pointer and a buffer", what);
+			tr_debug("%s: needs a buffer", what);
 		return -EINVAL;
 	}
 	if (rank < 0 || rank >= ctx->size) {
@@ -340,9 +347,13 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 	req->len = len;
 	req->buf = buf;
 	req->flags = flags;
-	*req_p = req;
+	if (req_p)
+		*req_p = req;
+	else
+		req->flags |= TR_F_NO_REQ;
 
 	pthread_mutex_lock(&ctx->lock);
+	tr_epoch_count(ctx, req);
 	if (rank == ctx->rank) {
 		rma_self(ctx, req);
 		goto out;
@@ -382,6 +393,140 @@ int triad_get(triad_ctx_t *ctx, void *buf, size_t len, int rank, uint32_t win, u
 	      unsigned flags, triad_req_t **req_p)
 {
 	return rma_submit(ctx, TR_REQ_GET, buf, len, rank, win, off, flags, req_p);
+}
+
+/* ---- flush ----------------------------------------------------------------------*/
+/* The puts and gets to a peer are counted in epochs: the open one takes
+ * every new operation; triad_flush closes it (it joins the peer's closed
+ * epochs, oldest first) and waits for it.  Operations complete in any
+ * order, so an epoch whose count reached 0 waits for the older ones before
+ * its flushes complete: a flush then knows that everything issued before
+ * it is done.  One epoch per flush, not per operation: nothing is
+ * allocated on the put path but the first put after a flush. */
+static struct tr_epoch *epoch_new(void)
+{
+	struct tr_epoch *ep = calloc(1, sizeof(*ep));
+
+	if (ep) {
+		tr_list_init(&ep->link);
+		tr_list_init(&ep->flushes);
+	}
+	return ep;
+}
+
+void tr_epoch_count(struct triad_ctx *ctx, struct triad_req *req)
+{
+	struct tr_peer *p = &ctx->peers[req->peer];
+
+	if (!p->ep_open && !(p->ep_open = epoch_new())) {
+		tr_warn("put/get to rank %d: out of memory for its flush epoch: "
+			"a triad_flush will not wait for it", req->peer);
+		return;
+	}
+	p->ep_open->out++;
+	req->ep = p->ep_open;
+}
+
+/* A flush reports the first error of a request-less operation to its rank
+ * since the last flush there completed (an operation with a request
+ * reports its own), and the slate is clean again. */
+static void flush_complete(struct tr_peer *p, struct triad_req *fl)
+{
+	tr_list_del(&fl->link);
+	tr_req_complete(fl, p->ep_err);
+}
+
+/* Completes the flushes of every closed epoch that is done and has no
+ * older one still going. */
+static void epochs_retire(struct tr_peer *p)
+{
+	while (!tr_list_empty(&p->ep_closed)) {
+		struct tr_epoch *ep = tr_list_first(&p->ep_closed, struct tr_epoch, link);
+
+		if (ep->out)
+			return;
+		tr_list_del(&ep->link);
+		if (ep->err && !p->ep_err)
+			p->ep_err = ep->err;
+		while (!tr_list_empty(&ep->flushes))
+			flush_complete(p, tr_list_first(&ep->flushes, struct triad_req, link));
+		p->ep_err = TRIAD_S_OK;
+		free(ep);
+	}
+}
+
+void tr_epoch_done(struct triad_req *req)
+{
+	struct tr_epoch *ep = req->ep;
+	struct tr_peer *p = &req->ctx->peers[req->peer];
+
+	req->ep = NULL;
+	if ((req->flags & TR_F_NO_REQ) && req->status != TRIAD_S_OK && !ep->err)
+		ep->err = req->status;
+	if (--ep->out)
+		return;
+	if (ep == p->ep_open) { /* not flushed yet: it keeps counting */
+		if (ep->err && !p->ep_err)
+			p->ep_err = ep->err;
+		ep->err = TRIAD_S_OK;
+		return;
+	}
+	epochs_retire(p);
+}
+
+int triad_flush(triad_ctx_t *ctx, int rank, triad_req_t **req_p)
+{
+	struct triad_req *fl;
+	struct tr_peer *p;
+	struct tr_epoch *last;
+
+	if (!ctx || !req_p)
+		return -EINVAL;
+	if (rank < 0 || rank >= ctx->size) {
+		tr_debug("flush: rank %d is not in the world (0..%d)", rank, ctx->size - 1);
+		return -EINVAL;
+	}
+	fl = tr_req_new(ctx, TR_REQ_FLUSH, rank);
+	if (!fl)
+		return -ENOMEM;
+	*req_p = fl;
+	p = &ctx->peers[rank];
+	pthread_mutex_lock(&ctx->lock);
+	if (p->ep_open && p->ep_open->out) { /* close it: this flush waits for it */
+		tr_list_add_tail(&p->ep_closed, &p->ep_open->link);
+		p->ep_open = NULL;
+	}
+	if (tr_list_empty(&p->ep_closed)) {
+		/* Nothing outstanding: done at once, with what failed since. */
+		tr_req_complete(fl, p->ep_err);
+		p->ep_err = TRIAD_S_OK;
+	} else {
+		/* The newest closed epoch holds everything issued so far. */
+		last = tr_container_of(p->ep_closed.prev, struct tr_epoch, link);
+		tr_list_add_tail(&last->flushes, &fl->link);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+/* At triad_fini every operation has completed (cancelled), so every epoch
+ * has retired; what may be left is the open one, empty. */
+void tr_rma_peer_free(struct tr_peer *p)
+{
+	free(p->ep_open);
+	p->ep_open = NULL;
+	while (!tr_list_empty(&p->ep_closed)) { /* not expected: freed, flushes cancelled */
+		struct tr_epoch *ep = tr_list_first(&p->ep_closed, struct tr_epoch, link);
+
+		tr_list_del(&ep->link);
+		while (!tr_list_empty(&ep->flushes)) {
+			struct triad_req *fl = tr_list_first(&ep->flushes, struct triad_req, link);
+
+			tr_list_del(&fl->link);
+			tr_req_complete(fl, TRIAD_S_CANCELLED);
+		}
+		free(ep);
+	}
 }
 
 /* ---- requests ---------------------------------------------------------------------*/
