@@ -145,6 +145,17 @@ int triad_get(triad_ctx_t *ctx, void *buf, size_t len, int rank,
  * -EINVAL: no ctx or req_p, or rank not in the world.
  */
 int triad_flush(triad_ctx_t *ctx, int rank, triad_req_t **req_p);
+/*
+ * With TRIAD_REG_CACHE on, the registrations of put/get buffers outside
+ * every window are kept (per plane, least recently used dropped first)
+ * instead of being made and dropped by every operation.  The library
+ * cannot see memory being freed, and a kept registration would keep the old
+ * pages while the addresses get new ones: call triad_mem_release on a
+ * buffer (or any range holding it) before freeing or unmapping it, once no
+ * operation on it is outstanding.  Returns how many cached registrations
+ * it dropped (0 when the cache is off), -EINVAL without ctx, addr or len.
+ */
+int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len);
 
 /* ---- requests --------------------------------------------------------------*/
 /* 1 when complete, 0 when not; drives progress once. */

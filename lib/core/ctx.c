@@ -129,6 +129,8 @@ static int open_fabric(triad_ctx_t *ctx)
 
 	for (int p = 0; !ret && p < ctx->nplanes; p++)
 		ret = tr_fab_plane_open(ctx->fab, p, ctx->world.addr[ctx->rank][p], ctx->world.port);
+	if (!ret)
+		tr_rma_cache_setup(ctx);
 	return ret;
 }
 
@@ -380,6 +382,7 @@ void triad_fini(triad_ctx_t *ctx)
 	if (ctx->peers)
 		tr_lane_orphans_free(&ctx->orphans);
 	tr_wins_destroy_all(ctx);
+	tr_rma_cache_teardown(ctx);
 	tr_planes_teardown(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	tr_fab_close(ctx->fab);

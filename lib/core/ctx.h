@@ -28,6 +28,7 @@
 #include "base/time.h"
 #include "base/trace.h"
 #include "core/config.h"
+#include "core/regcache.h"
 #include "core/lane.h"
 #include "core/world.h"
 #include "fabric/fabric.h"
@@ -167,6 +168,8 @@ struct triad_req {
 	int redos;		/* times it was */
 	const struct tr_mr *mr; /* of buf; NULL: inline */
 	struct tr_mr *tmp_mr;	/* registration for this request only */
+	struct tr_rc_entry *rc_ent; /* or the cached one it holds, of plane rc_plane */
+	int rc_plane;
 	struct tr_rwin *rwin;
 	/* copies */
 	int leg;		 /* COPY: enum triad_copy_leg of a failure */
@@ -223,6 +226,12 @@ struct triad_ctx {
 	struct tr_peer *peers; /* [size]; peers[rank] unused */
 
 	struct triad_win **wins;
+	/* Registrations of buffers outside every window (TRIAD_REG_CACHE). */
+	struct tr_rc_plane {
+		struct triad_ctx *ctx;
+		int plane;
+		struct tr_regcache rc;
+	} rcache[TRIAD_MAX_PLANES];
 	int nwins, wins_cap;
 	uint32_t next_qid;
 	int nqueries;
@@ -373,6 +382,9 @@ void tr_rma_start(struct triad_req *req);
 void tr_epoch_count(struct triad_ctx *ctx, struct triad_req *req);
 void tr_epoch_done(struct triad_req *req);
 void tr_rma_peer_free(struct tr_peer *p);
+/* The per-plane registration caches (TRIAD_REG_CACHE), once the planes are open. */
+void tr_rma_cache_setup(struct triad_ctx *ctx);
+void tr_rma_cache_teardown(struct triad_ctx *ctx);
 /* Post what the lane's send queue takes of its queued operations. */
 void tr_rma_pump(struct tr_lane *l);
 /* One WRITE or READ of req completed; flushed: its lane broke under it

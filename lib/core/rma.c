@@ -12,6 +12,82 @@
 #include "base/log.h"
 #include "proto/chunk.h"
 
+/* ---- registrations of buffers outside every window ---------------------------------*/
+static void *rc_reg(void *arg, uintptr_t addr, size_t len)
+{
+	struct tr_rc_plane *rp = arg;
+
+	return tr_fab_mr_reg(rp->ctx->fab, rp->plane, (void *)addr, len, TR_MR_LOCAL_WRITE);
+}
+
+static void rc_dereg(void *arg, void *handle)
+{
+	(void)arg;
+	tr_fab_mr_dereg(handle);
+}
+
+static const struct tr_rc_ops rc_ops = { rc_reg, rc_dereg };
+
+void tr_rma_cache_setup(struct triad_ctx *ctx)
+{
+	for (int p = 0; p < ctx->nplanes; p++) {
+		ctx->rcache[p].ctx = ctx;
+		ctx->rcache[p].plane = p;
+		tr_rc_init(&ctx->rcache[p].rc, ctx->cfg.reg_cache, &rc_ops, &ctx->rcache[p]);
+	}
+}
+
+void tr_rma_cache_teardown(struct triad_ctx *ctx)
+{
+	for (int p = 0; p < ctx->nplanes; p++)
+		if (ctx->rcache[p].ctx) /* set up */
+			tr_rc_fini(&ctx->rcache[p].rc);
+}
+
+/* The registration of req's buffer on its lane's plane: from the cache
+ * when TRIAD_REG_CACHE is on, else for this request only.  0 or -1. */
+static int register_buf(struct triad_req *req, struct tr_lane *l)
+{
+	struct triad_ctx *ctx = l->ctx;
+
+	if (ctx->cfg.reg_cache) {
+		req->rc_ent = tr_rc_get(&ctx->rcache[l->plane].rc, req->buf, req->len);
+		if (!req->rc_ent)
+			return -1;
+		req->rc_plane = l->plane;
+		req->mr = req->rc_ent->handle;
+		return 0;
+	}
+	req->tmp_mr = tr_fab_mr_reg(ctx->fab, l->plane, req->buf, req->len, TR_MR_LOCAL_WRITE);
+	req->mr = req->tmp_mr;
+	return req->tmp_mr ? 0 : -1;
+}
+
+static void unregister(struct triad_req *req)
+{
+	if (req->tmp_mr) {
+		tr_fab_mr_dereg(req->tmp_mr);
+		req->tmp_mr = NULL;
+	}
+	if (req->rc_ent) {
+		tr_rc_put(&req->ctx->rcache[req->rc_plane].rc, req->rc_ent);
+		req->rc_ent = NULL;
+	}
+}
+
+int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len)
+{
+	unsigned n = 0;
+
+	if (!ctx || !addr || !len)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	for (int p = 0; ctx->cfg.reg_cache && p < ctx->nplanes; p++)
+		n += tr_rc_invalidate(&ctx->rcache[p].rc, addr, len);
+	pthread_mutex_unlock(&ctx->lock);
+	return (int)n;
+}
+
 void tr_req_complete(struct triad_req *req, enum triad_status st)
 {
 	struct triad_ctx *ctx = req->ctx;
@@ -26,10 +102,7 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 		tr_copy_req_done(req, st); /* reports to the copy engine, frees req */
 		return;
 	}
-	if (req->tmp_mr) {
-		tr_fab_mr_dereg(req->tmp_mr);
-		req->tmp_mr = NULL;
-	}
+	unregister(req);
 	req->status = st;
 	if (req->ep)
 		tr_epoch_done(req);
@@ -79,14 +152,10 @@ void tr_rma_start(struct triad_req *req)
 		tr_req_complete(req, TRIAD_S_OK);
 		return;
 	}
-	if (!req->mr && !(req->kind == TR_REQ_PUT && req->len <= tr_lane_max_inline(l))) {
-		req->tmp_mr = tr_fab_mr_reg(l->ctx->fab, l->plane, req->buf, req->len,
-					    TR_MR_LOCAL_WRITE);
-		if (!req->tmp_mr) {
-			tr_req_complete(req, TRIAD_S_NO_MEMORY);
-			return;
-		}
-		req->mr = req->tmp_mr;
+	if (!req->mr && !(req->kind == TR_REQ_PUT && req->len <= tr_lane_max_inline(l)) &&
+	    register_buf(req, l)) {
+		tr_req_complete(req, TRIAD_S_NO_MEMORY);
+		return;
 	}
 	tr_list_add_tail(&l->rmaq, &req->link);
 	tr_rma_pump(l);
@@ -179,8 +248,7 @@ static void redo(struct triad_req *req)
 		 req->peer, req->lane->plane);
 	if (req->plane != req->lane->plane) {
 		/* Registrations are per plane. */
-		tr_fab_mr_dereg(req->tmp_mr);
-		req->tmp_mr = NULL;
+		unregister(req);
 		lw = tr_win_find_addr(ctx, req->buf, req->len);
 		req->mr = lw ? lw->mr[req->lane->plane] : NULL;
 		req->plane = req->lane->plane;
