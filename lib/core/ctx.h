@@ -242,6 +242,8 @@ struct triad_ctx {
 	ev_timer linger_w;	  /* flushes deferred BSMs */
 	int linger_wanted;	  /* re-arms the CQs once applications stop polling */
 	uint64_t app_poll_ns;	  /* when an application thread last polled */
+	int rearm_on;		  /* rearm_w runs (set and cleared under the lock) */
+	int rearm_asked;	  /* an application thread asked for it (kick_w) */
 	struct tr_trace *trace;	  /* TRIAD_TRACE, or NULL */
 
 	struct tr_copy copy;	  /* the copy engine (proto/copy) */
