@@ -376,6 +376,8 @@ void tr_wins_destroy_all(struct triad_ctx *ctx);
 /* Requests (ctx.c, rma.c) */
 /* The one request constructor: zeroed, status OK, of kind for peer. */
 struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int peer);
+/* Frees a request of tr_req_new (kept in the calling thread's cache). */
+void tr_req_free(struct triad_req *req);
 void tr_req_complete(struct triad_req *req, enum triad_status st);
 /* The window is known: validate and queue on the lane. */
 void tr_rma_start(struct triad_req *req);

@@ -107,7 +107,7 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 	if (req->ep)
 		tr_epoch_done(req);
 	if (req->flags & TR_F_NO_REQ) { /* nobody holds it: a flush reports its error */
-		free(req);
+		tr_req_free(req);
 		tr_ctx_signal(ctx);
 		return;
 	}
@@ -650,6 +650,6 @@ int triad_req_free(triad_req_t *req)
 		return 0;
 	if (!req_done(req))
 		return -EBUSY;
-	free(req);
+	tr_req_free(req);
 	return 0;
 }
