@@ -384,7 +384,8 @@ void tr_rma_start(struct triad_req *req);
 /* triad_flush's bookkeeping: a put or get counted in its peer's open
  * epoch (lock held), its completion, and what is left at triad_fini. */
 void tr_epoch_count(struct triad_ctx *ctx, struct triad_req *req);
-void tr_epoch_done(struct triad_req *req);
+/* err: the operation's status if it had no request, else OK. */
+void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum triad_status err);
 void tr_rma_peer_free(struct tr_peer *p);
 /* The per-plane registration caches (TRIAD_REG_CACHE), once the planes are open. */
 void tr_rma_cache_setup(struct triad_ctx *ctx);

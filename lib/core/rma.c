@@ -91,6 +91,9 @@ int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len)
 void tr_req_complete(struct triad_req *req, enum triad_status st)
 {
 	struct triad_ctx *ctx = req->ctx;
+	enum triad_status err;
+	struct tr_epoch *ep;
+	int peer;
 
 	free(req->then); /* never posted: its op fails with this request */
 	req->then = NULL;
@@ -104,19 +107,21 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 	}
 	unregister(req);
 	req->status = st;
-	if (req->ep)
-		tr_epoch_done(req);
-	if (req->flags & TR_F_NO_REQ) { /* nobody holds it: a flush reports its error */
+	/* The operation is complete before any flush that waits for it is:
+	 * a thread that sees the flush done then sees it done too.  (Once
+	 * done, the request may be freed at once: its epoch is kept here.) */
+	ep = req->ep;
+	peer = req->peer;
+	err = req->flags & TR_F_NO_REQ ? st : TRIAD_S_OK;
+	req->ep = NULL;
+	if (req->flags & TR_F_NO_REQ) /* nobody holds it: a flush reports its error */
 		tr_req_free(req);
-		tr_ctx_signal(ctx);
-		return;
-	}
-	if (req->on_done) { /* internal: the owner takes it from here */
+	else if (req->on_done) /* internal: the owner takes it from here */
 		req->on_done(req);
-		tr_ctx_signal(ctx);
-		return;
-	}
-	atomic_store_explicit(&req->done, 1, memory_order_release);
+	else
+		atomic_store_explicit(&req->done, 1, memory_order_release);
+	if (ep)
+		tr_epoch_done(ctx, peer, ep, err);
 	tr_ctx_signal(ctx);
 }
 
@@ -523,14 +528,12 @@ static void epochs_retire(struct tr_peer *p)
 	}
 }
 
-void tr_epoch_done(struct triad_req *req)
+void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum triad_status err)
 {
-	struct tr_epoch *ep = req->ep;
-	struct tr_peer *p = &req->ctx->peers[req->peer];
+	struct tr_peer *p = &ctx->peers[peer];
 
-	req->ep = NULL;
-	if ((req->flags & TR_F_NO_REQ) && req->status != TRIAD_S_OK && !ep->err)
-		ep->err = req->status;
+	if (err && !ep->err)
+		ep->err = err;
 	if (--ep->out)
 		return;
 	if (ep == p->ep_open) { /* not flushed yet: it keeps counting */
