@@ -42,6 +42,7 @@ const char *triad_status_str(enum triad_status s)
 struct req_cache {
 	struct triad_req *head; /* linked through ->ctx while cached */
 	unsigned n;
+	int keyed; /* its thread frees it at exit (req_cache_key is set) */
 };
 
 static __thread struct req_cache req_cache;
@@ -60,6 +61,7 @@ static void req_cache_drop(void *arg)
 		free(req);
 	}
 	c->n = 0;
+	c->keyed = 0;
 }
 
 static void req_cache_init(void)
@@ -75,12 +77,13 @@ void tr_req_free(struct triad_req *req)
 		free(req);
 		return;
 	}
-	if (!c->n) { /* the thread's first: free its cache when it exits */
+	if (!c->keyed) { /* the thread's first: free its cache when it exits */
 		pthread_once(&req_cache_once, req_cache_init);
 		if (!req_cache_key_ok || pthread_setspecific(req_cache_key, c)) {
 			free(req);
 			return;
 		}
+		c->keyed = 1;
 	}
 	req->ctx = (struct triad_ctx *)(void *)c->head;
 	c->head = req;
