@@ -6,7 +6,9 @@
  * VM, bench/README.md), so they are armed only when someone needs one:
  * receive events always while nobody polls; send events only when someone
  * waits for a send completion (tr_lane_send_wanted), or always when an
- * application thread goes to sleep. */
+ * application thread goes to sleep.  What an application thread posts it
+ * reaps itself while it keeps calling in (tr_progress_want_send): events
+ * for it come on only once it stops, through the re-arm timer. */
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
