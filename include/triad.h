@@ -357,8 +357,9 @@ enum {
 	TRIAD_CONN_STATS_FC = 1u << 1,	 /* bsm_standalone .. rx_dropped */
 	TRIAD_CONN_STATS_AM = 1u << 2,	 /* am_unknown */
 	TRIAD_CONN_STATS_COPY = 1u << 3, /* copy_bytes */
+	TRIAD_CONN_STATS_CHOICE = 1u << 4, /* detours */
 };
-#define TRIAD_CONN_STATS_ALL 0xfu
+#define TRIAD_CONN_STATS_ALL 0x1fu
 
 struct triad_conn_stats {
 	uint64_t field_mask; /* TRIAD_CONN_STATS_* (in) */
@@ -379,6 +380,8 @@ struct triad_conn_stats {
 	uint64_t rx_dropped;	     /* malformed messages dropped */
 	uint64_t am_unknown;	     /* active messages for an unregistered id */
 	uint64_t copy_bytes;	     /* bytes this side wrote as a copy's source */
+	/* adaptive choice (TRIAD_ADAPTIVE) */
+	uint64_t detours; /* messages this connection took over from a busier one to the peer */
 };
 /* The counters of this rank's connection to rank on plane, for the groups
  * stats_p->field_mask names (completions already queued are counted

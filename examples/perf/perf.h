@@ -54,6 +54,9 @@ struct perf_cmd {
 	const char *summary;
 };
 
+/* --json, --csv, or the table (perf_out.c). */
+enum perf_format { PERF_FMT_TABLE, PERF_FMT_CSV, PERF_FMT_JSON };
+
 struct perf_opts {
 	const struct perf_cmd *cmd; /* NULL: nothing to run (--config alone) */
 	size_t size;		    /* 0: the command's default */
@@ -64,7 +67,9 @@ struct perf_opts {
 	int plane;		    /* < 0: the library chooses */
 	enum triad_prio prio;	    /* am_*: priority of the measured messages */
 	int slots;		    /* > 0: TRIAD_SLOTS to set before triad_init */
-	int json;
+	enum perf_format format;
+	const char *plot_file;	    /* --plot FILE.png, or NULL */
+	int quiet;		    /* -q: no progress lines on stderr */
 	int config;
 	int timeout_s;		    /* bound on every single wait */
 	int algo;		    /* bcast: enum triad_bcast_algo */
@@ -95,7 +100,55 @@ struct perf_run {
 	long verify_errors;
 	struct perf_am *am; /* am_*: state shared with the handlers (perf_am.c) */
 	struct perf_fault *fault; /* failover, drain: the same (perf_fault.c) */
+	struct perf_out *out;	  /* --plot: the rows kept (perf_out.c) */
 };
+
+/* perf_out.c: one row of figures, as the table, CSV or JSON.  Every field
+ * goes to CSV and JSON under its key; those with a head also make a table
+ * column of that width. */
+enum perf_field_type { PERF_F_INT, PERF_F_DBL, PERF_F_STR, PERF_F_BOOL, PERF_F_NULL, PERF_F_RAW };
+struct perf_field {
+	const char *key;  /* JSON key, CSV column */
+	const char *head; /* table column header; NULL: not in the table */
+	int width, prec;  /* table width; decimals of a double */
+	enum perf_field_type type;
+	union {
+		long long i;
+		double d;
+		const char *s; /* a string, or (RAW) JSON text */
+	} v;
+};
+#define PF_INT(k, h, w, x) { (k), (h), (w), 0, PERF_F_INT, { .i = (long long)(x) } }
+#define PF_DBL(k, h, w, p, x) { (k), (h), (w), (p), PERF_F_DBL, { .d = (double)(x) } }
+#define PF_STR(k, h, w, x) { (k), (h), (w), 0, PERF_F_STR, { .s = (x) } }
+#define PF_BOOL(k, x) { (k), NULL, 0, 0, PERF_F_BOOL, { .i = !!(x) } }
+#define PF_NULL(k) { (k), NULL, 0, 0, PERF_F_NULL, { .i = 0 } }
+#define PF_RAW(k, json) { (k), NULL, 0, 0, PERF_F_RAW, { .s = (json) } }
+#define PF_N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* What --plot draws from the rows: y[] (up to 3 keys) over x on a log2
+ * axis (a size sweep; logy: y on a log axis too), or with timeline the
+ * rows as named events on a time axis (x, label). */
+struct perf_plot {
+	const char *title, *xlabel, *ylabel;
+	const char *x, *y[3], *ytitle[3];
+	const char *label;
+	int timeline, logy;
+};
+
+/* The title (table only) is printed with the header before the first row. */
+void perf_out_row(struct perf_run *r, const char *title, const struct perf_field *f, size_t n,
+		  const struct perf_plot *plot);
+/* Keeps a row for --plot without printing it (perf_out_row keeps what it
+ * prints). */
+void perf_out_keep(struct perf_run *r, const struct perf_plot *plot, const struct perf_field *f,
+		   size_t n);
+/* --plot: runs gnuplot on the rows kept; 0, or a negative errno after
+ * saying why. */
+int perf_out_finish(struct perf_run *r);
+/* "triad-perf: ..." on stderr, unless -q. */
+void perf_progress(const struct perf_run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* perf_tests.c */
 extern const struct perf_cmd perf_cmds[];
@@ -166,12 +219,22 @@ void perf_bufs_free(struct perf_bufs *b);
 void perf_print_rule(void);
 /* "high", "medium", "low". */
 const char *perf_prio_str(enum triad_prio prio);
-void perf_report_lat(struct perf_run *r, const char *test, const char *meaning, size_t size,
-		     long iters, long warmup, const struct perf_lat *l, const char *json_extra);
+/* A latency row; extra (may be NULL) adds the test's own fields, title
+ * (NULL: "triad TEST: rank 0 -> rank 1, ...") heads the table. */
+void perf_report_lat(struct perf_run *r, const char *test, const char *meaning,
+		     const char *title, size_t size, long iters, long warmup,
+		     const struct perf_lat *l, const struct perf_field *extra, size_t nextra);
+/* The fields every row starts with: test, bytes, iterations, warmup, plane
+ * (null: the library's choice), for messages prio and slots, ranks.
+ * Returns how many it wrote into f (at most PERF_COMMON_FIELDS). */
+#define PERF_COMMON_FIELDS 8
+size_t perf_common_fields(const struct perf_run *r, const char *test, size_t size, long iters,
+			  long warmup, struct perf_field *f);
+/* Copies n fields after *len fields of f (of room cap). */
+void perf_fields_add(struct perf_field *f, size_t *len, size_t cap, const struct perf_field *add,
+		     size_t n);
 /* The table header's description of the path ("plane 0", ...). */
 void perf_describe_path(const struct perf_run *r, char *buf, size_t len);
-/* JSON fields of the path: "plane":..., and for messages "prio", "slots". */
-void perf_json_path(const struct perf_run *r, char *buf, size_t len);
 
 /* perf_am.c */
 int perf_am_setup(struct perf_run *r);	 /* registers the handlers */

@@ -323,20 +323,17 @@ static int am_exchange(struct perf_run *r, const uint64_t c0[NCTR], uint64_t *d)
 	return ret;
 }
 
-/* ,"client":{"tx_msgs":N,...},"server":{...} from d (see am_exchange). */
-static void json_counters(char *buf, size_t len, const uint64_t *d)
+/* {"tx_msgs":N,...}: one side's counters from d (side 0: the client's,
+ * 1: the server's; see am_exchange), as a JSON object. */
+static void json_counters(char *buf, size_t len, const uint64_t *d, int side)
 {
-	size_t n = 0;
+	size_t n = (size_t)snprintf(buf, len, "{");
 
-	for (int side = 0; side < 2 && n < len; side++) {
-		n += (size_t)snprintf(buf + n, len - n, ",\"%s\":{", side ? "server" : "client");
-		for (int i = 0; i < NCTR && n < len; i++)
-			n += (size_t)snprintf(buf + n, len - n, "%s\"%s\":%llu", i ? "," : "",
-					      ctr_names[i],
-					      (unsigned long long)d[side * NCTR + i]);
-		if (n < len)
-			n += (size_t)snprintf(buf + n, len - n, "}");
-	}
+	for (int i = 0; i < NCTR && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s\"%s\":%llu", i ? "," : "",
+				      ctr_names[i], (unsigned long long)d[side * NCTR + i]);
+	if (n < len)
+		snprintf(buf + n, len - n, "}");
 }
 
 static double pct(uint64_t part, uint64_t whole)
@@ -434,9 +431,8 @@ int perf_am_lat(struct perf_run *r, size_t size, long iters, long warmup)
 	const int phase_ms = perf_phase_timeout_ms(r, size, warmup + iters, 2);
 	int peer = r->rank == PERF_CLIENT ? PERF_SERVER : PERF_CLIENT;
 	uint64_t *t = NULL, c0[NCTR], d[2 * NCTR] = { 0 };
-	char extra[1100];
+	char client[512], server[512];
 	struct perf_lat lat;
-	size_t n;
 	int ret;
 
 	if (r->rank == PERF_CLIENT && !(t = calloc((size_t)iters, sizeof(*t)))) {
@@ -465,13 +461,19 @@ int perf_am_lat(struct perf_run *r, size_t size, long iters, long warmup)
 	}
 	if (!ret && r->rank == PERF_CLIENT) {
 		/* Standalone BSMs of both sides per message (ping or pong). */
-		n = (size_t)snprintf(extra, sizeof(extra),
-				     ",\"bsm_standalone_per_data_pct\":%.3f",
-				     pct(d[CTR_BSM_ALONE] + d[NCTR + CTR_BSM_ALONE],
-					 2 * (uint64_t)(warmup + iters)));
-		json_counters(extra + n, sizeof(extra) - n, d);
+		const struct perf_field extra[] = {
+			PF_DBL("bsm_standalone_per_data_pct", NULL, 0, 3,
+			       pct(d[CTR_BSM_ALONE] + d[NCTR + CTR_BSM_ALONE],
+				   2 * (uint64_t)(warmup + iters))),
+			PF_RAW("client", client),
+			PF_RAW("server", server),
+		};
+
+		json_counters(client, sizeof(client), d, 0);
+		json_counters(server, sizeof(server), d, 1);
 		perf_lat_summarize(t, (size_t)iters, 0.5, &lat);
-		perf_report_lat(r, "am_lat", "half round trip", size, iters, warmup, &lat, extra);
+		perf_report_lat(r, "am_lat", "half round trip", NULL, size, iters, warmup, &lat,
+				extra, PF_N(extra));
 	}
 	free(t);
 	return ret;
@@ -540,50 +542,48 @@ static int am_bw_server(struct perf_run *r, size_t size, long iters, long warmup
 
 /* d[0..NCTR): the client's counters towards the server, d[NCTR..): the
  * server's towards the client, both over the measured messages. */
+static const struct perf_plot am_bw_plot = {
+	.title = "active-message bandwidth", .xlabel = "message size", .ylabel = "MiB/s",
+	.x = "bytes", .y = { "bw_avg_mib_s", "bw_peak_mib_s" }, .ytitle = { "average", "peak" },
+};
+
 static void report_am_bw(struct perf_run *r, size_t size, long iters, long warmup,
 			 const struct perf_bw *b, const uint64_t *d)
 {
 	const uint64_t *cl = d, *sv = d + NCTR;
-	double ratio = pct(sv[CTR_BSM_ALONE], (uint64_t)iters);
-	char path[128], extra[1024];
+	char path[128], title[1024], client[512], server[512];
+	struct perf_field f[PERF_COMMON_FIELDS + 12];
+	size_t n = perf_common_fields(r, "am_bw", size, iters, warmup, f);
+	const struct perf_field figs[] = {
+		PF_INT("window", NULL, 0, r->o->window),
+		PF_DBL("bw_peak_mib_s", "BW peak[MiB/s]", 15, 3, b->peak_mib_s),
+		PF_DBL("bw_avg_mib_s", "BW average[MiB/s]", 18, 3, b->avg_mib_s),
+		PF_DBL("msg_rate_mpps", "MsgRate[Mpps]", 14, 6, b->mpps),
+		PF_INT("msgs_0_1", "msgs 0>1", 9, cl[CTR_TX_MSGS]),
+		PF_INT("msgs_1_0", "msgs 1>0", 9, sv[CTR_TX_MSGS]),
+		PF_INT("bsm_alone", "BSM alone", 10, sv[CTR_BSM_ALONE]),
+		PF_INT("bsm_piggyback", "piggyback", 10, cl[CTR_BSM_PIGGY] + sv[CTR_BSM_PIGGY]),
+		PF_INT("fc_timeouts", "fc tmo", 7, cl[CTR_FC_TIMEOUTS] + sv[CTR_FC_TIMEOUTS]),
+		PF_DBL("bsm_standalone_per_data_pct", "alone/data[%]", 13, 1,
+		       pct(sv[CTR_BSM_ALONE], (uint64_t)iters)),
+		PF_RAW("client", client),
+		PF_RAW("server", server),
+	};
 
-	if (r->o->json) {
-		perf_json_path(r, path, sizeof(path));
-		printf("{\"test\":\"am_bw\",\"bytes\":%zu,\"iterations\":%ld,\"warmup\":%ld,"
-		       "%s,\"ranks\":%d,\"window\":%d,\"bw_peak_mib_s\":%.3f,"
-		       "\"bw_avg_mib_s\":%.3f,\"msg_rate_mpps\":%.6f,"
-		       "\"bsm_standalone_per_data_pct\":%.3f",
-		       size, iters, warmup, path, triad_size(r->ctx), r->o->window,
-		       b->peak_mib_s, b->avg_mib_s, b->mpps, ratio);
-		json_counters(extra, sizeof(extra), d);
-		printf("%s}\n", extra);
-		fflush(stdout);
-		return;
-	}
-	if (!r->header_done) {
-		perf_describe_path(r, path, sizeof(path));
-		perf_print_rule();
-		printf(" triad am_bw: rank %d -> rank %d, %s, %d ranks, %d messages outstanding\n"
-		       " counters of the measured messages, summed over planes: msgs = messages "
-		       "sent (data, control, BSMs);\n"
-		       " BSM alone = standalone BSMs the receiver sent; piggyback = BSMs in "
-		       "message headers (both ways);\n"
-		       " fc tmo = slots freed by timeout (both sides); alone/data = BSM alone "
-		       "per data message\n",
-		       PERF_CLIENT, PERF_SERVER, path, triad_size(r->ctx), r->o->window);
-		perf_print_rule();
-		printf(" %-8s %-11s %15s %18s %14s %9s %9s %10s %10s %7s %11s\n", "#bytes",
-		       "#iterations", "BW peak[MiB/s]", "BW average[MiB/s]", "MsgRate[Mpps]",
-		       "msgs 0>1", "msgs 1>0", "BSM alone", "piggyback", "fc tmo", "alone/data");
-		r->header_done = 1;
-	}
-	printf(" %-8zu %-11ld %15.2f %18.2f %14.6f %9llu %9llu %10llu %10llu %7llu %10.1f%%\n",
-	       size, iters, b->peak_mib_s, b->avg_mib_s, b->mpps,
-	       (unsigned long long)cl[CTR_TX_MSGS], (unsigned long long)sv[CTR_TX_MSGS],
-	       (unsigned long long)sv[CTR_BSM_ALONE],
-	       (unsigned long long)(cl[CTR_BSM_PIGGY] + sv[CTR_BSM_PIGGY]),
-	       (unsigned long long)(cl[CTR_FC_TIMEOUTS] + sv[CTR_FC_TIMEOUTS]), ratio);
-	fflush(stdout);
+	json_counters(client, sizeof(client), d, 0);
+	json_counters(server, sizeof(server), d, 1);
+	perf_fields_add(f, &n, PF_N(f), figs, PF_N(figs));
+	perf_describe_path(r, path, sizeof(path));
+	snprintf(title, sizeof(title),
+		 " triad am_bw: rank %d -> rank %d, %s, %d ranks, %d messages outstanding\n"
+		 " counters of the measured messages, summed over planes: msgs = messages "
+		 "sent (data, control, BSMs);\n"
+		 " BSM alone = standalone BSMs the receiver sent; piggyback = BSMs in "
+		 "message headers (both ways);\n"
+		 " fc tmo = slots freed by timeout (both sides); alone/data = BSM alone "
+		 "per data message\n",
+		 PERF_CLIENT, PERF_SERVER, path, triad_size(r->ctx), r->o->window);
+	perf_out_row(r, title, f, n, &am_bw_plot);
 }
 
 int perf_am_bw(struct perf_run *r, size_t size, long iters, long warmup)

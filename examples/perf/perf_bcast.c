@@ -24,9 +24,10 @@
  *     end of a slice and the broadcast ran 2-3x slower under compute.)
  *  3. every non-root puts its figures into the root's send area; barrier;
  *     the root reports: time (median and average of step 1), algbw =
- *     size / median time, busbw = algbw * (n - 1) / n (nccl-tests'
- *     definitions; MB/s = 10^6 bytes/s), and the non-roots' compute
- *     fraction (median and minimum over the non-roots).
+ *     size / median time, busbw = algbw (nccl-tests' definitions: a
+ *     broadcast's bus factor is 1; MB/s = 10^6 bytes/s), the aggregate
+ *     size * (n - 1) / time that the fabric moved, and the non-roots'
+ *     compute fraction (median and minimum over the non-roots).
  * The CPUs are shared by every rank's threads: on the emulated test VM
  * (8 ranks, 2 vCPUs) the idle baseline has the root asleep, the bcast
  * phase has the root and the progress engines running, so the fraction
@@ -300,68 +301,79 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static const struct perf_plot bcast_plot = {
+	.title = "triad_bcast", .xlabel = "broadcast size", .ylabel = "MB/s (10^6 B/s)",
+	.x = "bytes", .y = { "algbw_mb_s", "agg_mb_s" },
+	.ytitle = { "algbw = busbw (size/time)", "aggregate (size*(n-1)/time)" },
+};
+
 static void report(struct perf_run *r, size_t size, long iters, long warmup,
 		   const struct perf_lat *l, const struct perf_lat *lb, const struct cpu_acc *cpu)
 {
 	int n = triad_size(r->ctx), k = 0;
 	const struct bc_share *sh = (const struct bc_share *)(const void *)perf_send_area(r);
 	double f[n], fmed = 0, fmin = 0, slice = 0;
+	/* nccl-tests: algbw = size / time; a broadcast's busbw is algbw
+	 * (factor 1: every byte crosses one link to each rank, like the
+	 * bus's peak).  The aggregate is what the fabric moved in all. */
 	double algbw = l->typical > 0 ? (double)size / l->typical : 0; /* bytes/us = MB/s */
-	double busbw = algbw * (n - 1) / n;
+	double busbw = algbw, agg = algbw * (n - 1);
 	const char *algo = algo_str((enum triad_bcast_algo)r->o->algo);
+	char fractions[16 * 256 + 4], title[1024];
+	size_t len = 0;
 
 	for (int i = 0; i < n; i++) {
 		if (i == r->o->root)
 			continue;
 		f[k++] = sh[i].fraction;
 		slice += sh[i].slice_ns;
+		len += (size_t)snprintf(fractions + len, sizeof(fractions) - len, "%s%.4f",
+					k == 1 ? "[" : ",", sh[i].fraction);
+		if (len >= sizeof(fractions))
+			len = sizeof(fractions) - 1;
 	}
+	snprintf(fractions + len, sizeof(fractions) - len, k ? "]" : "[]");
 	if (k) {
 		qsort(f, (size_t)k, sizeof(f[0]), cmp_double);
 		fmed = k % 2 ? f[k / 2] : (f[k / 2 - 1] + f[k / 2]) / 2;
 		fmin = f[0];
 		slice /= k;
 	}
-	if (r->o->json) {
-		printf("{\"test\":\"bcast\",\"algo\":\"%s\",\"bytes\":%zu,\"iterations\":%ld,"
-		       "\"warmup\":%ld,\"ranks\":%d,\"root\":%d,"
-		       "\"t_median_us\":%.3f,\"t_avg_us\":%.3f,\"t_min_us\":%.3f,"
-		       "\"t_max_us\":%.3f,\"algbw_mb_s\":%.3f,\"busbw_mb_s\":%.3f,"
-		       "\"t_busy_median_us\":%.3f,\"compute_fraction_median\":%.4f,"
-		       "\"compute_fraction_min\":%.4f,\"compute_fractions\":[",
-		       algo, size, iters, warmup, n, r->o->root, l->typical, l->avg, l->min,
-		       l->max, algbw, busbw, lb->typical, fmed, fmin);
-		for (int i = 0, first = 1; i < n; i++) {
-			if (i == r->o->root)
-				continue;
-			printf("%s%.4f", first ? "" : ",", sh[i].fraction);
-			first = 0;
-		}
-		printf("],\"slice_us\":%.3f,\"work_unit\":%d,\"kernel_cpu_idle\":%.4f,"
-		       "\"kernel_cpu_bcast\":%.4f}\n", slice / 1000.0, WORK_UNIT, cpu_share(cpu, 0),
-		       cpu_share(cpu, 1));
-		fflush(stdout);
-		return;
-	}
-	if (!r->header_done) {
-		perf_print_rule();
-		printf(" triad bcast (%s) from rank %d to %d ranks; time = the root's, from its "
-		       "call to every rank holding the data;\n"
-		       " algbw = size/t_median, busbw = algbw*(n-1)/n (MB/s = 10^6 B/s); "
-		       "compute = non-roots' work rate during the bcast / idle;\n"
-		       " kcpu = the kernel's share of all CPU time, idle phase -> bcast phase "
-		       "(/proc/stat; -1: unreadable)\n",
-		       algo, r->o->root, n);
-		perf_print_rule();
-		printf(" %-9s %-11s %15s %12s %13s %13s %16s %12s %11s %15s\n", "#bytes",
-		       "#iterations", "t_median[usec]", "t_avg[usec]", "algbw[MB/s]", "busbw[MB/s]",
-		       "t_busy_med[usec]", "compute_med", "compute_min", "kcpu idle->bc");
-		r->header_done = 1;
-	}
-	printf(" %-9zu %-11ld %15.2f %12.2f %13.3f %13.3f %16.2f %12.3f %11.3f %7.3f->%.3f\n",
-	       size, iters, l->typical, l->avg, algbw, busbw, lb->typical, fmed, fmin,
-	       cpu_share(cpu, 0), cpu_share(cpu, 1));
-	fflush(stdout);
+	const struct perf_field row[] = {
+		PF_STR("test", NULL, 0, "bcast"),
+		PF_STR("algo", NULL, 0, algo),
+		PF_INT("bytes", "#bytes", 9, size),
+		PF_INT("count", "count", 9, size), /* nccl-tests' count, of 1-byte elements */
+		PF_INT("iterations", "#iterations", 11, iters),
+		PF_INT("warmup", NULL, 0, warmup),
+		PF_INT("ranks", NULL, 0, n),
+		PF_INT("root", NULL, 0, r->o->root),
+		PF_DBL("t_median_us", "time[usec]", 12, 2, l->typical),
+		PF_DBL("t_avg_us", "t_avg[usec]", 12, 2, l->avg),
+		PF_DBL("t_min_us", NULL, 0, 3, l->min),
+		PF_DBL("t_max_us", NULL, 0, 3, l->max),
+		PF_DBL("algbw_mb_s", "algbw[MB/s]", 12, 3, algbw),
+		PF_DBL("busbw_mb_s", "busbw[MB/s]", 12, 3, busbw),
+		PF_DBL("agg_mb_s", "agg[MB/s]", 10, 3, agg),
+		PF_DBL("t_busy_median_us", "t_busy[usec]", 13, 2, lb->typical),
+		PF_DBL("compute_fraction_median", "compute_med", 12, 4, fmed),
+		PF_DBL("compute_fraction_min", "compute_min", 12, 4, fmin),
+		PF_RAW("compute_fractions", fractions),
+		PF_DBL("slice_us", NULL, 0, 3, slice / 1000.0),
+		PF_INT("work_unit", NULL, 0, WORK_UNIT),
+		PF_DBL("kernel_cpu_idle", "kcpu_idle", 10, 4, cpu_share(cpu, 0)),
+		PF_DBL("kernel_cpu_bcast", "kcpu_bc", 8, 4, cpu_share(cpu, 1)),
+	};
+
+	snprintf(title, sizeof(title),
+		 " triad bcast (%s) from rank %d to %d ranks; time = the root's median, from "
+		 "its call to every rank holding the data;\n"
+		 " algbw = size/time; busbw = algbw (a broadcast's bus factor is 1, as in "
+		 "nccl-tests); agg = size*(n-1)/time; MB/s = 10^6 B/s;\n"
+		 " compute = non-roots' work rate during the bcast / idle; kcpu = the kernel's "
+		 "share of all CPU time, idle / bcast phase (/proc/stat; -1: unreadable)\n",
+		 algo, r->o->root, n);
+	perf_out_row(r, title, row, PF_N(row), &bcast_plot);
 }
 
 int perf_bcast(struct perf_run *r, size_t size, long iters, long warmup)

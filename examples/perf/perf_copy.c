@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "perf.h"
 
@@ -111,27 +112,32 @@ static int poll_copy(struct perf_run *r, triad_req_t *req, long iter)
 	return finish_copy(r, req);
 }
 
-/* ",\"mode\":...,\"initiator\":0,...": the JSON fields of every copy test. */
-static void json_roles(const struct perf_run *r, char *buf, size_t len)
+/* The fields of every copy row: mode, how the ranks serve, who is who. */
+#define COPY_ROLE_FIELDS 5
+static void role_fields(const struct perf_run *r, struct perf_field *f)
 {
-	snprintf(buf, len, ",\"mode\":\"%s\",\"serve\":\"%s\",\"initiator\":%d,\"source\":%d,"
-		 "\"destination\":%d", perf_copy_mode_str(r->o->copy_mode),
-		 r->o->serve_poll ? "poll" : "wait", PERF_COPY_INITIATOR, PERF_COPY_SOURCE,
-		 PERF_COPY_DEST);
+	const struct perf_field roles[COPY_ROLE_FIELDS] = {
+		PF_STR("mode", NULL, 0, perf_copy_mode_str(r->o->copy_mode)),
+		PF_STR("serve", NULL, 0, r->o->serve_poll ? "poll" : "wait"),
+		PF_INT("initiator", NULL, 0, PERF_COPY_INITIATOR),
+		PF_INT("source", NULL, 0, PERF_COPY_SOURCE),
+		PF_INT("destination", NULL, 0, PERF_COPY_DEST),
+	};
+
+	memcpy(f, roles, sizeof(roles));
 }
 
-/* The first line of a copy table: who copies to whom, in which mode. */
-static void print_title(struct perf_run *r, const char *test, const char *tail)
+/* The title of a copy table: who copies to whom, in which mode. */
+static void title_of(const struct perf_run *r, const char *test, const char *tail, char *buf,
+		     size_t len)
 {
 	char path[128];
 
 	perf_describe_path(r, path, sizeof(path));
-	perf_print_rule();
-	printf(" triad %s, %s mode: rank %d orders rank %d -> rank %d (%s), %s, %d ranks%s\n",
-	       test, perf_copy_mode_str(r->o->copy_mode), PERF_COPY_INITIATOR, PERF_COPY_SOURCE,
-	       PERF_COPY_DEST, r->o->serve_poll ? "which poll" : "which wait", path,
-	       triad_size(r->ctx), tail);
-	perf_print_rule();
+	snprintf(buf, len, " triad %s, %s mode: rank %d orders rank %d -> rank %d (%s), %s, "
+		 "%d ranks%s\n", test, perf_copy_mode_str(r->o->copy_mode), PERF_COPY_INITIATOR,
+		 PERF_COPY_SOURCE, PERF_COPY_DEST, r->o->serve_poll ? "which poll" : "which wait",
+		 path, triad_size(r->ctx), tail);
 }
 
 static int on_stop(void *arg, int src_rank, const void *data, size_t len, triad_am_msg_t *msg)
@@ -221,7 +227,8 @@ static int end_phase(struct perf_run *r, size_t size, long ops, const char *wher
 /* ---- copy_lat: one copy at a time -----------------------------------------------------*/
 int perf_copy_lat(struct perf_run *r, size_t size, long iters, long warmup)
 {
-	char extra[160];
+	struct perf_field extra[COPY_ROLE_FIELDS];
+	char title[512];
 	uint64_t *t = NULL;
 	struct perf_lat lat;
 	triad_req_t *req;
@@ -250,16 +257,11 @@ int perf_copy_lat(struct perf_run *r, size_t size, long iters, long warmup)
 		ret = end_phase(r, size, warmup + iters, "after copy_lat", "copy_lat");
 	if (!ret && r->rank == PERF_COPY_INITIATOR) {
 		perf_lat_summarize(t, (size_t)iters, 1.0, &lat);
-		if (!r->o->json && !r->header_done) {
-			print_title(r, "copy_lat", "; times are the full copy completion time");
-			printf(" %-8s %-11s %12s %12s %16s %12s %14s %14s %16s\n", "#bytes",
-			       "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]",
-			       "t_avg[usec]", "t_stdev[usec]", "99% [usec]", "99.9% [usec]");
-			r->header_done = 1;
-		}
-		json_roles(r, extra, sizeof(extra));
-		perf_report_lat(r, "copy_lat", "full copy completion time", size, iters, warmup,
-				&lat, extra);
+		role_fields(r, extra);
+		title_of(r, "copy_lat", "; times are the full copy completion time", title,
+			 sizeof(title));
+		perf_report_lat(r, "copy_lat", "full copy completion time", title, size, iters,
+				warmup, &lat, extra, COPY_ROLE_FIELDS);
 	}
 	free(t);
 	return ret;
@@ -284,34 +286,30 @@ static const struct perf_stream_ops copy_stream = {
 	.what = "copy", .post = stream_post_copy, .finish = stream_finish_copy,
 };
 
+static const struct perf_plot copy_bw_plot = {
+	.title = "third-party copy bandwidth", .xlabel = "copy size", .ylabel = "MiB/s",
+	.x = "bytes", .y = { "bw_avg_mib_s", "bw_peak_mib_s" }, .ytitle = { "average", "peak" },
+};
+
 static void report_bw(struct perf_run *r, size_t size, long iters, long warmup,
 		      const struct perf_bw *b)
 {
-	char path[128], extra[160];
+	struct perf_field f[PERF_COMMON_FIELDS + 4 + COPY_ROLE_FIELDS];
+	size_t n = perf_common_fields(r, "copy_bw", size, iters, warmup, f);
+	char title[512], tail[64];
+	const struct perf_field figs[] = {
+		PF_INT("window", NULL, 0, r->o->window),
+		PF_DBL("bw_peak_mib_s", "BW peak[MiB/s]", 18, 3, b->peak_mib_s),
+		PF_DBL("bw_avg_mib_s", "BW average[MiB/s]", 20, 3, b->avg_mib_s),
+		PF_DBL("msg_rate_mpps", "MsgRate[Mpps]", 15, 6, b->mpps),
+	};
 
-	if (r->o->json) {
-		perf_json_path(r, path, sizeof(path));
-		json_roles(r, extra, sizeof(extra));
-		printf("{\"test\":\"copy_bw\",\"bytes\":%zu,\"iterations\":%ld,\"warmup\":%ld,"
-		       "%s,\"ranks\":%d,\"window\":%d,\"bw_peak_mib_s\":%.3f,"
-		       "\"bw_avg_mib_s\":%.3f,\"msg_rate_mpps\":%.6f%s}\n",
-		       size, iters, warmup, path, triad_size(r->ctx), r->o->window, b->peak_mib_s,
-		       b->avg_mib_s, b->mpps, extra);
-		fflush(stdout);
-		return;
-	}
-	if (!r->header_done) {
-		char tail[64];
-
-		snprintf(tail, sizeof(tail), ", %d copies outstanding", r->o->window);
-		print_title(r, "copy_bw", tail);
-		printf(" %-8s %-11s %18s %20s %15s\n", "#bytes", "#iterations", "BW peak[MiB/s]",
-		       "BW average[MiB/s]", "MsgRate[Mpps]");
-		r->header_done = 1;
-	}
-	printf(" %-8zu %-11ld %18.2f %20.2f %15.6f\n", size, iters, b->peak_mib_s, b->avg_mib_s,
-	       b->mpps);
-	fflush(stdout);
+	perf_fields_add(f, &n, PF_N(f), figs, PF_N(figs));
+	role_fields(r, f + n);
+	n += COPY_ROLE_FIELDS;
+	snprintf(tail, sizeof(tail), ", %d copies outstanding", r->o->window);
+	title_of(r, "copy_bw", tail, title, sizeof(title));
+	perf_out_row(r, title, f, n, &copy_bw_plot);
 }
 
 int perf_copy_bw(struct perf_run *r, size_t size, long iters, long warmup)

@@ -903,60 +903,123 @@ static void figure(const char *name, uint64_t t, uint64_t ref)
 		printf(" %-52s %10s\n", name, "not seen");
 }
 
-static void json_ms(const char *key, uint64_t t, uint64_t ref)
+/* A figure in ms, or null when one of its events was not seen. */
+static struct perf_field ms_field(const char *key, uint64_t t, uint64_t ref)
 {
 	if (t && ref)
-		printf(",\"%s\":%.3f", key, ms_since(t, ref));
-	else
-		printf(",\"%s\":null", key);
+		return (struct perf_field)PF_DBL(key, NULL, 0, 3, ms_since(t, ref));
+	return (struct perf_field)PF_NULL(key);
+}
+
+static const char *fault_ref_name(const struct flt *s, uint64_t fr)
+{
+	if (s->drain)
+		return "call";
+	return fr == s->t[EV_CARRIER_DOWN] ? "carrier" : fr == s->t[EV_RX_STOP] ? "last_rx"
+										: "cmd_return";
+}
+
+/* --json: the whole run as one object (one line). */
+static void report_json(const struct flt *s, int ok)
+{
+	const struct flt_result *res = &s->f->result;
+	uint64_t fr = fault_ref(s), ur = up_ref(s);
+	char events[EV_N * 16 + 4];
+	size_t len = 0;
+
+	/* The timeline, from the stream's start (CLOCK_MONOTONIC t0_s,
+	 * comparable with the guest kernel's log); -1: not seen. */
+	for (int ev = 0; ev < EV_N; ev++)
+		len += (size_t)snprintf(events + len, sizeof(events) - len, "%s%.1f",
+					ev ? "," : "[",
+					s->t[ev] ? ms_since(s->t[ev], s->t[EV_START]) : -1.0);
+	snprintf(events + len, sizeof(events) - len, "]");
+	const struct perf_field f[] = {
+		PF_STR("test", NULL, 0, s->drain ? "drain" : "failover"),
+		PF_STR("fault", NULL, 0, s->drain ? "drain" : fault_verb(s, 0)),
+		PF_INT("node", NULL, 0, s->drain ? -1 : s->node),
+		PF_INT("plane", NULL, 0, s->home),
+		PF_INT("alt", NULL, 0, s->alt),
+		PF_INT("bytes", NULL, 0, s->f->size),
+		PF_INT("window", NULL, 0, s->r->o->window),
+		PF_STR("ack_timeout", NULL, 0, env_or("TRIAD_ACK_TIMEOUT", "default")),
+		PF_STR("retry_count", NULL, 0, env_or("TRIAD_RETRY_COUNT", "default")),
+		ms_field("cmd_ms", s->t[EV_FAULT_DONE], s->t[EV_FAULT]),
+		ms_field("detect_ms", s->t[EV_DETECT], fr),
+		ms_field("detect_from_cmd_start_ms", s->t[EV_DETECT], s->t[EV_FAULT]),
+		ms_field("alt_put_ms", s->t[EV_ALT_PUT], fr),
+		ms_field("alt_msg_ms", s->t[EV_ALT_MSG], fr),
+		ms_field("alt_put_from_cmd_start_ms", s->t[EV_ALT_PUT], s->t[EV_FAULT]),
+		ms_field("home_up_ms", s->t[EV_HOME_UP], ur),
+		ms_field("home_put_ms", s->t[EV_HOME_PUT], ur),
+		ms_field("home_msg_ms", s->t[EV_HOME_MSG], ur),
+		ms_field("first_fail_ms", s->first_fail_t, fr),
+		PF_STR("fault_ref", NULL, 0, fault_ref_name(s, fr)),
+		PF_DBL("t0_s", NULL, 0, 3, (double)s->t[EV_START] / 1e9),
+		PF_RAW("events_ms", events),
+		PF_DBL("stall_ms", NULL, 0, 3, (double)s->stall_ns / 1e6),
+		PF_INT("msgs", NULL, 0, s->nmsgs),
+		PF_INT("puts", NULL, 0, s->nputs),
+		PF_INT("received", NULL, 0, res->received),
+		PF_INT("lost", NULL, 0, res->lost),
+		PF_INT("dups", NULL, 0, res->dups),
+		PF_INT("reordered", NULL, 0, res->reordered),
+		PF_INT("bad", NULL, 0, res->bad),
+		PF_INT("slots_checked", NULL, 0, res->slots_checked),
+		PF_INT("slots_bad", NULL, 0, res->slots_bad),
+		PF_INT("failed_reqs", NULL, 0, s->failed_reqs),
+		PF_INT("inflight_at_drain", NULL, 0, s->inflight_at_drain),
+		PF_BOOL("ok", ok),
+	};
+
+	perf_out_row(s->r, "", f, PF_N(f), NULL);
+}
+
+/* --csv, --plot: the timeline, one row per event seen (ms from the
+ * stream's start, and from the fault for those after it); printed, or
+ * only kept for the plot. */
+static void report_events(const struct flt *s, int print)
+{
+	static const struct perf_plot timeline[2] = {
+		{ .title = "failover timeline", .xlabel = "time from the stream start [ms]",
+		  .ylabel = "", .x = "t_ms", .label = "event", .timeline = 1 },
+		{ .title = "drain timeline", .xlabel = "time from the stream start [ms]",
+		  .ylabel = "", .x = "t_ms", .label = "event", .timeline = 1 },
+	};
+	uint64_t fr = fault_ref(s);
+	char label[80];
+
+	for (int ev = 0; ev < EV_N; ev++) {
+		if (!s->t[ev] || !ev_names[s->drain][ev][0])
+			continue;
+		ev_label(s, ev, label, sizeof(label));
+		const struct perf_field f[] = {
+			PF_STR("test", NULL, 0, s->drain ? "drain" : "failover"),
+			PF_STR("event", "event", 52, label),
+			PF_DBL("t_ms", "t[ms]", 10, 1, ms_since(s->t[ev], s->t[EV_START])),
+			ev >= EV_FAULT ? ms_field("from_fault_ms", s->t[ev], fr)
+				       : (struct perf_field)PF_NULL("from_fault_ms"),
+		};
+
+		if (print)
+			perf_out_row(s->r, "", f, PF_N(f), &timeline[s->drain]);
+		else
+			perf_out_keep(s->r, &timeline[s->drain], f, PF_N(f));
+	}
 }
 
 static void report(const struct flt *s, int ok)
 {
 	const struct flt_result *res = &s->f->result;
-	const char *cmd = s->drain ? "drain" : "failover";
 	uint64_t fr = fault_ref(s), ur = up_ref(s);
 	char label[80];
 
-	if (s->r->o->json) {
-		printf("{\"test\":\"%s\",\"fault\":\"%s\",\"node\":%d,\"plane\":%d,\"alt\":%d,"
-		       "\"bytes\":%zu,\"window\":%d,\"ack_timeout\":\"%s\",\"retry_count\":\"%s\"",
-		       cmd, s->drain ? "drain" : fault_verb(s, 0), s->drain ? -1 : s->node, s->home,
-		       s->alt, s->f->size, s->r->o->window, env_or("TRIAD_ACK_TIMEOUT", "default"),
-		       env_or("TRIAD_RETRY_COUNT", "default"));
-		json_ms("cmd_ms", s->t[EV_FAULT_DONE], s->t[EV_FAULT]);
-		json_ms("detect_ms", s->t[EV_DETECT], fr);
-		json_ms("detect_from_cmd_start_ms", s->t[EV_DETECT], s->t[EV_FAULT]);
-		json_ms("alt_put_ms", s->t[EV_ALT_PUT], fr);
-		json_ms("alt_msg_ms", s->t[EV_ALT_MSG], fr);
-		json_ms("alt_put_from_cmd_start_ms", s->t[EV_ALT_PUT], s->t[EV_FAULT]);
-		json_ms("home_up_ms", s->t[EV_HOME_UP], ur);
-		json_ms("home_put_ms", s->t[EV_HOME_PUT], ur);
-		json_ms("home_msg_ms", s->t[EV_HOME_MSG], ur);
-		json_ms("first_fail_ms", s->first_fail_t, fr);
-		printf(",\"fault_ref\":\"%s\"", s->drain ? "call"
-					       : fr == s->t[EV_CARRIER_DOWN] ? "carrier"
-					       : fr == s->t[EV_RX_STOP] ? "last_rx" : "cmd_return");
-		/* The timeline, from the stream's start (CLOCK_MONOTONIC t0_s,
-		 * comparable with the guest kernel's log). */
-		printf(",\"t0_s\":%.3f,\"events_ms\":[", (double)s->t[EV_START] / 1e9);
-		for (int ev = 0; ev < EV_N; ev++)
-			printf(ev ? ",%.1f" : "%.1f",
-			       s->t[ev] ? ms_since(s->t[ev], s->t[EV_START]) : -1.0);
-		printf("]");
-		printf(",\"stall_ms\":%.3f,\"msgs\":%ld,\"puts\":%ld,\"received\":%llu,\"lost\":%llu,"
-		       "\"dups\":%llu,\"reordered\":%llu,\"bad\":%llu,\"slots_checked\":%llu,"
-		       "\"slots_bad\":%llu,\"failed_reqs\":%ld,\"inflight_at_drain\":%u,"
-		       "\"ok\":%s}\n",
-		       (double)s->stall_ns / 1e6, s->nmsgs, s->nputs,
-		       (unsigned long long)res->received, (unsigned long long)res->lost,
-		       (unsigned long long)res->dups, (unsigned long long)res->reordered,
-		       (unsigned long long)res->bad, (unsigned long long)res->slots_checked,
-		       (unsigned long long)res->slots_bad, s->failed_reqs, s->inflight_at_drain,
-		       ok ? "true" : "false");
-		fflush(stdout);
+	/* CSV prints the timeline; --plot draws it whatever the format. */
+	report_events(s, s->r->o->format == PERF_FMT_CSV);
+	if (s->r->o->format == PERF_FMT_JSON)
+		report_json(s, ok);
+	if (s->r->o->format != PERF_FMT_TABLE)
 		return;
-	}
 	perf_print_rule();
 	if (s->drain)
 		printf(" triad drain: rank %d -> rank %d, %d ranks, %d planes; rank 0 drains plane %d "

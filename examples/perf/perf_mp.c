@@ -53,56 +53,55 @@ static int post_mp(struct perf_run *r, size_t size, long i, triad_req_t **req_p,
 	return ret;
 }
 
-static void mp_header(struct perf_run *r)
-{
-	int np = triad_nplanes(r->ctx);
-
-	perf_print_rule();
-	printf(" triad mp_bw: rank %d -> rank %d, %d ranks, %d plane(s), %d puts outstanding;\n"
-	       " spread k: put i pinned to plane i mod k; striped: TRIAD_F_STRIPE, the library "
-	       "splits each put\n", PERF_CLIENT, PERF_SERVER, triad_size(r->ctx), np,
-	       r->o->window);
-	perf_print_rule();
-	printf(" %-8s %-10s %-11s %15s %18s %14s %9s", "#bytes", "mode", "#iterations",
-	       "BW peak[MiB/s]", "BW average[MiB/s]", "MsgRate[Mpps]", "vs 1 pl.");
-	for (int p = 0; p < np; p++)
-		printf("  plane%d[MiB]", p);
-	printf("\n");
-	r->header_done = 1;
-}
+/* A sweep's plot: the rows spread over every plane. */
+static const struct perf_plot mp_plot = {
+	.title = "put bandwidth spread over every plane", .xlabel = "message size",
+	.ylabel = "MiB/s", .x = "bytes", .y = { "bw_avg_mib_s", "bw_peak_mib_s" },
+	.ytitle = { "average", "peak" },
+};
 
 static void mp_report(struct perf_run *r, size_t size, long iters, long warmup, int k,
 		      const struct perf_bw *b, double one, const uint64_t *bytes)
 {
+	static char keys[TRIAD_MAX_PLANES][24], heads[TRIAD_MAX_PLANES][24];
 	int np = triad_nplanes(r->ctx);
-	char mode[16];
+	char title[512], tx[TRIAD_MAX_PLANES * 24 + 4];
+	struct perf_field f[16 + TRIAD_MAX_PLANES];
+	size_t n = 0, len;
+	const struct perf_field figs[] = {
+		PF_STR("test", NULL, 0, "mp_bw"),
+		PF_INT("bytes", "#bytes", 8, size),
+		PF_STR("mode", "mode", 7, k ? "spread" : "striped"),
+		PF_INT("planes_used", "planes", 6, k ? k : np),
+		PF_INT("iterations", "#iterations", 11, iters),
+		PF_INT("warmup", NULL, 0, warmup),
+		PF_INT("ranks", NULL, 0, triad_size(r->ctx)),
+		PF_INT("planes", NULL, 0, np),
+		PF_INT("window", NULL, 0, r->o->window),
+		PF_DBL("bw_peak_mib_s", "BW peak[MiB/s]", 15, 3, b->peak_mib_s),
+		PF_DBL("bw_avg_mib_s", "BW average[MiB/s]", 18, 3, b->avg_mib_s),
+		PF_DBL("msg_rate_mpps", "MsgRate[Mpps]", 14, 6, b->mpps),
+		PF_DBL("vs_one_plane", "vs 1 pl.", 9, 3, one > 0 ? b->avg_mib_s / one : 0.0),
+		PF_RAW("plane_tx_bytes", tx),
+	};
 
-	if (k)
-		snprintf(mode, sizeof(mode), "spread %d", k);
-	else
-		snprintf(mode, sizeof(mode), "striped");
-	if (r->o->json) {
-		printf("{\"test\":\"mp_bw\",\"mode\":\"%s\",\"planes_used\":%d,\"bytes\":%zu,"
-		       "\"iterations\":%ld,\"warmup\":%ld,\"ranks\":%d,\"planes\":%d,\"window\":%d,"
-		       "\"bw_peak_mib_s\":%.3f,\"bw_avg_mib_s\":%.3f,\"msg_rate_mpps\":%.6f,"
-		       "\"vs_one_plane\":%.3f,\"plane_tx_bytes\":[",
-		       k ? "spread" : "striped", k ? k : np, size, iters, warmup,
-		       triad_size(r->ctx), np, r->o->window, b->peak_mib_s, b->avg_mib_s, b->mpps,
-		       one > 0 ? b->avg_mib_s / one : 0.0);
-		for (int p = 0; p < np; p++)
-			printf("%s%llu", p ? "," : "", (unsigned long long)bytes[p]);
-		printf("]}\n");
-		fflush(stdout);
-		return;
+	perf_fields_add(f, &n, PF_N(f), figs, PF_N(figs));
+	len = (size_t)snprintf(tx, sizeof(tx), "[");
+	for (int p = 0; p < np; p++) {
+		len += (size_t)snprintf(tx + len, sizeof(tx) - len, "%s%llu", p ? "," : "",
+					(unsigned long long)bytes[p]);
+		snprintf(keys[p], sizeof(keys[p]), "plane%d_mib", p);
+		snprintf(heads[p], sizeof(heads[p]), "plane%d[MiB]", p);
+		f[n++] = (struct perf_field)PF_DBL(keys[p], heads[p], 12, 2,
+						   (double)bytes[p] / MIB);
 	}
-	if (!r->header_done)
-		mp_header(r);
-	printf(" %-8zu %-10s %-11ld %15.2f %18.2f %14.6f %9.3f", size, mode, iters,
-	       b->peak_mib_s, b->avg_mib_s, b->mpps, one > 0 ? b->avg_mib_s / one : 0.0);
-	for (int p = 0; p < np; p++)
-		printf(" %12.2f", (double)bytes[p] / MIB);
-	printf("\n");
-	fflush(stdout);
+	snprintf(tx + len, sizeof(tx) - len, "]");
+	snprintf(title, sizeof(title),
+		 " triad mp_bw: rank %d -> rank %d, %d ranks, %d plane(s), %d puts outstanding;\n"
+		 " spread k: put i pinned to plane i mod k; striped: TRIAD_F_STRIPE, the library "
+		 "splits each put\n", PERF_CLIENT, PERF_SERVER, triad_size(r->ctx), np,
+		 r->o->window);
+	perf_out_row(r, title, f, n, k == np ? &mp_plot : NULL);
 }
 
 /* One stream of warmup + iters puts; every rank calls it.  *avg_p: the
@@ -170,7 +169,7 @@ int perf_mp_bw(struct perf_run *r, size_t size, long iters, long warmup)
 	static int said; /* once, not for every size of a sweep */
 
 	if (!ret && r->rank == PERF_CLIENT && !said) {
-		if (r->o->json)
+		if (r->o->format == PERF_FMT_JSON)
 			printf("{\"test\":\"mp_bw\",\"mode\":\"striped\",\"available\":false,"
 			       "\"why\":\"triad.h has no TRIAD_F_STRIPE\"}\n");
 		else

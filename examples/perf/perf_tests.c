@@ -249,84 +249,103 @@ void perf_describe_path(const struct perf_run *r, char *buf, size_t len)
 		snprintf(buf, len, "plane %d", r->o->plane);
 }
 
-/* "plane": the pinned plane, or null when the library chooses; messages
- * add "prio" and "slots" (null: the library's default). */
-void perf_json_path(const struct perf_run *r, char *buf, size_t len)
+size_t perf_common_fields(const struct perf_run *r, const char *test, size_t size, long iters,
+			  long warmup, struct perf_field *f)
 {
-	const char *slots = slots_env();
-	int n;
+	static char slots[16];
+	const char *env = slots_env();
+	size_t n = 0;
 
+	f[n++] = (struct perf_field)PF_STR("test", NULL, 0, test);
+	f[n++] = (struct perf_field)PF_INT("bytes", "#bytes", 8, size);
+	f[n++] = (struct perf_field)PF_INT("iterations", "#iterations", 11, iters);
+	f[n++] = (struct perf_field)PF_INT("warmup", NULL, 0, warmup);
+	/* "plane": the pinned plane, or null when the library chooses. */
 	if (r->o->plane < 0)
-		n = snprintf(buf, len, "\"plane\":null");
+		f[n++] = (struct perf_field)PF_NULL("plane");
 	else
-		n = snprintf(buf, len, "\"plane\":%d", r->o->plane);
-	if ((r->o->cmd->flags & PERF_CMD_AM) && n > 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, ",\"prio\":\"%s\",\"slots\":%s",
-			 perf_prio_str(r->o->prio), slots ? slots : "null");
+		f[n++] = (struct perf_field)PF_INT("plane", NULL, 0, r->o->plane);
+	/* Messages: their priority, and TRIAD_SLOTS (null: the default). */
+	if (r->o->cmd->flags & PERF_CMD_AM) {
+		f[n++] = (struct perf_field)PF_STR("prio", NULL, 0, perf_prio_str(r->o->prio));
+		if (env) {
+			snprintf(slots, sizeof(slots), "%s", env);
+			f[n++] = (struct perf_field)PF_RAW("slots", slots);
+		} else {
+			f[n++] = (struct perf_field)PF_NULL("slots");
+		}
+	}
+	f[n++] = (struct perf_field)PF_INT("ranks", NULL, 0, triad_size(r->ctx));
+	return n;
 }
 
-void perf_report_lat(struct perf_run *r, const char *test, const char *meaning, size_t size,
-		     long iters, long warmup, const struct perf_lat *l, const char *json_extra)
+void perf_fields_add(struct perf_field *f, size_t *len, size_t cap, const struct perf_field *add,
+		     size_t n)
 {
-	char plane[128];
-
-	if (r->o->json) {
-		perf_json_path(r, plane, sizeof(plane));
-		printf("{\"test\":\"%s\",\"bytes\":%zu,\"iterations\":%ld,\"warmup\":%ld,"
-		       "%s,\"ranks\":%d,\"measure\":\"%s\","
-		       "\"t_min_us\":%.3f,\"t_max_us\":%.3f,\"t_typical_us\":%.3f,"
-		       "\"t_avg_us\":%.3f,\"t_stdev_us\":%.3f,\"t_p99_us\":%.3f,"
-		       "\"t_p999_us\":%.3f%s}\n",
-		       test, size, iters, warmup, plane, triad_size(r->ctx), meaning, l->min,
-		       l->max, l->typical, l->avg, l->stdev, l->p99, l->p999,
-		       json_extra ? json_extra : "");
-		fflush(stdout);
-		return;
-	}
-	if (!r->header_done) {
-		perf_describe_path(r, plane, sizeof(plane));
-		perf_print_rule();
-		printf(" triad %s: rank %d -> rank %d, %s, %d ranks; times are the %s\n", test,
-		       PERF_CLIENT, PERF_SERVER, plane, triad_size(r->ctx), meaning);
-		perf_print_rule();
-		printf(" %-8s %-11s %12s %12s %16s %12s %14s %14s %16s\n", "#bytes", "#iterations",
-		       "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]",
-		       "t_stdev[usec]", "99% [usec]", "99.9% [usec]");
-		r->header_done = 1;
-	}
-	printf(" %-8zu %-11ld %12.2f %12.2f %16.2f %12.2f %14.2f %14.2f %16.2f\n", size, iters,
-	       l->min, l->max, l->typical, l->avg, l->stdev, l->p99, l->p999);
-	fflush(stdout);
+	for (size_t i = 0; i < n && *len < cap; i++)
+		f[(*len)++] = add[i];
 }
+
+/* A sweep's plot: the typical and the 99th percentile latency. */
+static const struct perf_plot lat_plot = {
+	.title = "latency", .xlabel = "message size", .ylabel = "time [us]", .x = "bytes",
+	.y = { "t_typical_us", "t_p99_us" }, .ytitle = { "typical (median)", "99%" }, .logy = 1,
+};
+
+void perf_report_lat(struct perf_run *r, const char *test, const char *meaning,
+		     const char *title, size_t size, long iters, long warmup,
+		     const struct perf_lat *l, const struct perf_field *extra, size_t nextra)
+{
+	struct perf_field f[PERF_COMMON_FIELDS + 9 + 32];
+	char path[128], own[512];
+	size_t n = perf_common_fields(r, test, size, iters, warmup, f);
+	const struct perf_field figs[] = {
+		PF_STR("measure", NULL, 0, meaning),
+		PF_DBL("t_min_us", "t_min[usec]", 12, 2, l->min),
+		PF_DBL("t_max_us", "t_max[usec]", 12, 2, l->max),
+		PF_DBL("t_typical_us", "t_typical[usec]", 16, 2, l->typical),
+		PF_DBL("t_avg_us", "t_avg[usec]", 12, 2, l->avg),
+		PF_DBL("t_stdev_us", "t_stdev[usec]", 14, 2, l->stdev),
+		PF_DBL("t_p99_us", "99% [usec]", 14, 2, l->p99),
+		PF_DBL("t_p999_us", "99.9% [usec]", 16, 2, l->p999),
+	};
+
+	perf_fields_add(f, &n, PF_N(f), figs, PF_N(figs));
+	perf_fields_add(f, &n, PF_N(f), extra, nextra);
+	if (!title) {
+		perf_describe_path(r, path, sizeof(path));
+		snprintf(own, sizeof(own), " triad %s: rank %d -> rank %d, %s, %d ranks; times are "
+			 "the %s\n", test, PERF_CLIENT, PERF_SERVER, path, triad_size(r->ctx),
+			 meaning);
+		title = own;
+	}
+	perf_out_row(r, title, f, n, &lat_plot);
+}
+
+static const struct perf_plot bw_plot = {
+	.title = "bandwidth", .xlabel = "message size", .ylabel = "MiB/s", .x = "bytes",
+	.y = { "bw_avg_mib_s", "bw_peak_mib_s" }, .ytitle = { "average", "peak" },
+};
 
 static void report_bw(struct perf_run *r, const char *test, size_t size, long iters,
 		      long warmup, const struct perf_bw *b)
 {
-	char plane[128];
+	struct perf_field f[PERF_COMMON_FIELDS + 4];
+	char path[128], title[512];
+	size_t n = perf_common_fields(r, test, size, iters, warmup, f);
+	const struct perf_field figs[] = {
+		PF_INT("window", NULL, 0, r->o->window),
+		PF_DBL("bw_peak_mib_s", "BW peak[MiB/s]", 18, 3, b->peak_mib_s),
+		PF_DBL("bw_avg_mib_s", "BW average[MiB/s]", 20, 3, b->avg_mib_s),
+		PF_DBL("msg_rate_mpps", "MsgRate[Mpps]", 15, 6, b->mpps),
+	};
 
-	if (r->o->json) {
-		perf_json_path(r, plane, sizeof(plane));
-		printf("{\"test\":\"%s\",\"bytes\":%zu,\"iterations\":%ld,\"warmup\":%ld,"
-		       "%s,\"ranks\":%d,\"window\":%d,\"bw_peak_mib_s\":%.3f,"
-		       "\"bw_avg_mib_s\":%.3f,\"msg_rate_mpps\":%.6f}\n",
-		       test, size, iters, warmup, plane, triad_size(r->ctx), r->o->window,
-		       b->peak_mib_s, b->avg_mib_s, b->mpps);
-		fflush(stdout);
-		return;
-	}
-	if (!r->header_done) {
-		perf_describe_path(r, plane, sizeof(plane));
-		perf_print_rule();
-		printf(" triad %s: rank %d -> rank %d, %s, %d ranks, %d puts outstanding\n", test,
-		       PERF_CLIENT, PERF_SERVER, plane, triad_size(r->ctx), r->o->window);
-		perf_print_rule();
-		printf(" %-8s %-11s %18s %20s %15s\n", "#bytes", "#iterations", "BW peak[MiB/s]",
-		       "BW average[MiB/s]", "MsgRate[Mpps]");
-		r->header_done = 1;
-	}
-	printf(" %-8zu %-11ld %18.2f %20.2f %15.6f\n", size, iters, b->peak_mib_s, b->avg_mib_s,
-	       b->mpps);
-	fflush(stdout);
+	perf_fields_add(f, &n, PF_N(f), figs, PF_N(figs));
+	perf_describe_path(r, path, sizeof(path));
+	snprintf(title, sizeof(title), " triad %s: rank %d -> rank %d, %s, %d ranks, %d puts "
+		 "outstanding\n", test, PERF_CLIENT, PERF_SERVER, path, triad_size(r->ctx),
+		 r->o->window);
+	perf_out_row(r, title, f, n, &bw_plot);
 }
 
 /* ---- put_lat: ping-pong of puts, like ib_write_lat ------------------------------------*/
@@ -418,7 +437,7 @@ static int put_lat(struct perf_run *r, size_t size, long iters, long warmup)
 	}
 	if (!ret && r->rank == PERF_CLIENT) {
 		perf_lat_summarize(t, (size_t)iters, 0.5, &lat);
-		perf_report_lat(r, "put_lat", "half round trip", size, iters, warmup, &lat, NULL);
+		perf_report_lat(r, "put_lat", "half round trip", NULL, size, iters, warmup, &lat, NULL, 0);
 	}
 	free(t);
 	return ret;
@@ -456,7 +475,7 @@ static int get_lat(struct perf_run *r, size_t size, long iters, long warmup)
 	if (!ret && r->rank == PERF_CLIENT) {
 		perf_verify(r, size, size, "get_lat");
 		perf_lat_summarize(t, (size_t)iters, 1.0, &lat);
-		perf_report_lat(r, "get_lat", "full get latency", size, iters, warmup, &lat, NULL);
+		perf_report_lat(r, "get_lat", "full get latency", NULL, size, iters, warmup, &lat, NULL, 0);
 	}
 	free(t);
 	return ret;

@@ -24,11 +24,14 @@ enum opt_id {
 	OPT_ALL = 'a',
 	OPT_HELP = 'h',
 	OPT_ITERS = 'n',
+	OPT_QUIET = 'q',
 	OPT_SIZE = 's',
 	OPT_WARMUP = 'w',
 	OPT_WINDOW = 256, /* long-only options */
 	OPT_PLANE,
 	OPT_JSON,
+	OPT_CSV,
+	OPT_PLOT,
 	OPT_CONFIG,
 	OPT_TIMEOUT,
 	OPT_PRIO,
@@ -116,7 +119,19 @@ static const struct opt_def opt_defs[] = {
 	  "failover, drain: up/heal or restore this long\n"
 	  "after the traffic left the plane (default 1000)" },
 	{ "json", no_argument, OPT_JSON, NULL,
-	  "one JSON object per size instead of the table" },
+	  "JSON Lines instead of the table: one object per\n"
+	  "row on its own line (failover, drain: one per run)" },
+	{ "csv", no_argument, OPT_CSV, NULL,
+	  "CSV instead of the table: a header line of the\n"
+	  "JSON keys, then one line per row (failover, drain:\n"
+	  "one per event of the timeline)" },
+	{ "plot", required_argument, OPT_PLOT, "FILE",
+	  "also draw the rows with gnuplot into FILE, a .png\n"
+	  "(data in FILE.dat): a sweep's figures over the size,\n"
+	  "failover's and drain's timeline of events" },
+	{ "quiet", no_argument, OPT_QUIET, NULL,
+	  "no progress lines on stderr (a sweep prints one per\n"
+	  "size)" },
 	{ "config", no_argument, OPT_CONFIG, NULL,
 	  "print the TRIAD_* configuration first\n"
 	  "(and exit when no COMMAND is given)" },
@@ -303,6 +318,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	const char *fault_opt = NULL; /* the last failover/drain-only option given */
 	const char *failover_opt = NULL; /* the last failover-only option given */
 	int planes_given = 0, iters_given = 0;
+	const char *format_opt = NULL; /* --json or --csv, the one given */
 	long v;
 	int c, pick;
 
@@ -371,7 +387,19 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			o->plane = (int)v;
 			break;
 		case OPT_JSON:
-			o->json = 1;
+		case OPT_CSV:
+			if (format_opt && strcmp(format_opt, d->name))
+				return usage_error("--json and --csv exclude each other");
+			o->format = c == OPT_JSON ? PERF_FMT_JSON : PERF_FMT_CSV;
+			format_opt = d->name;
+			break;
+		case OPT_PLOT:
+			if (strlen(arg) < 5 || strcmp(arg + strlen(arg) - 4, ".png"))
+				return usage_error("--plot '%s': not a file name ending in .png", arg);
+			o->plot_file = arg;
+			break;
+		case OPT_QUIET:
+			o->quiet = 1;
 			break;
 		case OPT_CONFIG:
 			o->config = 1;
@@ -507,16 +535,35 @@ static size_t max_size(const struct perf_run *r)
 	return o->size ? o->size : o->cmd->def_size;
 }
 
+/* The rank that prints the figures: bcast's root, else the client. */
+static int reporter(const struct perf_run *r)
+{
+	return r->o->cmd->flags & PERF_CMD_BCAST ? r->o->root : PERF_CLIENT;
+}
+
+/* How many sizes a sweep runs, for its progress lines. */
+static int sweep_steps(const struct perf_run *r)
+{
+	int k = 0;
+
+	for (size_t size = SWEEP_MIN; size <= max_size(r); size *= 2)
+		k++;
+	return k;
+}
+
 static int run_sizes(struct perf_run *r)
 {
 	const struct perf_opts *o = r->o;
 	size_t size = o->all ? SWEEP_MIN : max_size(r);
-	int ret = 0;
+	int ret = 0, step = 0, steps = o->all ? sweep_steps(r) : 1;
 
 	for (; !ret && size <= max_size(r); size *= 2) {
 		long iters = o->iters ? o->iters : perf_default_iters(o->cmd->kind, size);
 		long warmup = o->warmup >= 0 ? o->warmup : perf_default_warmup(iters);
 
+		/* A sweep's progress, on stderr: the figures stay on stdout. */
+		if (o->all && r->rank == reporter(r))
+			perf_progress(r, "%s: %zu B (%d of %d)", o->cmd->name, size, ++step, steps);
 		ret = o->cmd->run(r, size, iters, warmup);
 		if (!o->all)
 			break;
@@ -562,7 +609,7 @@ static int set_slots(const struct perf_opts *o)
 static int run(const struct perf_opts *o)
 {
 	struct perf_run r = { .o = o, .rank = -1, .timeout_ms = o->timeout_s * 1000 };
-	int ret, status = PERF_EXIT_FAIL;
+	int ret, status = PERF_EXIT_FAIL, plot_failed = 0;
 
 	ret = triad_init(NULL, &r.ctx);
 	if (ret) {
@@ -641,6 +688,9 @@ static int run(const struct perf_opts *o)
 		goto destroy;
 	}
 	ret = run_sizes(&r);
+	/* The figures are out; a plot that failed still fails the run. */
+	if (!ret && r.rank == reporter(&r) && perf_out_finish(&r))
+		plot_failed = 1;
 	if (!ret) {
 		/* Nobody destroys a window the peer may still use. */
 		ret = triad_barrier(r.ctx, r.timeout_ms);
@@ -648,7 +698,8 @@ static int run(const struct perf_opts *o)
 			fprintf(stderr, "%s: rank %d: triad_barrier (end): %s\n", PROG, r.rank,
 				strerror(-ret));
 	}
-	if (!ret && !r.verify_errors)
+	free(r.out); /* rows kept for a plot that a failure cut short */
+	if (!ret && !r.verify_errors && !plot_failed)
 		status = PERF_EXIT_OK;
 	else if (!ret && (o->cmd->flags & PERF_CMD_FAULT))
 		fprintf(stderr, "%s: rank %d: %s: a check failed (see the report)\n", PROG,

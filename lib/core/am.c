@@ -214,7 +214,7 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 	m.u.am.ord = ctx->peers[rank].am_tx_ord[prio];
 	m.u.am.len = (uint32_t)len;
 	m.u.am.data = buf;
-	ret = tr_peer_send_on(l, &m, (unsigned)prio, req);
+	ret = tr_peer_send_chosen(l, &m, (unsigned)prio, req);
 	if (!ret)
 		ctx->peers[rank].am_tx_ord[prio]++;
 	if (ret == -ENOTCONN && req) {

@@ -38,11 +38,13 @@ static const struct var vars[] = {
 	  "strict: active messages of one priority from one rank are handled in the\n"
 	  "    order sent, across plane changes and faults; any: as they arrive (only\n"
 	  "    those on one plane keep their order)", order_names },
-	{ "TRIAD_ADAPTIVE", "off", VAR_ENUM, F(adaptive), 0, 0,
-	  "adaptive plane choice (experimental): occ sends a message to the least loaded\n"
-	  "    live plane when its home plane's backlog to the peer exceeds TRIAD_ADAPTIVE_T\n"
-	  "    and the other's is below TRIAD_ADAPTIVE_ALPHA percent of it and it has room\n"
-	  "    now; off: the plane switch's plane only", adaptive_names },
+	{ "TRIAD_ADAPTIVE", "occ", VAR_ENUM, F(adaptive), 0, 0,
+	  "adaptive plane choice: occ moves a message that waits on its plane's lane\n"
+	  "    to the least loaded live plane to the same peer when that lane's backlog\n"
+	  "    exceeds TRIAD_ADAPTIVE_T, the other's is below TRIAD_ADAPTIVE_ALPHA percent\n"
+	  "    of it and the other can post it now (decided again on every pass while\n"
+	  "    it waits; at most one detour; puts, gets and what follows them on their\n"
+	  "    connection never move); off: every message takes the plane switch's plane", adaptive_names },
 	{ "TRIAD_ADAPTIVE_T", "8", VAR_INT, F(adaptive_t), 0, 1 << 20,
 	  "backlog (work requests in flight + messages queued) above which a detour is considered", NULL },
 	{ "TRIAD_ADAPTIVE_ALPHA", "50", VAR_INT, F(adaptive_alpha), 1, 100,

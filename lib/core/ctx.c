@@ -522,6 +522,8 @@ int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane, struct triad_conn_st
 		o->am_unknown = c->am_unknown;
 	if (want & TRIAD_CONN_STATS_COPY)
 		o->copy_bytes = c->copy_bytes;
+	if (want & TRIAD_CONN_STATS_CHOICE)
+		o->detours = c->detours;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }

@@ -320,8 +320,16 @@ int tr_peer_reachable(const struct triad_ctx *ctx, int peer);
  * number.  -ENOTCONN when no lane is up, -EMSGSIZE. */
 int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio,
 		 struct triad_req *req);
-/* The same on a given lane. */
+/* The same on a given lane: it stays there (it follows something posted
+ * on that connection, or its plane was pinned). */
 int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct triad_req *req);
+/* The same on the lane tr_peer_lane(ctx, peer, 0) chose: while it waits
+ * there, the adaptive choice may move it to another lane of the peer. */
+int tr_peer_send_chosen(struct tr_lane *l, struct tr_msg *m, unsigned prio,
+			struct triad_req *req);
+/* A scheduler pass of the adaptive choice over p's waiting messages
+ * (lane.c calls it after every pump when TRIAD_ADAPTIVE is on). */
+void tr_peer_redecide(struct triad_ctx *ctx, struct tr_peer *p);
 /* Lane events: a message arrived in receive buffer b (1 when the core
  * keeps b: an active message whose handler kept it); a message sent or
  * queued on l may not have arrived (l broke); l changed state. */

@@ -28,7 +28,8 @@ const char *tr_lane_state_str(enum tr_lane_state s)
 struct queued_msg {
 	struct tr_list link;
 	int len;
-	int resent; /* moved here from a broken lane: older than the rest */
+	int resent;  /* moved here from a broken lane: older than the rest */
+	int movable; /* its plane was a free choice: another lane may take it */
 	struct triad_req *req;
 	char data[];
 };
@@ -692,7 +693,7 @@ static void pump(struct tr_lane *l)
 			int slot;
 
 			if (!l->tx_free || !l->sq_avail)
-				return;
+				goto bsm; /* pump_bsm waits for room too */
 			if (!tr_peer_seq_ok(l, q->data)) {
 				/* Too far ahead of what the peer has: the completion
 				 * that moves the window pumps it again. */
@@ -713,6 +714,8 @@ static void pump(struct tr_lane *l)
 	}
 bsm:
 	pump_bsm(l, 0);
+	if (l->ctx->choice.rules) /* a pass: waiting messages may go elsewhere now */
+		tr_peer_redecide(l->ctx, &l->ctx->peers[l->peer]);
 }
 
 void tr_lane_bsm_flush(struct tr_lane *l)
@@ -723,9 +726,12 @@ void tr_lane_bsm_flush(struct tr_lane *l)
 	pump_bsm(l, 1);
 }
 
+enum { LQ_RESENT = 1, LQ_MOVABLE = 2 };
+
 static int lane_queue(struct tr_lane *l, const void *data, int len, unsigned prio,
-		      struct triad_req *req, int resent)
+		      struct triad_req *req, unsigned how)
 {
+	int resent = how & LQ_RESENT;
 	struct tr_list *at = &l->msgq[prio];
 	struct queued_msg *q;
 	int slot;
@@ -752,6 +758,7 @@ static int lane_queue(struct tr_lane *l, const void *data, int len, unsigned pri
 	q->len = len;
 	q->req = req;
 	q->resent = resent;
+	q->movable = !!(how & LQ_MOVABLE);
 	if (resent) /* behind the others moved here, ahead of the rest */
 		for (at = l->msgq[prio].next; at != &l->msgq[prio]; at = at->next)
 			if (!tr_container_of(at, struct queued_msg, link)->resent)
@@ -765,15 +772,51 @@ static int lane_queue(struct tr_lane *l, const void *data, int len, unsigned pri
 }
 
 int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
-		 struct triad_req *req)
+		 struct triad_req *req, int movable)
 {
-	return lane_queue(l, data, len, prio, req, 0);
+	return lane_queue(l, data, len, prio, req, movable ? LQ_MOVABLE : 0);
 }
 
 int tr_lane_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
 		   struct triad_req *req)
 {
-	return lane_queue(l, data, len, prio, req, 1);
+	return lane_queue(l, data, len, prio, req, LQ_RESENT);
+}
+
+int tr_lane_room(const struct tr_lane *l, unsigned prio)
+{
+	return l->state == TR_LANE_UP && l->tx_free && l->sq_avail &&
+	       tr_list_empty(&l->msgq[prio]) && tr_fc_tx_pick(&l->fc_tx, prio) >= 0;
+}
+
+int tr_lane_movable(const struct tr_lane *l, unsigned prio)
+{
+	const struct queued_msg *q;
+
+	if (l->state != TR_LANE_UP || tr_list_empty(&l->msgq[prio]))
+		return 0;
+	q = tr_list_first(&l->msgq[prio], struct queued_msg, link);
+	return q->movable && tr_peer_seq_ok(l, q->data);
+}
+
+int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio)
+{
+	struct queued_msg *q;
+	int slot;
+
+	if (!tr_lane_movable(from, prio) || !tr_lane_room(to, prio))
+		return -EAGAIN;
+	q = tr_list_first(&from->msgq[prio], struct queued_msg, link);
+	slot = tr_fc_tx_pick(&to->fc_tx, prio);
+	if (post_msg(to, q->data, q->len, slot, prio, q->req)) {
+		tr_lane_fail(to, TRIAD_S_TRANSPORT);
+		return -EIO; /* still queued on from */
+	}
+	tr_list_del(&q->link);
+	from->nqueued--;
+	to->stats.detours++;
+	free(q);
+	return 0;
 }
 
 int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,

@@ -128,15 +128,25 @@ void tr_lane_destroy(struct tr_lane *l); /* at context close */
 void tr_lane_reconnect(struct tr_lane *l);
 /* Queue an encoded message (its sequence number already in it) on
  * priority prio; it goes as soon as the peer has a slot for it.  req (may
- * be NULL) completes when it arrived.  -ENOTCONN, -EMSGSIZE. */
+ * be NULL) completes when it arrived.  movable: its lane was a free
+ * choice (no pin, nothing it must follow on this connection), so while it
+ * waits another lane of the peer may take it (tr_lane_move).
+ * -ENOTCONN, -EMSGSIZE. */
 int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
-		 struct triad_req *req);
+		 struct triad_req *req, int movable);
 /* The same for a message a broken lane gave back: it goes ahead of the
  * messages of its priority queued here (behind others given back), so
  * that the receiver's window of sequence numbers never has to span a
  * queue. */
 int tr_lane_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
 		   struct triad_req *req);
+/* Re-decision while queued (the adaptive choice): l could post a message
+ * of prio now (up, send room, a slot, nothing of prio waiting); the oldest
+ * message of prio waiting on l may move; post that one on `to` now (0),
+ * or -EAGAIN when one of the two does not hold. */
+int tr_lane_room(const struct tr_lane *l, unsigned prio);
+int tr_lane_movable(const struct tr_lane *l, unsigned prio);
+int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio);
 /* Posts what the lane's queues may post now. */
 void tr_lane_pump(struct tr_lane *l);
 /* A handler is done with a kept receive buffer: free its slot. */

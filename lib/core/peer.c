@@ -71,6 +71,50 @@ int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags)
 	return home; /* nothing live: the caller reports the home plane's state */
 }
 
+/* The choice again, for messages that wait (docs/spec/adaptive-plane-
+ * choice.md: re-decided on every scheduler pass while queued).  Deciding
+ * once, when a message is queued, does not steer a stream: under load every
+ * lane is full at that moment, and a detour must be postable now.  So on
+ * every pass of a lane, the oldest movable message of each priority on the
+ * busiest lane is offered to the others: where the rules say a detour
+ * qualifies (the home's backlog over T, the other's under alpha of it, room
+ * there now), it is posted there at once.  This is its one detour.  The
+ * receiver's window and strict order do not care which lane a message
+ * took. */
+void tr_peer_redecide(struct triad_ctx *ctx, struct tr_peer *p)
+{
+	struct tr_choice_plane in[TRIAD_MAX_PLANES];
+	struct tr_choice_msg m;
+	struct tr_choice out;
+
+	if (ctx->nplanes < 2 || ctx->closing)
+		return;
+	for (unsigned prio = 0; prio < TR_FC_NPRIO; prio++) {
+		for (int moves = 0; moves < TR_SEQ_WINDOW; moves++) {
+			int from = -1;
+
+			for (int q = 0; q < ctx->nplanes; q++) {
+				const struct tr_lane *l = &p->lane[q];
+
+				in[q].live = tr_peer_plane_open(ctx, p, q);
+				in[q].occ = in[q].live ? (uint32_t)l->sq_posted + l->nqueued : 0;
+				in[q].room = in[q].live && tr_lane_room(l, prio);
+				in[q].cont = 0;
+				if (tr_lane_movable(l, prio) && (from < 0 || in[q].occ > in[from].occ))
+					from = q;
+			}
+			if (from < 0)
+				break;
+			in[from].live = true; /* where it waits: up (tr_lane_movable) */
+			tr_choice_msg_init(&m, (unsigned)from);
+			if (tr_choice_decide(&ctx->choice, in, (unsigned)ctx->nplanes, &m, &out) ||
+			    !out.detour || out.plane == TR_CHOICE_NONE ||
+			    tr_lane_move(&p->lane[from], &p->lane[out.plane], prio))
+				break;
+		}
+	}
+}
+
 int tr_peer_wants(const struct triad_ctx *ctx, const struct tr_peer *p, int plane)
 {
 	return !((ctx->drained | p->peer_drained) >> plane & 1u);
@@ -118,7 +162,8 @@ int tr_peer_reachable(const struct triad_ctx *ctx, int peer)
 	return 0;
 }
 
-int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct triad_req *req)
+static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct triad_req *req,
+		   int movable)
 {
 	struct tr_peer *p = &l->ctx->peers[l->peer];
 	size_t need = tr_msg_len(m);
@@ -135,7 +180,7 @@ int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct t
 	m->slot = 0; /* the link fields are set when it is posted */
 	m->prio = (uint8_t)prio;
 	len = tr_msg_encode(m, buf, need);
-	ret = len < 0 ? len : tr_lane_send(l, buf, len, prio, req);
+	ret = len < 0 ? len : tr_lane_send(l, buf, len, prio, req, movable);
 	if (!ret)
 		p->tx_seq[prio]++;
 	if (buf != stack)
@@ -143,11 +188,22 @@ int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct t
 	return ret;
 }
 
+int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct triad_req *req)
+{
+	return send_on(l, m, prio, req, 0);
+}
+
+int tr_peer_send_chosen(struct tr_lane *l, struct tr_msg *m, unsigned prio,
+			struct triad_req *req)
+{
+	return send_on(l, m, prio, req, 1);
+}
+
 int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio,
 		 struct triad_req *req)
 {
 	struct tr_lane *l = tr_peer_lane(ctx, peer, 0);
-	int ret = tr_peer_send_on(l, m, prio, req);
+	int ret = tr_peer_send_chosen(l, m, prio, req);
 
 	if (ret)
 		tr_debug("%s to rank %d on plane %d: %s", tr_msg_type_str(m->type), peer, l->plane,
@@ -323,7 +379,7 @@ static void skip_flush(struct tr_lane *l)
 			memcpy(m.u.seq_skip.seq, k->seq + sent,
 			       m.u.seq_skip.count * sizeof(uint32_t));
 			len = tr_msg_encode(&m, buf, sizeof(buf));
-			if (len < 0 || tr_lane_send(l, buf, len, q, NULL))
+			if (len < 0 || tr_lane_send(l, buf, len, q, NULL, 0))
 				break;
 			sent += m.u.seq_skip.count;
 		}

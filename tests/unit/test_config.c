@@ -69,7 +69,7 @@ static void assert_defaults(const struct tr_config *c)
 	assert_int_equal(c->order, TR_ORDER_STRICT);
 	assert_true(c->stripe_min == 256 * 1024);
 	assert_true(c->reg_cache == 0);
-	assert_int_equal(c->adaptive, 0);
+	assert_int_equal(c->adaptive, 1); /* occ */
 	assert_int_equal(c->adaptive_t, 8);
 	assert_int_equal(c->adaptive_alpha, 50);
 }

@@ -1,0 +1,446 @@
+/* Unit tests for triad-sim's network model (sim/model.c): cases whose time
+ * follows exactly from the model's definition, and properties of the
+ * event trace that must hold whatever the network (docs/sim.md).
+ *
+ * The expected times are written out from the model: o CPU per handled
+ * event and per post, a message or WRITE of n bytes occupies the NIC
+ * max(g, n / B), then L on the link; a WRITE's RC acknowledgement takes L
+ * back to the source. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+
+static struct sim_net net_exact(void)
+{
+	struct sim_net n;
+
+	sim_net_default(&n);
+	n.lat_us = 10;
+	n.o_us = 1;
+	n.gap_us = 2;
+	n.bw = 1; /* one byte per us: sizes are times */
+	n.msg_bytes = 128;
+	n.copy_chunk = 4096;
+	return n;
+}
+
+static double xmit(const struct sim_net *n, double bytes)
+{
+	double t = n->bw > 0 ? bytes / n->bw : 0;
+
+	return t > n->gap_us ? t : n->gap_us;
+}
+
+/* Three ranks, one copy in transport-ack mode: the order I -> S, the WRITE
+ * S -> D, the acknowledgement D -> S (the RC ack) and S -> I (COPY_DONE). */
+static void test_copy_legs(void **state)
+{
+	struct sim_net n = net_exact();
+	char err[200];
+	double t;
+	double order = n.o_us + xmit(&n, n.msg_bytes) + n.lat_us + n.o_us; /* I posts, S handles */
+	double write = n.o_us + xmit(&n, 100) + n.lat_us;		     /* S posts, lands at D */
+	double ack = n.lat_us + n.o_us					     /* RC ack, S polls */
+		     + n.o_us + xmit(&n, n.msg_bytes) + n.lat_us + n.o_us; /* DONE to I */
+
+	(void)state;
+	assert_int_equal(sim_copy(&n, 3, 0, 1, 2, 100, &t, err, sizeof(err)), 0);
+	assert_true(t == order + write + ack);
+	assert_true(t == 6 * n.o_us + 4 * n.lat_us + 2 * 128 + 100);
+
+	/* More than one WRITE: they follow each other on S's NIC (bandwidth),
+	 * and S reports once the last is acknowledged. */
+	assert_int_equal(sim_copy(&n, 3, 0, 1, 2, 3 * 4096, &t, err, sizeof(err)), 0);
+	assert_true(t == order + (n.o_us + 3 * 4096 + n.lat_us) + ack);
+
+	/* Relay adds COPY_DATA to D and D's COPY_RESP to S. */
+	n.mode = TR_COPY_RELAY;
+	assert_int_equal(sim_copy(&n, 3, 0, 1, 2, 100, &t, err, sizeof(err)), 0);
+	assert_true(t > 6 * n.o_us + 4 * n.lat_us + 2 * 128 + 100);
+}
+
+/* Two ranks: the broadcast is the root's own PUT (no order leg), then its
+ * RANK_DONE, then DONE. */
+static void test_two_ranks(void **state)
+{
+	struct sim_net n = net_exact();
+	struct sim_bcast_cfg cfg = { .nranks = 2, .len = 1000, .algo = TR_BCAST_GREEDY };
+	struct sim_result r;
+	char err[200];
+
+	(void)state;
+	assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &r, err, sizeof(err)), 0);
+	assert_true(r.t_done == n.o_us + xmit(&n, 1000) + 2 * n.lat_us + n.o_us + n.o_us);
+	assert_true(r.t_all == r.t_done + xmit(&n, n.msg_bytes) + n.lat_us + n.o_us);
+	assert_int_equal(r.puts, 1);
+	assert_int_equal(r.copies, 0);
+	assert_int_equal(r.root_peers, 1);
+	assert_int_equal(r.max_peers, 1);
+}
+
+/* Binomial with equal latencies and no CPU, gap or bandwidth cost: one
+ * copy time per round, ceil(log2 N) rounds.  A copy is 4 L (order, WRITE,
+ * RC ack, DONE); a round in which only the root sends is its PUT, 2 L.
+ * The buffer is 16 copy chunks: every WRITE of a copy is in flight at
+ * once (a 17th would wait for the first one's acknowledgement). */
+static void test_binomial_rounds(void **state)
+{
+	static const uint32_t ns[] = { 2, 3, 4, 5, 7, 8, 12, 16, 100, 1024, 1025 };
+	struct sim_net n = net_exact();
+	char err[200];
+
+	(void)state;
+	n.o_us = 0;
+	n.gap_us = 0;
+	n.bw = 0;
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		struct sim_bcast_cfg cfg = { .nranks = ns[i], .len = 16 * n.copy_chunk,
+					     .algo = TR_BCAST_BINOMIAL };
+		struct sim_result r;
+		double want = 0;
+		unsigned rounds = 0;
+
+		for (uint64_t step = 1; step < ns[i]; step *= 2, rounds++) {
+			uint64_t cnt = ns[i] - step < step ? ns[i] - step : step;
+
+			want += cnt >= 2 ? 4 * n.lat_us : 2 * n.lat_us;
+		}
+		assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &r, err, sizeof(err)), 0);
+		assert_true(r.t_done == want);
+		assert_true(want <= rounds * 4 * n.lat_us);
+		assert_int_equal(r.copies + r.puts, ns[i] - 1);
+	}
+}
+
+/* ---- the trace ----------------------------------------------------------- */
+
+struct landed {
+	uint32_t dst;
+	uint64_t off, len;
+	double t;
+};
+
+struct rec {
+	uint32_t n, root;
+	bool *holder, *busy, *targeted;
+	double *rank_done;
+	unsigned *rank_dones;
+	struct landed *land;
+	size_t nland, cap;
+	unsigned reports, orders, dones;
+	bool greedy;
+};
+
+static void rec_init(struct rec *r, uint32_t n, uint32_t root, bool greedy)
+{
+	*r = (struct rec){ .n = n, .root = root, .greedy = greedy };
+	r->holder = calloc(n, sizeof(bool));
+	r->busy = calloc(n, sizeof(bool));
+	r->targeted = calloc(n, sizeof(bool));
+	r->rank_done = calloc(n, sizeof(double));
+	r->rank_dones = calloc(n, sizeof(unsigned));
+	assert_non_null(r->holder);
+	assert_non_null(r->busy);
+	assert_non_null(r->targeted);
+	assert_non_null(r->rank_done);
+	assert_non_null(r->rank_dones);
+	r->holder[root] = true;
+	r->targeted[root] = true;
+}
+
+static void rec_free(struct rec *r)
+{
+	free(r->holder);
+	free(r->busy);
+	free(r->targeted);
+	free(r->rank_done);
+	free(r->rank_dones);
+	free(r->land);
+}
+
+/* Greedy's promise, checked whenever the root is about to learn of a
+ * completion (all it ordered after the previous one is in the trace): no
+ * holder idle while a rank still waits for a sender. */
+static void check_no_idle_holder(const struct rec *r)
+{
+	bool waiting = false;
+
+	for (uint32_t i = 0; i < r->n; i++)
+		waiting |= !r->targeted[i];
+	if (!waiting)
+		return;
+	for (uint32_t i = 0; i < r->n; i++)
+		if (r->holder[i] && !r->busy[i])
+			fail_msg("rank %u holds the data and is idle while a rank waits", i);
+}
+
+static void on_trace(void *arg, const struct sim_trace *ev)
+{
+	struct rec *r = arg;
+
+	switch (ev->type) {
+	case SIM_TR_ORDER:
+		assert_true(r->holder[ev->src]);
+		assert_false(r->busy[ev->src] && r->greedy);
+		r->busy[ev->src] = true;
+		r->targeted[ev->dst] = true;
+		r->orders++;
+		break;
+	case SIM_TR_REPORT:
+		if (r->greedy)
+			check_no_idle_holder(r);
+		r->busy[ev->src] = false;
+		r->holder[ev->dst] = true;
+		r->reports++;
+		break;
+	case SIM_TR_LANDED:
+		if (r->nland == r->cap) {
+			r->cap = r->cap ? 2 * r->cap : 256;
+			r->land = realloc(r->land, r->cap * sizeof(*r->land));
+			assert_non_null(r->land);
+		}
+		r->land[r->nland++] = (struct landed){ ev->dst, ev->off, ev->len, ev->t };
+		break;
+	case SIM_TR_RANK_DONE:
+		r->rank_done[ev->dst] = ev->t;
+		r->rank_dones[ev->dst]++;
+		break;
+	case SIM_TR_DONE:
+		if (r->greedy)
+			check_no_idle_holder(r);
+		r->dones++;
+		break;
+	default:
+		fail_msg("unknown trace event %d", ev->type);
+	}
+}
+
+static int landed_cmp(const void *a, const void *b)
+{
+	const struct landed *x = a, *y = b;
+
+	if (x->dst != y->dst)
+		return x->dst < y->dst ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Every non-root rank's buffer is written exactly once, every byte, and it
+ * hears RANK_DONE once, after its last byte landed. */
+static void check_exactly_once(struct rec *r, uint64_t len)
+{
+	size_t i = 0;
+
+	qsort(r->land, r->nland, sizeof(*r->land), landed_cmp);
+	for (uint32_t d = 0; d < r->n; d++) {
+		uint64_t at = 0;
+		double last = 0;
+
+		for (; i < r->nland && r->land[i].dst == d; i++) {
+			assert_true(d != r->root);
+			if (r->land[i].off != at)
+				fail_msg("rank %u: bytes from %llu written %s", d,
+					 (unsigned long long)at,
+					 r->land[i].off < at ? "twice" : "never");
+			at += r->land[i].len;
+			if (r->land[i].t > last)
+				last = r->land[i].t;
+		}
+		if (d == r->root) {
+			assert_int_equal(r->rank_dones[d], 0);
+			continue;
+		}
+		assert_int_equal(at, len);
+		assert_int_equal(r->rank_dones[d], 1);
+		assert_true(r->rank_done[d] >= last);
+	}
+	assert_int_equal(r->dones, 1);
+	assert_int_equal(r->orders, r->reports);
+}
+
+static void run_traced(const struct sim_net *n, uint32_t nranks, uint32_t root, uint64_t len,
+		       enum tr_bcast_algo algo, uint64_t pipe_chunk)
+{
+	struct sim_bcast_cfg cfg = { .nranks = nranks, .root = root, .len = len, .algo = algo,
+				     .chunk = pipe_chunk };
+	struct sim_result res;
+	struct rec r;
+	char err[200];
+
+	rec_init(&r, nranks, root, algo == TR_BCAST_GREEDY);
+	assert_int_equal(sim_bcast(n, &cfg, on_trace, &r, &res, err, sizeof(err)), 0);
+	check_exactly_once(&r, len);
+	assert_int_equal(res.copies + res.puts, r.reports);
+	assert_true(res.t_all >= res.t_done);
+	rec_free(&r);
+}
+
+/* Greedy never leaves a holder idle while a rank waits, with equal and
+ * with unequal latencies, with and without CPU and bandwidth costs. */
+static void test_greedy_keeps_holders_busy(void **state)
+{
+	struct sim_net n = net_exact();
+
+	(void)state;
+	n.bw = 1000;
+	run_traced(&n, 64, 0, 1 << 20, TR_BCAST_GREEDY, 0);
+	n.lat_model = SIM_LAT_RANDOM;
+	n.lat_spread = 10;
+	for (n.seed = 1; n.seed <= 5; n.seed++)
+		run_traced(&n, 100, 7, 300000, TR_BCAST_GREEDY, 0);
+	n.lat_model = SIM_LAT_RACKS;
+	n.rack_size = 8;
+	n.o_us = 0;
+	n.gap_us = 0;
+	n.bw = 0;
+	run_traced(&n, 37, 36, 4096, TR_BCAST_GREEDY, 0);
+}
+
+static void test_exactly_once(void **state)
+{
+	static const uint32_t ns[] = { 2, 3, 5, 8, 33 };
+	static const enum tr_bcast_algo algos[] = { TR_BCAST_GREEDY, TR_BCAST_BINOMIAL,
+						    TR_BCAST_PIPELINE };
+	struct sim_net n = net_exact();
+
+	(void)state;
+	n.bw = 500;
+	n.lat_model = SIM_LAT_RANDOM;
+	n.lat_spread = 4;
+	for (size_t a = 0; a < 3; a++)
+		for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+			/* several copy chunks per transfer, several pipeline chunks */
+			run_traced(&n, ns[i], 0, 5 * 4096 + 17, algos[a], 8192);
+			run_traced(&n, ns[i], ns[i] - 1, 3 * 8192, algos[a], 8192);
+		}
+}
+
+/* The seed's claim, on one case: with two racks far apart, greedy's
+ * holders pick up work as they finish, binomial waits for every round's
+ * slowest (cross-rack) transfer. */
+static void test_greedy_beats_binomial_unequal(void **state)
+{
+	struct sim_net n;
+	struct sim_bcast_cfg cfg = { .nranks = 64, .len = 65536 };
+	struct sim_result g, b;
+	char err[200];
+
+	(void)state;
+	sim_net_default(&n);
+	n.lat_model = SIM_LAT_RACKS;
+	n.rack_size = 32;
+	n.lat_spread = 20;
+	cfg.algo = TR_BCAST_GREEDY;
+	assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &g, err, sizeof(err)), 0);
+	cfg.algo = TR_BCAST_BINOMIAL;
+	assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &b, err, sizeof(err)), 0);
+	assert_true(g.t_done < b.t_done);
+}
+
+/* The same run twice gives the same figures; N = 4096 x 64 MiB runs. */
+static void test_deterministic_and_large(void **state)
+{
+	struct sim_net n;
+	struct sim_bcast_cfg cfg = { .nranks = 4096, .len = 64u << 20, .algo = TR_BCAST_GREEDY };
+	struct sim_result a, b;
+	char err[200];
+
+	(void)state;
+	sim_net_default(&n);
+	n.lat_model = SIM_LAT_RANDOM;
+	n.lat_spread = 3;
+	assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &a, err, sizeof(err)), 0);
+	assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &b, err, sizeof(err)), 0);
+	assert_true(a.t_done == b.t_done);
+	assert_int_equal(a.copies + a.puts, 4095);
+	assert_int_equal(a.root_peers, 4095);
+	/* never faster than the lower bound */
+	assert_true(a.t_done >= sim_lower_bound(&n, 4096, 64u << 20));
+}
+
+static void test_links(void **state)
+{
+	struct sim_net n;
+
+	(void)state;
+	sim_net_default(&n);
+	n.lat_us = 2;
+	n.lat_model = SIM_LAT_RACKS;
+	n.lat_spread = 5;
+	n.rack_size = 4;
+	assert_true(sim_link_lat(&n, 0, 3) == 2);
+	assert_true(sim_link_lat(&n, 3, 4) == 10);
+	assert_true(sim_link_lat(&n, 9, 1) == sim_link_lat(&n, 1, 9));
+	n.lat_model = SIM_LAT_RANDOM;
+	for (uint32_t a = 0; a < 50; a++)
+		for (uint32_t b = a + 1; b < 50; b++) {
+			double l = sim_link_lat(&n, a, b);
+
+			assert_true(l >= 2 && l <= 10);
+			assert_true(l == sim_link_lat(&n, b, a));
+		}
+	/* max(S / B, ceil(log2 N) x L) */
+	n.bw = 100;
+	assert_true(sim_lower_bound(&n, 8, 100) == 6);
+	assert_true(sim_lower_bound(&n, 9, 10000) == 100);
+}
+
+static void test_bad_input(void **state)
+{
+	struct sim_net n;
+	struct sim_bcast_cfg cfg = { .nranks = 0, .len = 1, .algo = TR_BCAST_GREEDY };
+	struct sim_result r;
+	char err[200] = "";
+	double t;
+
+	(void)state;
+	sim_net_default(&n);
+	assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &r, err, sizeof(err)), -EINVAL);
+	assert_true(err[0] != '\0');
+	cfg.nranks = 4;
+	cfg.root = 4;
+	assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &r, err, sizeof(err)), -EINVAL);
+	cfg.root = 0;
+	cfg.algo = TR_BCAST_NALGOS;
+	assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &r, err, sizeof(err)), -EINVAL);
+	cfg.algo = TR_BCAST_GREEDY;
+	n.lat_us = -1;
+	err[0] = '\0';
+	assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &r, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "latency"));
+	sim_net_default(&n);
+	n.lat_model = SIM_LAT_RACKS;
+	n.rack_size = 0;
+	assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &r, err, sizeof(err)), -EINVAL);
+	sim_net_default(&n);
+	n.lat_spread = 0.5;
+	assert_int_equal(sim_bcast(&n, &cfg, NULL, NULL, &r, err, sizeof(err)), -EINVAL);
+	sim_net_default(&n);
+	assert_int_equal(sim_copy(&n, 3, 0, 1, 3, 10, &t, err, sizeof(err)), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_copy_legs),
+		cmocka_unit_test(test_two_ranks),
+		cmocka_unit_test(test_binomial_rounds),
+		cmocka_unit_test(test_greedy_keeps_holders_busy),
+		cmocka_unit_test(test_exactly_once),
+		cmocka_unit_test(test_greedy_beats_binomial_unequal),
+		cmocka_unit_test(test_deterministic_and_large),
+		cmocka_unit_test(test_links),
+		cmocka_unit_test(test_bad_input),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
