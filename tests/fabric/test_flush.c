@@ -6,9 +6,10 @@
  * at once:
  *   stream   N puts of 4 KiB with no request (req_p NULL), alternating
  *            planes, every other one from unregistered memory, each into
- *            its own slot of t's window; one flush; after a barrier t
- *            verifies every byte of its slots.  The flush must still be
- *            pending when triad_flush returns (N puts cannot be done yet).
+ *            its own slot of t's window, and a last one with a request;
+ *            one flush; once it completes, that request is complete too
+ *            (without a test or wait of its own); after a barrier t
+ *            verifies every byte of its slots.
  *   gets     N request-less gets of the same slots back into unregistered
  *            memory, one flush, every byte verified at r.
  *   idle     a flush to t with nothing outstanding, and one to r itself,
@@ -49,11 +50,12 @@ static enum triad_status flush_wait(triad_ctx_t *ctx, int t, int *pending_at_ret
 
 static void phase_stream(triad_ctx_t *ctx, char *win_buf, char *own)
 {
-	int t = (rank + 1) % size, from = (rank + size - 1) % size, pending = 0;
+	int t = (rank + 1) % size, from = (rank + size - 1) % size, ret;
+	triad_req_t *last = NULL;
 	enum triad_status st;
 	int64_t bad;
 
-	for (int i = 0; i < count; i++) {
+	for (int i = 0; i < count - 1; i++) {
 		/* Even puts from the window (registered), odd ones from malloc'ed memory. */
 		char *src = i % 2 ? own + (size_t)i * SLOT : win_buf + (size_t)i * SLOT;
 		int ret;
@@ -63,9 +65,18 @@ static void phase_stream(triad_ctx_t *ctx, char *win_buf, char *own)
 				NULL);
 		FT_CHECK(ret == 0, "request-less put %d: %s", i, strerror(-ret));
 	}
-	st = flush_wait(ctx, t, &pending);
+	/* The last slot's put has a request: the flush must wait for it too. */
+	ft_fill(own + (size_t)(count - 1) * SLOT, SLOT, (uint32_t)rank, (uint64_t)(count - 1) * SLOT);
+	ret = triad_put(ctx, own + (size_t)(count - 1) * SLOT, SLOT, t, WIN,
+			(uint64_t)(2 * count - 1) * SLOT, 0, &last);
+	FT_CHECK(ret == 0, "the last put: %s", strerror(-ret));
+	st = flush_wait(ctx, t, NULL);
 	FT_CHECK(st == TRIAD_S_OK, "flush after %d puts: %s", count, triad_status_str(st));
-	FT_CHECK(pending, "flush of %d puts complete before any progress", count);
+	if (!ret) {
+		FT_CHECK(triad_req_status(last) == TRIAD_S_OK, "the put with a request, after the "
+			 "flush: %s", triad_status_str(triad_req_status(last)));
+		FT_CHECK(ft_wait(last, 60000) == TRIAD_S_OK, "the put with a request");
+	}
 	ft_barrier(ctx);
 	bad = ft_verify(win_buf + (size_t)count * SLOT, (uint64_t)count * SLOT, (uint32_t)from, 0);
 	FT_CHECK(bad < 0, "puts from rank %d: byte %lld of %d slots wrong", from, (long long)bad,
