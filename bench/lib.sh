@@ -66,6 +66,37 @@ perftest() {
     return "$rc"
 }
 
+# ucx TAG ARGS...: one ucx_perftest run, laid out as perftest's: server on
+# node 1 (vCPU 1, only DEV1), client on node 0 (vCPU 0, only DEV0), both on
+# rc_v: the rc_verbs transport, with ud_verbs only to set the RC connection
+# up (UCX wants an auxiliary transport for that; alone, rc_verbs gives
+# "no auxiliary transport"); no shared memory, no TCP for data (the
+# perftest's own out-of-band exchange goes over TCP to ADDR1).
+# The client's output goes to $OUT/TAG.out.
+ucx() {
+    local tag=$1 srv rc
+    shift
+    PORT=$((PORT + 1))
+    UCX_TLS=rc_v UCX_UD_ETH_DGID_CHECK=n UCX_NET_DEVICES=$DEV1:1 UCX_WARN_UNUSED_ENV_VARS=n \
+        timeout "$TOOL_TIMEOUT" taskset -c 1 ucx_perftest -p "$PORT" \
+        >"$OUT/$tag.server" 2>&1 &
+    srv=$!
+    sleep 2 # the server needs a moment to listen
+    UCX_TLS=rc_v UCX_UD_ETH_DGID_CHECK=n UCX_NET_DEVICES=$DEV0:1 UCX_WARN_UNUSED_ENV_VARS=n \
+        timeout "$TOOL_TIMEOUT" taskset -c 0 ucx_perftest "$ADDR1" -p "$PORT" "$@" \
+        >"$OUT/$tag.out" 2>&1
+    rc=$?
+    ((rc == 0)) || kill "$srv" 2>/dev/null
+    wait "$srv" 2>/dev/null
+    ((rc == 0)) || say "$tag: ucx_perftest failed (status $rc); see $OUT/$tag.out and .server"
+    return "$rc"
+}
+# ucx_col FILE COL: column COL of ucx_perftest's "Final:" line (3: the
+# median latency, us; 7: the bandwidth over the whole run, MB/s = MiB/s).
+ucx_col() {
+    awk -v c="$2" '$1 == "Final:" { v = $c } END { if (v != "") print v }' "$1"
+}
+
 # triad TAG ARGS...: one triad-perf run with the same command line on both
 # ranks, rank 1 on vCPU 1 in the background, rank 0 on vCPU 0 (BENCH_NO_PIN=1:
 # both anywhere); rank 0's JSON goes to $OUT/TAG.out.

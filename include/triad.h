@@ -126,11 +126,36 @@ int triad_win_destroy(triad_win_t *win);
  * inside one of this rank's windows is used in place, any other is
  * registered for the operation's lifetime.  The request completes when the
  * data is in the target's memory (put) or in buf (get).
+ * req_p may be NULL: the operation then has no request, and only a
+ * triad_flush to `rank` tells that it completed (and whether it failed);
+ * buf must stay untouched (put) or unread (get) until then.
  */
 int triad_put(triad_ctx_t *ctx, const void *buf, size_t len, int rank,
 	      uint32_t win, uint64_t off, unsigned flags, triad_req_t **req_p);
 int triad_get(triad_ctx_t *ctx, void *buf, size_t len, int rank,
 	      uint32_t win, uint64_t off, unsigned flags, triad_req_t **req_p);
+/*
+ * A request that completes once every put and get to `rank` issued before
+ * this call (by any thread, with a request or without) is complete, like
+ * shmem_quiet or ucp_ep_flush; at once when none is outstanding.  Its
+ * status is the first error of a request-less operation (req_p NULL) to
+ * `rank` that completed since the previous flush to `rank` completed
+ * (operations with a request report their errors there), else
+ * TRIAD_S_OK; such an error is reported by one flush only.
+ * -EINVAL: no ctx or req_p, or rank not in the world.
+ */
+int triad_flush(triad_ctx_t *ctx, int rank, triad_req_t **req_p);
+/*
+ * With TRIAD_REG_CACHE on, the registrations of put/get buffers outside
+ * every window are kept (per plane, least recently used dropped first)
+ * instead of being made and dropped by every operation.  The library
+ * cannot see memory being freed, and a kept registration would keep the old
+ * pages while the addresses get new ones: call triad_mem_release on a
+ * buffer (or any range holding it) before freeing or unmapping it, once no
+ * operation on it is outstanding.  Returns how many cached registrations
+ * it dropped (0 when the cache is off), -EINVAL without ctx, addr or len.
+ */
+int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len);
 
 /* ---- requests --------------------------------------------------------------*/
 /* 1 when complete, 0 when not; drives progress once. */

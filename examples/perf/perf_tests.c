@@ -551,13 +551,13 @@ drain:
 	return ret;
 }
 
+/* arg: the source buffer (NULL: the send area, inside the window). */
 static int post_put(struct perf_run *r, size_t size, long i, triad_req_t **req_p, void *arg)
 {
-	int ret = triad_put(r->ctx, perf_send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0, r->flags,
-			    req_p);
+	int ret = triad_put(r->ctx, arg ? arg : perf_send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0,
+			    r->flags, req_p);
 
 	(void)i;
-	(void)arg;
 	if (ret)
 		perf_err(r, "triad_put", ret);
 	return ret;
@@ -565,30 +565,58 @@ static int post_put(struct perf_run *r, size_t size, long i, triad_req_t **req_p
 
 static const struct perf_stream_ops put_stream = { .what = "put", .post = post_put };
 
-static int put_bw(struct perf_run *r, size_t size, long iters, long warmup)
+/* The stream of puts, from src (NULL: the send area, in the window). */
+static int put_bw_from(struct perf_run *r, const char *test, size_t size, long iters, long warmup,
+		       void *src)
 {
+	struct perf_stream_ops ops = put_stream;
 	struct perf_bufs b = { 0 };
 	struct perf_bw bw;
 	int ret;
 
-	if (r->rank == PERF_CLIENT && (ret = perf_bufs_alloc(r, &b, iters, "put_bw")))
+	ops.arg = src;
+	if (r->rank == PERF_CLIENT && (ret = perf_bufs_alloc(r, &b, iters, test)))
 		return ret;
 	perf_prepare(r, size);
+	if (src)
+		memcpy(src, perf_send_area(r), size);
 	ret = perf_barrier(r, r->timeout_ms, "before put_bw");
 	if (!ret && r->rank == PERF_CLIENT) {
-		ret = perf_stream(r, size, warmup, b.ring, NULL, NULL, &put_stream);
+		ret = perf_stream(r, size, warmup, b.ring, NULL, NULL, &ops);
 		if (!ret)
-			ret = perf_stream(r, size, iters, b.ring, b.tpost, b.tcomp, &put_stream);
+			ret = perf_stream(r, size, iters, b.ring, b.tpost, b.tcomp, &ops);
 	}
 	if (!ret)
 		ret = perf_barrier(r, perf_phase_timeout_ms(r, size, warmup + iters, 1), "after put_bw");
 	if (!ret && r->rank == PERF_SERVER)
-		perf_verify(r, size, size, "put_bw");
+		perf_verify(r, size, size, test);
 	if (!ret && r->rank == PERF_CLIENT) {
 		perf_bw_summarize(b.tpost, b.tcomp, (size_t)iters, size, &bw);
-		report_bw(r, "put_bw", size, iters, warmup, &bw);
+		report_bw(r, test, size, iters, warmup, &bw);
 	}
 	perf_bufs_free(&b);
+	return ret;
+}
+
+static int put_bw(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	return put_bw_from(r, "put_bw", size, iters, warmup, NULL);
+}
+
+/* The same from a buffer outside every window: each put registers it, or
+ * finds it in the registration cache (TRIAD_REG_CACHE). */
+static int put_bw_unreg(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	void *src = NULL;
+	int ret;
+
+	if (posix_memalign(&src, 4096, size ? size : 1)) {
+		perf_err(r, "put_bw_unreg", -ENOMEM);
+		return -ENOMEM;
+	}
+	ret = put_bw_from(r, "put_bw_unreg", size, iters, warmup, src);
+	triad_mem_release(r->ctx, src, size ? size : 1);
+	free(src);
 	return ret;
 }
 
@@ -599,6 +627,9 @@ const struct perf_cmd perf_cmds[] = {
 	  "one get at a time; reports the full get latency (like ib_read_lat)" },
 	{ "put_bw", put_bw, PERF_BW, 65536, 0,
 	  "--window puts outstanding to rank 1 (like ib_write_bw)" },
+	{ "put_bw_unreg", put_bw_unreg, PERF_BW, 65536, 0,
+	  "put_bw from a buffer outside every window (registered\n"
+	  "per put, or cached with TRIAD_REG_CACHE)" },
 	{ "am_lat", perf_am_lat, PERF_LAT, 8, PERF_CMD_AM,
 	  "active-message ping-pong, the reply sent from the handler;\n"
 	  "reports half the round trip (like ib_send_lat)" },

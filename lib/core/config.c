@@ -88,6 +88,10 @@ static const struct var vars[] = {
 	  "    below it copies greedily (see bench/README.md for the measured crossover)", NULL },
 	{ "TRIAD_STRIPE_MIN", "256k", VAR_SIZE, F(stripe_min), 4096, 1ll << 50,
 	  "puts and gets with TRIAD_F_STRIPE of at least this size are split over the planes", NULL },
+	{ "TRIAD_REG_CACHE", "0", VAR_SIZE, F(reg_cache), 0, 1ll << 50,
+	  "registrations kept for put/get buffers outside every window, bytes at most\n"
+	  "    (least recently used go first; 0: off, each operation registers its own);\n"
+	  "    with it on, call triad_mem_release before freeing or unmapping such a buffer", NULL },
 	{ "TRIAD_TRACE", "", VAR_STRING, F(trace), 0, 0,
 	  "directory for an event trace (triad-trace.RANK, written at triad_fini)", NULL },
 	{ "TRIAD_DAEMON", "/run/triad/triadd.sock", VAR_STRING, F(daemon), 0, 0,

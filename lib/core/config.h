@@ -34,6 +34,7 @@ struct tr_config {
 	char daemon[TR_CONFIG_STR];	  /* TRIAD_DAEMON */
 	uint64_t bcast_pipeline;  /* TRIAD_BCAST_PIPELINE */
 	uint64_t stripe_min;	  /* TRIAD_STRIPE_MIN */
+	uint64_t reg_cache;	  /* TRIAD_REG_CACHE, bytes (0: off) */
 	int order;		  /* TRIAD_ORDER: TR_ORDER_ANY or TR_ORDER_STRICT */
 	int adaptive;		  /* TRIAD_ADAPTIVE: 0 off, 1 occupancy */
 	int adaptive_t;		  /* TRIAD_ADAPTIVE_T */

@@ -28,6 +28,7 @@
 #include "base/time.h"
 #include "base/trace.h"
 #include "core/config.h"
+#include "core/regcache.h"
 #include "core/lane.h"
 #include "core/world.h"
 #include "fabric/fabric.h"
@@ -46,6 +47,9 @@
  * NIC's remote access error), and spread over every plane they would
  * leave none to do the others again on; TRIAD_F_STRIPE spreads them. */
 #define TR_F_NO_DETOUR 0x10000u
+/* Internal: issued with no request (req_p NULL); freed once complete, its
+ * error kept for the next triad_flush to the rank. */
+#define TR_F_NO_REQ 0x20000u
 
 /* A peer's window as its owner described it (WIN_INFO).  GONE: the owner
  * destroyed it (WIN_GONE); the next access asks again, since the id may
@@ -115,6 +119,13 @@ struct tr_peer {
 	struct tr_list parked[TR_FC_NPRIO];
 	unsigned nparked;
 	int unparking;
+	/* triad_flush (rma.c): the puts and gets to this peer since the last
+	 * flush (an open epoch, created by the first of them), the epochs
+	 * flushed and not yet complete (oldest first), and the first error
+	 * of a request-less operation since the last flush completed. */
+	struct tr_epoch *ep_open;
+	struct tr_list ep_closed;
+	enum triad_status ep_err;
 };
 
 struct triad_win {
@@ -136,6 +147,7 @@ enum tr_req_kind {
 	TR_REQ_LOOKUP, /* internal: a copy's source needs the destination's window */
 	TR_REQ_BCAST,  /* the application's broadcast */
 	TR_REQ_MSG,    /* internal: a message whose arrival someone waits for */
+	TR_REQ_FLUSH,  /* the application's triad_flush */
 };
 
 struct tr_am_entry {
@@ -161,6 +173,8 @@ struct triad_req {
 	int redos;		/* times it was */
 	const struct tr_mr *mr; /* of buf; NULL: inline */
 	struct tr_mr *tmp_mr;	/* registration for this request only */
+	struct tr_rc_entry *rc_ent; /* or the cached one it holds, of plane rc_plane */
+	int rc_plane;
 	struct tr_rwin *rwin;
 	/* copies */
 	int leg;		 /* COPY: enum triad_copy_leg of a failure */
@@ -168,6 +182,7 @@ struct triad_req {
 	uint64_t c_op, c_chunk;
 	/* internal requests: called once complete; it frees the request */
 	void (*on_done)(struct triad_req *req);
+	struct tr_epoch *ep; /* PUT, GET: the flush epoch it counts in */
 	void *cb_arg;
 	uint32_t cb_src, cb_dst;
 	uint64_t cb_chunk;
@@ -176,6 +191,15 @@ struct triad_req {
 	 * copy's COPY_DATA behind WRITEs still queued): sent once it is posted. */
 	struct tr_msg *then;
 	struct tr_raw_msg *then_raw; /* the same, encoded already (sent again) */
+};
+
+/* The operations a flush waits for: those issued to one peer between two
+ * flushes.  Every flush called while it is the newest waits on it. */
+struct tr_epoch {
+	struct tr_list link;	/* in the peer's ep_closed, once flushed */
+	unsigned long out;	/* its operations not complete yet */
+	enum triad_status err;	/* the first error of a request-less one */
+	struct tr_list flushes; /* the flush requests waiting for it */
 };
 
 /* An encoded message waiting to be queued. */
@@ -216,6 +240,12 @@ struct triad_ctx {
 	struct tr_peer *peers; /* [size]; peers[rank] unused */
 
 	struct triad_win **wins;
+	/* Registrations of buffers outside every window (TRIAD_REG_CACHE). */
+	struct tr_rc_plane {
+		struct triad_ctx *ctx;
+		int plane;
+		struct tr_regcache rc;
+	} rcache[TRIAD_MAX_PLANES];
 	int nwins, wins_cap;
 	uint32_t next_qid;
 	int nqueries;
@@ -226,6 +256,8 @@ struct triad_ctx {
 	ev_timer linger_w;	  /* flushes deferred BSMs */
 	int linger_wanted;	  /* re-arms the CQs once applications stop polling */
 	uint64_t app_poll_ns;	  /* when an application thread last polled */
+	int rearm_on;		  /* rearm_w runs (set and cleared under the lock) */
+	int rearm_asked;	  /* an application thread asked for it (kick_w) */
 	struct tr_trace *trace;	  /* TRIAD_TRACE, or NULL */
 
 	struct tr_copy copy;	  /* the copy engine (proto/copy) */
@@ -366,9 +398,20 @@ void tr_wins_destroy_all(struct triad_ctx *ctx);
 /* Requests (ctx.c, rma.c) */
 /* The one request constructor: zeroed, status OK, of kind for peer. */
 struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int peer);
+/* Frees a request of tr_req_new (kept in the calling thread's cache). */
+void tr_req_free(struct triad_req *req);
 void tr_req_complete(struct triad_req *req, enum triad_status st);
 /* The window is known: validate and queue on the lane. */
 void tr_rma_start(struct triad_req *req);
+/* triad_flush's bookkeeping: a put or get counted in its peer's open
+ * epoch (lock held), its completion, and what is left at triad_fini. */
+void tr_epoch_count(struct triad_ctx *ctx, struct triad_req *req);
+/* err: the operation's status if it had no request, else OK. */
+void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum triad_status err);
+void tr_rma_peer_free(struct tr_peer *p);
+/* The per-plane registration caches (TRIAD_REG_CACHE), once the planes are open. */
+void tr_rma_cache_setup(struct triad_ctx *ctx);
+void tr_rma_cache_teardown(struct triad_ctx *ctx);
 /* Post what the lane's send queue takes of its queued operations. */
 void tr_rma_pump(struct tr_lane *l);
 /* One WRITE or READ of req completed; flushed: its lane broke under it

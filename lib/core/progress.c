@@ -6,7 +6,9 @@
  * VM, bench/README.md), so they are armed only when someone needs one:
  * receive events always while nobody polls; send events only when someone
  * waits for a send completion (tr_lane_send_wanted), or always when an
- * application thread goes to sleep. */
+ * application thread goes to sleep.  What an application thread posts it
+ * reaps itself while it keeps calling in (tr_progress_want_send): events
+ * for it come on only once it stops, through the re-arm timer. */
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -61,8 +63,27 @@ static int send_wanted(const struct triad_ctx *ctx, int plane)
 	return 0;
 }
 
+static int on_progress_thread(const struct triad_ctx *ctx);
+
+/* An application thread that posts work is about to poll for it (test,
+ * wait, a flush): it reaps the completion itself, and an event would
+ * only wake the progress thread to race it for the lock, on the same
+ * CPU (bench/README.md, where the time goes).  So it is counted as
+ * polling and no event is armed; the re-arm timer (started by the
+ * progress thread, which owns the timers) turns events on once it stops
+ * polling, APP_ACTIVE_NS later at most.  A thread going to sleep arms
+ * them itself (tr_wait_until).  On the progress thread, events are armed
+ * as before: nobody else may poll for what it posted. */
 void tr_progress_want_send(struct triad_ctx *ctx, int plane)
 {
+	if (!on_progress_thread(ctx) && ctx->thread_started) {
+		ctx->app_poll_ns = tr_now_ns();
+		if (!ctx->rearm_on && !ctx->rearm_asked) {
+			ctx->rearm_asked = 1;
+			ev_async_send(ctx->loop, &ctx->kick_w);
+		}
+		return;
+	}
 	if (!rearm_pending(ctx))
 		tr_fab_plane_arm(ctx->fab, plane, TR_FAB_CQ_SEND);
 }
@@ -79,6 +100,7 @@ static void arm_all(struct triad_ctx *ctx, int all)
 
 static void rearm_later(struct triad_ctx *ctx)
 {
+	ctx->rearm_on = 1;
 	if (!ev_is_active(&ctx->rearm_w)) {
 		ev_timer_set(&ctx->rearm_w, APP_ACTIVE_NS * 1e-9, 0.);
 		ev_timer_start(ctx->loop, &ctx->rearm_w);
@@ -92,6 +114,7 @@ static void rearm_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&ctx->lock);
+	ctx->rearm_on = 0;
 	if (app_polling(ctx))
 		rearm_later(ctx);
 	else
@@ -338,6 +361,10 @@ static void kick_cb(struct ev_loop *loop, ev_async *w, int revents)
 	each_lane(ctx, tr_lane_reconnect);
 	if (ctx->linger_wanted)
 		start_linger(ctx);
+	if (ctx->rearm_asked) {
+		ctx->rearm_asked = 0;
+		rearm_later(ctx);
+	}
 	pthread_mutex_unlock(&ctx->lock);
 }
 

@@ -12,9 +12,88 @@
 #include "base/log.h"
 #include "proto/chunk.h"
 
+/* ---- registrations of buffers outside every window ---------------------------------*/
+static void *rc_reg(void *arg, uintptr_t addr, size_t len)
+{
+	struct tr_rc_plane *rp = arg;
+
+	return tr_fab_mr_reg(rp->ctx->fab, rp->plane, (void *)addr, len, TR_MR_LOCAL_WRITE);
+}
+
+static void rc_dereg(void *arg, void *handle)
+{
+	(void)arg;
+	tr_fab_mr_dereg(handle);
+}
+
+static const struct tr_rc_ops rc_ops = { rc_reg, rc_dereg };
+
+void tr_rma_cache_setup(struct triad_ctx *ctx)
+{
+	for (int p = 0; p < ctx->nplanes; p++) {
+		ctx->rcache[p].ctx = ctx;
+		ctx->rcache[p].plane = p;
+		tr_rc_init(&ctx->rcache[p].rc, ctx->cfg.reg_cache, &rc_ops, &ctx->rcache[p]);
+	}
+}
+
+void tr_rma_cache_teardown(struct triad_ctx *ctx)
+{
+	for (int p = 0; p < ctx->nplanes; p++)
+		if (ctx->rcache[p].ctx) /* set up */
+			tr_rc_fini(&ctx->rcache[p].rc);
+}
+
+/* The registration of req's buffer on its lane's plane: from the cache
+ * when TRIAD_REG_CACHE is on, else for this request only.  0 or -1. */
+static int register_buf(struct triad_req *req, struct tr_lane *l)
+{
+	struct triad_ctx *ctx = l->ctx;
+
+	if (ctx->cfg.reg_cache) {
+		req->rc_ent = tr_rc_get(&ctx->rcache[l->plane].rc, req->buf, req->len);
+		if (!req->rc_ent)
+			return -1;
+		req->rc_plane = l->plane;
+		req->mr = req->rc_ent->handle;
+		return 0;
+	}
+	req->tmp_mr = tr_fab_mr_reg(ctx->fab, l->plane, req->buf, req->len, TR_MR_LOCAL_WRITE);
+	req->mr = req->tmp_mr;
+	return req->tmp_mr ? 0 : -1;
+}
+
+static void unregister(struct triad_req *req)
+{
+	if (req->tmp_mr) {
+		tr_fab_mr_dereg(req->tmp_mr);
+		req->tmp_mr = NULL;
+	}
+	if (req->rc_ent) {
+		tr_rc_put(&req->ctx->rcache[req->rc_plane].rc, req->rc_ent);
+		req->rc_ent = NULL;
+	}
+}
+
+int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len)
+{
+	unsigned n = 0;
+
+	if (!ctx || !addr || !len)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	for (int p = 0; ctx->cfg.reg_cache && p < ctx->nplanes; p++)
+		n += tr_rc_invalidate(&ctx->rcache[p].rc, addr, len);
+	pthread_mutex_unlock(&ctx->lock);
+	return (int)n;
+}
+
 void tr_req_complete(struct triad_req *req, enum triad_status st)
 {
 	struct triad_ctx *ctx = req->ctx;
+	enum triad_status err;
+	struct tr_epoch *ep;
+	int peer;
 
 	free(req->then); /* never posted: its op fails with this request */
 	req->then = NULL;
@@ -26,17 +105,23 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 		tr_copy_req_done(req, st); /* reports to the copy engine, frees req */
 		return;
 	}
-	if (req->tmp_mr) {
-		tr_fab_mr_dereg(req->tmp_mr);
-		req->tmp_mr = NULL;
-	}
+	unregister(req);
 	req->status = st;
-	if (req->on_done) { /* internal: the owner takes it from here */
+	/* The operation is complete before any flush that waits for it is:
+	 * a thread that sees the flush done then sees it done too.  (Once
+	 * done, the request may be freed at once: its epoch is kept here.) */
+	ep = req->ep;
+	peer = req->peer;
+	err = req->flags & TR_F_NO_REQ ? st : TRIAD_S_OK;
+	req->ep = NULL;
+	if (req->flags & TR_F_NO_REQ) /* nobody holds it: a flush reports its error */
+		tr_req_free(req);
+	else if (req->on_done) /* internal: the owner takes it from here */
 		req->on_done(req);
-		tr_ctx_signal(ctx);
-		return;
-	}
-	atomic_store_explicit(&req->done, 1, memory_order_release);
+	else
+		atomic_store_explicit(&req->done, 1, memory_order_release);
+	if (ep)
+		tr_epoch_done(ctx, peer, ep, err);
 	tr_ctx_signal(ctx);
 }
 
@@ -72,14 +157,10 @@ void tr_rma_start(struct triad_req *req)
 		tr_req_complete(req, TRIAD_S_OK);
 		return;
 	}
-	if (!req->mr && !(req->kind == TR_REQ_PUT && req->len <= tr_lane_max_inline(l))) {
-		req->tmp_mr = tr_fab_mr_reg(l->ctx->fab, l->plane, req->buf, req->len,
-					    TR_MR_LOCAL_WRITE);
-		if (!req->tmp_mr) {
-			tr_req_complete(req, TRIAD_S_NO_MEMORY);
-			return;
-		}
-		req->mr = req->tmp_mr;
+	if (!req->mr && !(req->kind == TR_REQ_PUT && req->len <= tr_lane_max_inline(l)) &&
+	    register_buf(req, l)) {
+		tr_req_complete(req, TRIAD_S_NO_MEMORY);
+		return;
 	}
 	tr_list_add_tail(&l->rmaq, &req->link);
 	tr_rma_pump(l);
@@ -172,8 +253,7 @@ static void redo(struct triad_req *req)
 		 req->peer, req->lane->plane);
 	if (req->plane != req->lane->plane) {
 		/* Registrations are per plane. */
-		tr_fab_mr_dereg(req->tmp_mr);
-		req->tmp_mr = NULL;
+		unregister(req);
 		lw = tr_win_find_addr(ctx, req->buf, req->len);
 		req->mr = lw ? lw->mr[req->lane->plane] : NULL;
 		req->plane = req->lane->plane;
@@ -317,9 +397,9 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 	struct tr_lane *l;
 	struct triad_win *lw;
 
-	if (!ctx || !req_p || (!buf && len)) {
+	if (!ctx || (!buf && len)) {
 		if (ctx)
-			tr_debug("%s: needs a request pointer and a buffer", what);
+			tr_debug("%s: needs a buffer", what);
 		return -EINVAL;
 	}
 	if (rank < 0 || rank >= ctx->size) {
@@ -340,9 +420,13 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 	req->len = len;
 	req->buf = buf;
 	req->flags = flags;
-	*req_p = req;
+	if (req_p)
+		*req_p = req;
+	else
+		req->flags |= TR_F_NO_REQ;
 
 	pthread_mutex_lock(&ctx->lock);
+	tr_epoch_count(ctx, req);
 	if (rank == ctx->rank) {
 		rma_self(ctx, req);
 		goto out;
@@ -382,6 +466,138 @@ int triad_get(triad_ctx_t *ctx, void *buf, size_t len, int rank, uint32_t win, u
 	      unsigned flags, triad_req_t **req_p)
 {
 	return rma_submit(ctx, TR_REQ_GET, buf, len, rank, win, off, flags, req_p);
+}
+
+/* ---- flush ----------------------------------------------------------------------*/
+/* The puts and gets to a peer are counted in epochs: the open one takes
+ * every new operation; triad_flush closes it (it joins the peer's closed
+ * epochs, oldest first) and waits for it.  Operations complete in any
+ * order, so an epoch whose count reached 0 waits for the older ones before
+ * its flushes complete: a flush then knows that everything issued before
+ * it is done.  One epoch per flush, not per operation: nothing is
+ * allocated on the put path but the first put after a flush. */
+static struct tr_epoch *epoch_new(void)
+{
+	struct tr_epoch *ep = calloc(1, sizeof(*ep));
+
+	if (ep) {
+		tr_list_init(&ep->link);
+		tr_list_init(&ep->flushes);
+	}
+	return ep;
+}
+
+void tr_epoch_count(struct triad_ctx *ctx, struct triad_req *req)
+{
+	struct tr_peer *p = &ctx->peers[req->peer];
+
+	if (!p->ep_open && !(p->ep_open = epoch_new())) {
+		tr_warn("put/get to rank %d: out of memory for its flush epoch: "
+			"a triad_flush will not wait for it", req->peer);
+		return;
+	}
+	p->ep_open->out++;
+	req->ep = p->ep_open;
+}
+
+/* A flush reports the first error of a request-less operation to its rank
+ * since the last flush there completed (an operation with a request
+ * reports its own), and the slate is clean again. */
+static void flush_complete(struct tr_peer *p, struct triad_req *fl)
+{
+	tr_list_del(&fl->link);
+	tr_req_complete(fl, p->ep_err);
+}
+
+/* Completes the flushes of every closed epoch that is done and has no
+ * older one still going. */
+static void epochs_retire(struct tr_peer *p)
+{
+	while (!tr_list_empty(&p->ep_closed)) {
+		struct tr_epoch *ep = tr_list_first(&p->ep_closed, struct tr_epoch, link);
+
+		if (ep->out)
+			return;
+		tr_list_del(&ep->link);
+		if (ep->err && !p->ep_err)
+			p->ep_err = ep->err;
+		while (!tr_list_empty(&ep->flushes))
+			flush_complete(p, tr_list_first(&ep->flushes, struct triad_req, link));
+		p->ep_err = TRIAD_S_OK;
+		free(ep);
+	}
+}
+
+void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum triad_status err)
+{
+	struct tr_peer *p = &ctx->peers[peer];
+
+	if (err && !ep->err)
+		ep->err = err;
+	if (--ep->out)
+		return;
+	if (ep == p->ep_open) { /* not flushed yet: it keeps counting */
+		if (ep->err && !p->ep_err)
+			p->ep_err = ep->err;
+		ep->err = TRIAD_S_OK;
+		return;
+	}
+	epochs_retire(p);
+}
+
+int triad_flush(triad_ctx_t *ctx, int rank, triad_req_t **req_p)
+{
+	struct triad_req *fl;
+	struct tr_peer *p;
+	struct tr_epoch *last;
+
+	if (!ctx || !req_p)
+		return -EINVAL;
+	if (rank < 0 || rank >= ctx->size) {
+		tr_debug("flush: rank %d is not in the world (0..%d)", rank, ctx->size - 1);
+		return -EINVAL;
+	}
+	fl = tr_req_new(ctx, TR_REQ_FLUSH, rank);
+	if (!fl)
+		return -ENOMEM;
+	*req_p = fl;
+	p = &ctx->peers[rank];
+	pthread_mutex_lock(&ctx->lock);
+	if (p->ep_open && p->ep_open->out) { /* close it: this flush waits for it */
+		tr_list_add_tail(&p->ep_closed, &p->ep_open->link);
+		p->ep_open = NULL;
+	}
+	if (tr_list_empty(&p->ep_closed)) {
+		/* Nothing outstanding: done at once, with what failed since. */
+		tr_req_complete(fl, p->ep_err);
+		p->ep_err = TRIAD_S_OK;
+	} else {
+		/* The newest closed epoch holds everything issued so far. */
+		last = tr_container_of(p->ep_closed.prev, struct tr_epoch, link);
+		tr_list_add_tail(&last->flushes, &fl->link);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+/* At triad_fini every operation has completed (cancelled), so every epoch
+ * has retired; what may be left is the open one, empty. */
+void tr_rma_peer_free(struct tr_peer *p)
+{
+	free(p->ep_open);
+	p->ep_open = NULL;
+	while (!tr_list_empty(&p->ep_closed)) { /* not expected: freed, flushes cancelled */
+		struct tr_epoch *ep = tr_list_first(&p->ep_closed, struct tr_epoch, link);
+
+		tr_list_del(&ep->link);
+		while (!tr_list_empty(&ep->flushes)) {
+			struct triad_req *fl = tr_list_first(&ep->flushes, struct triad_req, link);
+
+			tr_list_del(&fl->link);
+			tr_req_complete(fl, TRIAD_S_CANCELLED);
+		}
+		free(ep);
+	}
 }
 
 /* ---- requests ---------------------------------------------------------------------*/
@@ -437,6 +653,6 @@ int triad_req_free(triad_req_t *req)
 		return 0;
 	if (!req_done(req))
 		return -EBUSY;
-	free(req);
+	tr_req_free(req);
 	return 0;
 }

@@ -383,7 +383,10 @@ static void phase_errors(triad_ctx_t *ctx)
 
 		FT_CHECK(triad_put(ctx, &one, 1, size, WIN_MAIN, 0, 0, &req) == -EINVAL, "rank = size");
 		FT_CHECK(triad_put(ctx, &one, 1, -1, WIN_MAIN, 0, 0, &req) == -EINVAL, "rank -1");
-		FT_CHECK(triad_put(ctx, &one, 1, 1, WIN_MAIN, 0, 0, NULL) == -EINVAL, "no req_p");
+		/* req_p NULL is allowed (a request-less put, see test_flush): the
+		 * argument checks still apply to it. */
+		FT_CHECK(triad_put(ctx, &one, 1, size, WIN_MAIN, 0, 0, NULL) == -EINVAL,
+			 "rank = size, no req_p");
 		FT_CHECK(triad_put(ctx, NULL, 1, 1, WIN_MAIN, 0, 0, &req) == -EINVAL, "NULL buf");
 		FT_CHECK(triad_get(ctx, &one, 1, 1, WIN_MAIN, 0, 0x4000, &req) == -EINVAL, "bad flags");
 		FT_CHECK(triad_get(ctx, &one, 1, 1, WIN_MAIN, 0, TRIAD_F_PLANE(nplanes), &req) == -EINVAL,

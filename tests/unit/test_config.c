@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "base/log.h"
 
-#define NVARS 28
+#define NVARS 29
 #define TRIAD_MAX_PLANES_TEST 9
 
 static const char *const all_vars[NVARS] = {
@@ -26,7 +26,7 @@ static const char *const all_vars[NVARS] = {
 	"TRIAD_BSM_LINGER_US", "TRIAD_COPY_TIMEOUT_MS", "TRIAD_COPY_OPS",
 	"TRIAD_BG_SPIN_US", "TRIAD_BCAST_PIPELINE", "TRIAD_TRACE", "TRIAD_ORDER",
 	"TRIAD_STRIPE_MIN", "TRIAD_ADAPTIVE", "TRIAD_ADAPTIVE_T", "TRIAD_ADAPTIVE_ALPHA",
-	"TRIAD_DAEMON",	     "TRIAD_DEVICES",
+	"TRIAD_DAEMON",	     "TRIAD_DEVICES", "TRIAD_REG_CACHE",
 };
 
 struct fake_env {
@@ -69,6 +69,7 @@ static void assert_defaults(const struct tr_config *c)
 	assert_int_equal(c->query_timeout_ms, 30000);
 	assert_int_equal(c->order, TR_ORDER_STRICT);
 	assert_true(c->stripe_min == 256 * 1024);
+	assert_true(c->reg_cache == 0);
 	assert_int_equal(c->adaptive, 1); /* occ */
 	assert_int_equal(c->adaptive_t, 8);
 	assert_int_equal(c->adaptive_alpha, 50);
@@ -355,6 +356,14 @@ static void test_stripe_min(void **state)
 		 "TRIAD_STRIPE_MIN=big: not a size (examples: 4096, 64k, 1M)");
 }
 
+static void test_reg_cache(void **state)
+{
+	(void)state;
+	assert_true(load1("TRIAD_REG_CACHE", "0").reg_cache == 0);
+	assert_true(load1("TRIAD_REG_CACHE", "256M").reg_cache == 256ull << 20);
+	load_bad("TRIAD_REG_CACHE", "-1", "TRIAD_REG_CACHE=-1: not a size (examples: 4096, 64k, 1M)");
+}
+
 static void test_one_bad_variable_among_good(void **state)
 {
 	static const char *const kv[] = {
@@ -578,6 +587,7 @@ int main(void)
 		cmocka_unit_test(test_log_level),
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_stripe_min),
+		cmocka_unit_test(test_reg_cache),
 		cmocka_unit_test(test_adaptive),
 		cmocka_unit_test(test_one_bad_variable_among_good),
 		cmocka_unit_test(test_two_bad_variables),
