@@ -3,7 +3,8 @@
  * (Moving traffic to another plane is the failover issue's job.)
  *
  * 2 ranks x >= 2 planes.  The fault is injected with the harness's
- * fabric-ctl (path in $TRIAD_FABRIC_CTL): rank 0's port on the last plane.
+ * fabric-ctl (path in $TRIAD_FABRIC_CTL): rank 0's port on the pair's home plane
+ * (plane 1; named `last` below, which it is with 2 planes).
  *   1. puts on every plane work;
  *   2. rank 0's link on plane L goes down;
  *   3. rank 0: a put pinned to plane L fails (plane down or peer unreachable);
@@ -15,8 +16,9 @@
  *      pinned to plane L works.
  * And the failover of what is not pinned: unpinned puts of rank 0, whose
  * home plane is L, in flight when the link goes down, all complete OK
- * (done again, whole, on plane 0) with their bytes in place; an unpinned put
- * during the fault takes plane 0; after the reconnect the pair is back on
+ * (done again, whole, on plane L + 1) with their bytes in place; an unpinned
+ * put during the fault takes the switch's failover plane L + 1 (plane 0 with
+ * 2 planes); after the reconnect the pair is back on
  * its home plane L (the per-plane put counters show it).
  * Every plane down at once (rank 0's links on both): every request
  * completes, OK or with an error, nothing hangs; the pair reconnects when
@@ -266,7 +268,8 @@ int main(void)
 	static char win_buf[1 << 16];
 	triad_ctx_t *ctx = ft_init();
 	int rank = triad_rank(ctx), peer = !rank, nplanes = triad_nplanes(ctx);
-	int last = nplanes - 1;
+	int last = 1 % nplanes;		     /* the home plane of the pair (0, 1) */
+	int alt = (last + 1) % nplanes; /* the plane switch's failover plane of it */
 	triad_win_t *win;
 	enum triad_status st;
 
@@ -283,7 +286,7 @@ int main(void)
 	}
 	ft_barrier(ctx);
 	if (rank == 0) {
-		/* In flight on the home plane (last, for the pair 0-1) when it
+		/* In flight on the home plane (`last`, for the pair 0-1) when it
 		 * goes down. */
 		static char fly[sizeof(win_buf)];
 		triad_req_t *req[NFLY];
@@ -326,7 +329,7 @@ int main(void)
 	       triad_status_str(st));
 	st = put_on(ctx, peer, 0, 60000);
 	FT_CHECK(st == TRIAD_S_OK, "put on plane 0 during the fault: %s", triad_status_str(st));
-	put_takes(ctx, peer, 0, "during the fault");
+	put_takes(ctx, peer, alt, "during the fault");
 	ft_barrier(ctx);
 	if (rank == 0)
 		FT_CHECK(ctl("up", 0, last) == 0, "fabric-ctl up 0 %d", last);
