@@ -264,6 +264,8 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	pthread_mutex_lock(&ctx->lock);
 	if (l->state == TR_LANE_CONNECTING && !ctx->closing) /* the watchdog */
 		attempt_failed(l, "no answer to the connection request");
+	else if (l->state == TR_LANE_DOWN && !ctx->closing && ctx->peers[l->peer].gone)
+		lane_set_state(l, TR_LANE_FAILED); /* it closed while we waited to retry */
 	else if (l->state == TR_LANE_DOWN && !ctx->closing)
 		tr_lane_connect(l);
 	tr_ctx_signal(ctx);
@@ -277,6 +279,14 @@ static void attempt_failed(struct tr_lane *l, const char *why)
 	double delay = 0.05 * l->attempts + (ctx->initialized ? 0.5 : 0);
 
 	release(l);
+	if (ctx->peers[l->peer].gone) {
+		/* It said BYE while this lane was being rebuilt: nobody answers
+		 * any more, and nobody waits for the answer. */
+		tr_debug("peer %d plane %d: it closed: not reconnecting", l->peer, l->plane);
+		l->down_status = TRIAD_S_UNREACHABLE;
+		lane_set_state(l, TR_LANE_FAILED);
+		return;
+	}
 	if (ev_now(ctx->loop) + delay >= l->deadline) {
 		tr_error("peer %d plane %d: cannot connect after %d attempts (%s)", l->peer,
 			 l->plane, l->attempts, why);
