@@ -59,7 +59,12 @@ static void expect_at(const char *file, int line, const struct tr_choice_cfg *cf
 			 "%s post %d",
 			 file, line, home, out.plane, tr_choice_why_str(out.why), out.post,
 			 out.detour, plane, tr_choice_why_str(why), post);
-	assert_memory_equal(copy, planes, n * sizeof(*planes));
+	for (unsigned q = 0; q < n; q++) { /* unchanged (field by field: padding is not data) */
+		assert_int_equal(copy[q].live, planes[q].live);
+		assert_int_equal(copy[q].room, planes[q].room);
+		assert_int_equal(copy[q].occ, planes[q].occ);
+		assert_int_equal(copy[q].cont, planes[q].cont);
+	}
 	assert_int_equal(m.home, home);
 	assert_int_equal(m.detoured, detoured);
 }
