@@ -620,7 +620,9 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
 		if (ctx->peers[l->peer].gone || tr_wire_type(data) == TR_MSG_BYE)
 			tr_info("a message to rank %d is lost: it is closing", l->peer);
 		else
-			tr_warn("a message to rank %d is lost: no live plane left", l->peer);
+			tr_warn("a message to rank %d is lost: no live plane left (it broke on "
+				"plane %d; the choice gave plane %d, %s)",
+				l->peer, l->plane, alt->plane, tr_lane_state_str(alt->state));
 		skip_lost(&ctx->peers[l->peer], data, len);
 		if (req)
 			tr_req_complete(req, l->down_status);
