@@ -24,6 +24,18 @@ int tr_lane_live(const struct triad_ctx *ctx, const struct tr_lane *l)
 	return l->state == TR_LANE_UP && tr_fab_plane_port_up(ctx->fab, l->plane);
 }
 
+/* What the choice knows of plane q to p, but room (which depends on what
+ * is to be posted): live, and the occupancy of its lane. */
+static void choice_in(const struct triad_ctx *ctx, const struct tr_peer *p, int q,
+		      struct tr_choice_plane *in)
+{
+	const struct tr_lane *l = &p->lane[q];
+
+	in->live = tr_peer_plane_open(ctx, p, q);
+	in->occ = in->live ? (uint32_t)l->sq_posted + l->nqueued : 0;
+	in->cont = 0; /* the contention rules are not used in the data path */
+}
+
 /* Adaptive choice (proto/choice): the plane the switch gives may hand
  * this message or operation to a less loaded live plane when its own
  * backlog to the peer is long; never to one that cannot take it now. */
@@ -38,8 +50,7 @@ static int adapt(struct triad_ctx *ctx, struct tr_peer *p, unsigned plane)
 	for (int q = 0; q < ctx->nplanes; q++) {
 		const struct tr_lane *l = &p->lane[q];
 
-		in[q].live = tr_peer_plane_open(ctx, p, q);
-		in[q].occ = in[q].live ? (uint32_t)l->sq_posted + l->nqueued : 0;
+		choice_in(ctx, p, q, &in[q]);
 		in[q].room = in[q].live && l->sq_avail > l->ntx && l->tx_free;
 	}
 	in[plane].live = true; /* the switch's choice, live (checked by the caller) */
@@ -105,10 +116,8 @@ void tr_peer_redecide(struct triad_ctx *ctx, struct tr_peer *p)
 			for (int q = 0; q < ctx->nplanes; q++) {
 				const struct tr_lane *l = &p->lane[q];
 
-				in[q].live = tr_peer_plane_open(ctx, p, q);
-				in[q].occ = in[q].live ? (uint32_t)l->sq_posted + l->nqueued : 0;
+				choice_in(ctx, p, q, &in[q]);
 				in[q].room = in[q].live && tr_lane_room(l, prio);
-				in[q].cont = 0;
 				if (tr_lane_movable(l, prio) && (from < 0 || in[q].occ > in[from].occ))
 					from = q;
 			}
