@@ -27,8 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "overlap.h"
 #include "triad.h"
 
 #define MAX_LIST 16
@@ -53,25 +53,6 @@ struct job {
 	size_t cap;
 	long bad;	    /* data checks that failed here */
 };
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-/* The application's work: no library call, only the clock. */
-static void compute(long us)
-{
-	volatile uint64_t x = 1;
-	double end = now_us() + (double)us;
-
-	while (now_us() < end)
-		for (int i = 0; i < 64; i++)
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-}
 
 static unsigned char byte_at(unsigned seed, size_t i)
 {
@@ -108,7 +89,7 @@ static int one_bcast(struct job *j, enum lib lib, size_t len, long compute_us)
 		if (ret)
 			return ret;
 		if (busy)
-			compute(compute_us);
+			overlap_compute(compute_us);
 		triad_wait(req, -1);
 		ret = triad_req_status(req) == TRIAD_S_OK ? 0 : -EIO;
 		triad_req_free(req);
@@ -118,7 +99,7 @@ static int one_bcast(struct job *j, enum lib lib, size_t len, long compute_us)
 
 		MPI_Ibcast(j->buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
 		if (busy)
-			compute(compute_us);
+			overlap_compute(compute_us);
 		return MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -EIO;
 	}
 }
@@ -148,14 +129,14 @@ static double measure(struct job *j, const struct opts *o, enum lib lib, size_t 
 		if (ph != COMPUTE_ALONE)
 			fill(j, len, seed);
 		MPI_Barrier(MPI_COMM_WORLD);
-		mine = now_us();
+		mine = overlap_now_us();
 		if (ph == COMPUTE_ALONE) {
 			if (j->rank != 0)
-				compute(c);
+				overlap_compute(c);
 		} else {
 			ret = one_bcast(j, lib, len, ph == OVERLAP ? c : 0);
 		}
-		mine = now_us() - mine;
+		mine = overlap_now_us() - mine;
 		if (ret) {
 			fprintf(stderr, "rank %d: %s of %zu B: %s\n", j->rank, lib_names[lib], len,
 				strerror(-ret));
@@ -206,7 +187,7 @@ static void run(struct job *j, const struct opts *o)
 				total = measure(j, o, (enum lib)lib, len, c, OVERLAP);
 				if (j->rank != 0)
 					continue;
-				hidden = (alone + comp - total) / (alone < comp ? alone : comp);
+				hidden = overlap_hidden(alone, comp, total);
 				size_str(sz, sizeof(sz), len);
 				printf("%-8s %8ld  %-12s %9.0f us %7.0f us %7.0f us %6.0f%%\n", sz, c,
 				       lib_names[lib], alone, comp, total, 100 * hidden);

@@ -8,7 +8,14 @@
  * TRIAD_WORLD and TRIAD_RANK=0..N-1.  Exits 0 when every rank exits 0;
  * otherwise names the ranks that failed, stops the others (unless
  * --keep-going) and exits 1.  After --timeout seconds (default 600) every
- * rank still running is killed. */
+ * rank still running is killed.
+ *
+ * Each rank runs in a process group of its own, and a rank is stopped as a
+ * group: a rank that is a script takes the program it started with it (a
+ * killed shell alone left its triad-perf waiting in a barrier, holding the
+ * node's port for the next run).  Whatever a rank left running when it
+ * ended is killed at the end, and said.  SIGINT, SIGTERM and SIGHUP to
+ * triad-run stop every rank the same way. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -57,11 +64,30 @@ static int write_world(const struct tr_world *w, int n, char *path, size_t len)
 	return fclose(f) ? -1 : 0;
 }
 
+static int stopped; /* a group was signalled: what it has left is dying */
+
+/* Every rank still running, with its process group. */
 static void kill_all(const pid_t *pids, int n, int sig)
 {
+	stopped = 1;
 	for (int i = 0; i < n; i++)
 		if (pids[i] > 0)
-			kill(pids[i], sig);
+			kill(-pids[i], sig);
+}
+
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig)
+{
+	stop_sig = sig;
+}
+
+/* The processes a rank's group still has after the rank ended. */
+static void kill_leftovers(const pid_t *groups, int n)
+{
+	for (int r = 0; r < n; r++)
+		if (groups[r] > 0 && kill(-groups[r], SIGKILL) == 0 && !stopped)
+			fprintf(stderr, "triad-run: rank %d left processes running: killed\n", r);
 }
 
 int main(int argc, char **argv)
@@ -76,7 +102,7 @@ int main(int argc, char **argv)
 	};
 	const char *fabric = getenv("TRIAD_WORLD");
 	int n = 0, timeout = 600, keep_going = 0, c, failed = 0, left;
-	pid_t pids[MAX_RANKS];
+	pid_t pids[MAX_RANKS], groups[MAX_RANKS];
 	struct tr_world w = { 0 };
 	char err[300], path[256], *end;
 	time_t deadline;
@@ -127,6 +153,9 @@ int main(int argc, char **argv)
 	}
 	tr_world_free(&w);
 	setenv("TRIAD_WORLD", path, 1);
+	signal(SIGINT, on_stop);
+	signal(SIGTERM, on_stop);
+	signal(SIGHUP, on_stop);
 	for (int r = 0; r < n; r++) {
 		char rank[16];
 
@@ -138,11 +167,17 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (pids[r] == 0) {
+			setpgid(0, 0);
+			signal(SIGINT, SIG_DFL);
+			signal(SIGTERM, SIG_DFL);
+			signal(SIGHUP, SIG_DFL);
 			setenv("TRIAD_RANK", rank, 1);
 			execvp(argv[optind], &argv[optind]);
 			fprintf(stderr, "triad-run: cannot run %s: %s\n", argv[optind], strerror(errno));
 			_exit(127);
 		}
+		setpgid(pids[r], pids[r]); /* as the child does: whichever runs first */
+		groups[r] = pids[r];
 	}
 	deadline = time(NULL) + timeout;
 	for (left = n; left > 0;) {
@@ -150,6 +185,13 @@ int main(int argc, char **argv)
 		pid_t pid = waitpid(-1, &status, WNOHANG);
 
 		if (pid == 0) {
+			if (stop_sig) {
+				fprintf(stderr, "triad-run: %s: stopping %d rank(s)\n",
+					strsignal(stop_sig), left);
+				kill_all(pids, n, SIGTERM);
+				stop_sig = 0;
+				failed = 1;
+			}
 			if (time(NULL) >= deadline) {
 				fprintf(stderr, "triad-run: timeout after %d s, killing %d rank(s)\n",
 					timeout, left);
@@ -180,6 +222,7 @@ int main(int argc, char **argv)
 				kill_all(pids, n, SIGTERM);
 		}
 	}
+	kill_leftovers(groups, n);
 	unlink(path);
 	return failed;
 }

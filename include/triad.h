@@ -324,6 +324,16 @@ int triad_plane_restore(triad_ctx_t *ctx, int plane);
  * a plane that does not exist.
  */
 int triad_plane_fail(triad_ctx_t *ctx, int plane);
+/*
+ * Another fault on purpose (fault-injection tests): this rank's connections
+ * on the plane stop allowing RDMA WRITEs into it, as a responder that
+ * cannot parse the packets would.  Each peer's next WRITE there is refused
+ * (the NIC's invalid-request NAK, which breaks the connection at both
+ * ends) and, unless pinned, done again on a live plane; the connections
+ * are rebuilt as after triad_plane_fail.  -EINVAL for a plane that does not
+ * exist, a negative errno if the NIC refuses the change.
+ */
+int triad_plane_refuse_writes(triad_ctx_t *ctx, int plane);
 
 enum triad_plane_state {
 	TRIAD_PLANE_NORMAL,   /* in use */
@@ -365,8 +375,9 @@ enum {
 	TRIAD_CONN_STATS_AM = 1u << 2,	 /* am_unknown */
 	TRIAD_CONN_STATS_COPY = 1u << 3, /* copy_bytes */
 	TRIAD_CONN_STATS_CHOICE = 1u << 4, /* detours */
+	TRIAD_CONN_STATS_CONN = 1u << 5,   /* established */
 };
-#define TRIAD_CONN_STATS_ALL 0x1fu
+#define TRIAD_CONN_STATS_ALL 0x3fu
 
 struct triad_conn_stats {
 	uint64_t field_mask; /* TRIAD_CONN_STATS_* (in) */
@@ -389,6 +400,9 @@ struct triad_conn_stats {
 	uint64_t copy_bytes;	     /* bytes this side wrote as a copy's source */
 	/* adaptive choice (TRIAD_ADAPTIVE) */
 	uint64_t detours; /* messages this connection took over from a busier one to the peer */
+	/* set-up */
+	uint64_t established; /* times it came up, by either side; 0: never connected
+			       * (TRIAD_CONNECT=lazy: a peer never talked to) */
 };
 /* The counters of this rank's connection to rank on plane, for the groups
  * stats_p->field_mask names (completions already queued are counted

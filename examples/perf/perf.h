@@ -43,6 +43,12 @@ enum {
 	 * apply); --fault-at, --up-after apply, and for failover --fault and
 	 * --fault-node; the library picks the planes (no --plane). */
 	PERF_CMD_FAULT = 1u << 4,
+	/* overlap: --compute applies (and, with PERF_CMD_BCAST, --algo
+	 * and --root). */
+	PERF_CMD_OVERLAP = 1u << 5,
+	/* init: times triad_init itself and the first put (perf_init.c);
+	 * only -n and --timeout apply. */
+	PERF_CMD_INIT = 1u << 6,
 };
 
 struct perf_cmd {
@@ -81,6 +87,7 @@ struct perf_opts {
 	int fault_node;		    /* failover: whose port */
 	int fault_at_ms;	    /* failover, drain: when, from the stream's start */
 	int up_after_ms;	    /* failover, drain: how long the plane stays away */
+	long compute_us;	    /* overlap: the non-roots' compute per broadcast */
 };
 
 struct perf_run {
@@ -150,6 +157,9 @@ int perf_out_finish(struct perf_run *r);
 void perf_progress(const struct perf_run *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* perf_init.c: the whole run of the init command (it times triad_init). */
+int perf_init_run(const struct perf_opts *o);
+
 /* perf_tests.c */
 extern const struct perf_cmd perf_cmds[];
 extern const size_t perf_ncmds;
@@ -193,6 +203,9 @@ int perf_phase_timeout_ms(const struct perf_run *r, size_t size, long ops, int t
 int perf_barrier(struct perf_run *r, int timeout_ms, const char *where);
 /* Checks a completed request's status and frees it. */
 int perf_finish_req(struct perf_run *r, triad_req_t *req, const char *what);
+/* A non-root's figures, len bytes already in its send area, into the root's
+ * receive area at slot = rank (the root gathers them there); 0 at the root. */
+int perf_share_with_root(struct perf_run *r, size_t len);
 
 /* A stream of n requests with at most --window outstanding, reaped in
  * order (like ib_write_bw): post makes request i, finish (NULL: check the
@@ -244,6 +257,10 @@ int perf_am_bw(struct perf_run *r, size_t size, long iters, long warmup);
 
 /* perf_bcast.c */
 int perf_bcast(struct perf_run *r, size_t size, long iters, long warmup);
+
+/* perf_overlap.c: a broadcast with the non-roots computing between its
+ * start and their wait. */
+int perf_overlap(struct perf_run *r, size_t size, long iters, long warmup);
 
 /* perf_copy.c: rank 0 orders rank 1 to copy into rank 2. */
 #define PERF_COPY_INITIATOR 0

@@ -231,12 +231,34 @@ static void deadline_ts(int timeout_ms, struct timespec *ts)
 /* Sleeps until the handlers counted am->expect messages (the handler that
  * reaches it wakes us; this thread stays off the CPU the library's
  * progress thread needs). */
+/* --serve poll: drive progress from this thread until the count is
+ * reached; the handlers run here, and no thread wakes up. */
+static int am_poll_count(struct perf_am *am, long want, int timeout_ms)
+{
+	const uint64_t deadline = perf_now_ns() + (uint64_t)timeout_ms * 1000000;
+	unsigned spins = 0;
+
+	while (atomic_load_explicit(&am->count, memory_order_acquire) < want) {
+		int ret = triad_progress(am->r->ctx);
+
+		if (ret < 0) {
+			perf_err(am->r, "triad_progress", ret);
+			return ret;
+		}
+		if (++spins % 256 == 0 && perf_now_ns() > deadline)
+			break;
+	}
+	return 0;
+}
+
 static int am_wait_count(struct perf_am *am, int timeout_ms, const char *what)
 {
 	long want = atomic_load(&am->expect);
 	struct timespec ts;
 	int ret = 0;
 
+	if (am->r->o->serve_poll && (ret = am_poll_count(am, want, timeout_ms)))
+		return ret;
 	deadline_ts(timeout_ms, &ts);
 	pthread_mutex_lock(&am->mu);
 	while (atomic_load(&am->count) < want && ret != ETIMEDOUT)
@@ -371,25 +393,23 @@ static void am_check(struct perf_run *r, const char *test, size_t size, const ui
 /* ---- am_lat: ping-pong of active messages, like ib_send_lat --------------------------*/
 /* Client: send ping i, wait until the pong handler has counted pong i.
  *
- * How to wait.  The public API has no call that drives progress without a
- * pending request of this thread's own, and no request tracks an incoming
- * message: a ping's request completes when the ping reached rank 1 (its
- * send completion), before the pong comes.  So the pong handler runs in the
- * context's progress thread, woken by the completion channel, whatever this
- * thread does.  The ways the API allows, measured in the test VM (2 vCPUs,
- * TCG, 8 B, 500 round trips, median half round trip, one VM run):
- *  - (used) send the ping without a request, never call in, and spin on
- *    the count with sched_yield(): 190 us.  The progress thread, which
- *    shares this vCPU, runs as soon as the pong's completion event wakes
- *    it, and no other thread wakes up;
- *  - triad_test() on the ping's request until it completes, then as above:
- *    223 us.  Polling makes the progress thread leave completion events off
- *    for a while (2 ms) after the last call, so the pong often waits for its
- *    re-arm timer;
- *  - spin on the count without yielding: 343 us (the progress thread runs
- *    only when the scheduler preempts the spinner);
- *  - sleep on a condition variable the pong handler signals: 382 us (one
- *    more thread wake-up per round trip).
+ * How to wait.  No request tracks an incoming message (a ping's request
+ * completes when the ping reached rank 1, before the pong comes), so the
+ * client waits for the pong handler's count:
+ *  - --serve poll: call triad_progress() in a loop, as perftest and
+ *    ucx_perftest busy-poll; the handlers run on this thread, nothing
+ *    wakes up.  36.8 us against ib_send_lat's 30.1 in one VM run;
+ *  - --serve wait (the default): send the ping without a request, never
+ *    call in, and spin on the count with sched_yield().  The pong handler
+ *    runs in the context's progress thread, woken by the completion
+ *    channel; 80 us in quiet runs, and several times that while the host is
+ *    loaded (each wake-up of an idle vCPU waits for the host's scheduler).
+ * Measured before (8 B, 500 round trips, one VM run, 190 us for the way
+ * above): triad_test() on the ping's request, then as above, 223 us (a
+ * thread that polls makes the progress thread leave completion events off
+ * for 2 ms, so the pong often waited for the re-arm timer); spinning on the
+ * count without yielding 343 us; sleeping on a condition variable the pong
+ * handler signals 382 us.
  * A ping that fails is seen as a missing pong (--timeout); the library logs
  * why. */
 static int am_lat_client(struct perf_run *r, size_t size, long iters, long warmup,
@@ -412,7 +432,10 @@ static int am_lat_client(struct perf_run *r, size_t size, long iters, long warmu
 			return ret;
 		}
 		while (atomic_load_explicit(&am->count, memory_order_acquire) <= i) {
-			sched_yield();
+			if (r->o->serve_poll)
+				triad_progress(r->ctx);
+			else
+				sched_yield();
 			if (++spins % 256 == 0 && perf_now_ns() - t0 > tmo) {
 				fprintf(stderr, "triad-perf: rank %d: iteration %ld: no pong after "
 					"%d ms\n", r->rank, i, r->timeout_ms);

@@ -273,25 +273,9 @@ static int compute_pass(struct perf_run *r, size_t size, long iters, int bar_ms,
 /* Step 3: the non-roots' figures land in the root's send area, slot = rank. */
 static int share(struct perf_run *r, const struct bc_share *sh)
 {
-	struct bc_share *mine = (struct bc_share *)(void *)perf_send_area(r);
-	triad_req_t *req;
-	int ret;
-
-	if (r->rank == r->o->root)
-		return 0;
-	*mine = *sh;
-	ret = triad_put(r->ctx, mine, sizeof(*mine), r->o->root, PERF_WIN_ID,
-			r->area + (uint64_t)r->rank * sizeof(*mine), 0, &req);
-	if (ret) {
-		perf_err(r, "triad_put (figures to the root)", ret);
-		return ret;
-	}
-	ret = triad_wait(req, r->timeout_ms);
-	if (ret) {
-		perf_err(r, "triad_wait (figures to the root)", ret);
-		return ret;
-	}
-	return perf_finish_req(r, req, "put (figures to the root)");
+	if (r->rank != r->o->root)
+		*(struct bc_share *)(void *)perf_send_area(r) = *sh;
+	return perf_share_with_root(r, sizeof(*sh));
 }
 
 static int cmp_double(const void *a, const void *b)

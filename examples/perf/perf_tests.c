@@ -145,6 +145,27 @@ int perf_finish_req(struct perf_run *r, triad_req_t *req, const char *what)
 	return 0;
 }
 
+int perf_share_with_root(struct perf_run *r, size_t len)
+{
+	triad_req_t *req;
+	int ret;
+
+	if (r->rank == r->o->root)
+		return 0;
+	ret = triad_put(r->ctx, perf_send_area(r), len, r->o->root, PERF_WIN_ID,
+			r->area + (uint64_t)r->rank * len, 0, &req);
+	if (ret) {
+		perf_err(r, "triad_put (figures to the root)", ret);
+		return ret;
+	}
+	ret = triad_wait(req, r->timeout_ms);
+	if (ret) {
+		perf_err(r, "triad_wait (figures to the root)", ret);
+		return ret;
+	}
+	return perf_finish_req(r, req, "put (figures to the root)");
+}
+
 /* Waits (bounded) for a request, then finishes it.  On timeout the request
  * is leaked on purpose: the library may still write into it. */
 static int wait_req(struct perf_run *r, triad_req_t *req, const char *what)
@@ -655,10 +676,20 @@ const struct perf_cmd perf_cmds[] = {
 	{ "drain", perf_drain, PERF_BW, 4096, PERF_CMD_FAULT,
 	  "the same stream while rank 0 drains the stream's plane\n"
 	  "and restores it: time to DRAINED and back" },
+	{ "init", NULL, PERF_LAT, 8, PERF_CMD_INIT,
+	  "triad_init's time on every rank, then rank 0's first put\n"
+	  "to rank 1 and -n more (median): the cost of connection\n"
+	  "set-up, eager or lazy (TRIAD_CONNECT); rank 0's lanes up" },
 	{ "bcast", perf_bcast, PERF_BW, 1u << 20, PERF_CMD_BCAST,
 	  "triad_bcast among all ranks from --root: time, algbw, busbw\n"
 	  "(like nccl-tests) and the non-roots' compute fraction\n"
 	  "(work rate during a bcast / idle); default 1 MiB,\n"
 	  "-n 20 scaled down by 1 MiB/SIZE (at least 3), -w 2" },
+	{ "overlap", perf_overlap, PERF_BW, 1u << 20, PERF_CMD_BCAST | PERF_CMD_OVERLAP,
+	  "triad_bcast from --root while every non-root computes\n"
+	  "--compute us between its start and its wait, making no\n"
+	  "library call: the slowest rank's bcast alone, compute\n"
+	  "alone and total, and the fraction hidden; default\n"
+	  "1 MiB, -n 10, -w 1" },
 };
 const size_t perf_ncmds = sizeof(perf_cmds) / sizeof(perf_cmds[0]);

@@ -45,6 +45,7 @@ enum opt_id {
 	OPT_FAULT_NODE,
 	OPT_FAULT_AT,
 	OPT_UP_AFTER,
+	OPT_COMPUTE,
 };
 
 struct opt_def {
@@ -90,18 +91,23 @@ static const struct opt_def opt_defs[] = {
 	  "K.  With K < 3, TRIAD_FC_NEED_MEDIUM and _LOW that\n"
 	  "the environment does not set are lowered to K" },
 	{ "algo", required_argument, OPT_ALGO, "ALGO",
-	  "bcast: greedy, binomial, pipelined or auto\n"
+	  "bcast, overlap: greedy, binomial, pipelined or auto\n"
 	  "(default auto: the library picks)" },
 	{ "root", required_argument, OPT_ROOT, "R",
-	  "bcast: the root rank (default 0)" },
+	  "bcast, overlap: the root rank (default 0)" },
+	{ "compute", required_argument, OPT_COMPUTE, "US",
+	  "overlap: how long every non-root computes between\n"
+	  "starting the broadcast and waiting for it, in\n"
+	  "microseconds (default 10000)" },
 	{ "mode", required_argument, OPT_MODE, "MODE",
 	  "copy_*: relay, direct or transport-ack\n"
 	  "(default relay; see triad_copy in triad.h)" },
 	{ "serve", required_argument, OPT_SERVE, "HOW",
-	  "copy_*: how the source and destination serve:\n"
-	  "wait (default: their application threads sleep\n"
-	  "in a barrier, the progress threads serve) or poll\n"
-	  "(the application threads call triad_progress)" },
+	  "copy_*, am_*: how the ranks wait for messages:\n"
+	  "wait (default: their application threads sleep,\n"
+	  "the progress threads serve) or poll (the\n"
+	  "application threads call triad_progress in a loop,\n"
+	  "as perftest and ucx_perftest busy-poll)" },
 	{ "planes", required_argument, OPT_PLANES, "K",
 	  "mp_bw: spread over 1, 2 .. K planes (default: all)" },
 	{ "fault", required_argument, OPT_FAULT, "HOW",
@@ -315,16 +321,17 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	size_t i, k = 1;
 	const char *bcast_opt = NULL; /* the last bcast-only option given */
 	int mode_given = 0;	      /* --mode (copy_* only) */
+	int serve_given = 0;	      /* --serve (copy_* and am_* only) */
 	const char *fault_opt = NULL; /* the last failover/drain-only option given */
 	const char *failover_opt = NULL; /* the last failover-only option given */
-	int planes_given = 0, iters_given = 0;
+	int planes_given = 0, iters_given = 0, compute_given = 0;
 	const char *format_opt = NULL; /* --json or --csv, the one given */
 	long v;
 	int c, pick;
 
 	*o = (struct perf_opts){ .warmup = -1, .window = 64, .plane = -1,
 				 .prio = TRIAD_PRIO_LOW, .timeout_s = 60, .fault_at_ms = 1000,
-				 .up_after_ms = 1000 };
+				 .up_after_ms = 1000, .compute_us = 10000 };
 	for (i = 0; i < NOPTS; i++) {
 		d = &opt_defs[i];
 		longopts[i] = (struct option){ d->name, d->has_arg, NULL, d->id };
@@ -448,7 +455,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		case OPT_SERVE:
 			if (parse_choice(arg, serve_choices, &o->serve_poll))
 				return usage_error("--serve '%s': not wait or poll", arg);
-			mode_given = 1;
+			serve_given = 1;
 			break;
 		case OPT_PLANES:
 			if (parse_long(arg, 1, TRIAD_MAX_PLANES, &v))
@@ -476,6 +483,13 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			*(c == OPT_FAULT_AT ? &o->fault_at_ms : &o->up_after_ms) = (int)v;
 			fault_opt = d->name;
 			break;
+		case OPT_COMPUTE:
+			if (parse_long(arg, 0, 60000000, &v))
+				return usage_error("--compute '%s': not a number of microseconds from "
+						   "0 to 60000000", arg);
+			o->compute_us = v;
+			compute_given = 1;
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			return -1;
@@ -498,16 +512,23 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	}
 	if (o->all && o->size)
 		return usage_error("--all and --size exclude each other");
+	if (o->cmd && (o->cmd->flags & PERF_CMD_INIT) &&
+	    (o->all || o->size || o->plane >= 0 || o->plot_file))
+		return usage_error("init: only -n (the puts after the first) and --timeout apply");
 	if (o->cmd && (o->cmd->flags & PERF_CMD_AM) && o->plane >= 0)
 		return usage_error("--plane: %s cannot pin a plane (the library picks the plane "
 				   "of every message)", o->cmd->name);
 	if (o->cmd && !(o->cmd->flags & PERF_CMD_BCAST) && bcast_opt)
-		return usage_error("--%s: only for bcast", bcast_opt);
+		return usage_error("--%s: only for bcast and overlap", bcast_opt);
+	if (o->cmd && !(o->cmd->flags & PERF_CMD_OVERLAP) && compute_given)
+		return usage_error("--compute: only for overlap");
 	if (o->cmd && (o->cmd->flags & PERF_CMD_COPY) && o->plane >= 0)
 		return usage_error("--plane: %s cannot pin a plane (triad_copy takes no plane "
 				   "flag)", o->cmd->name);
 	if (o->cmd && !(o->cmd->flags & PERF_CMD_COPY) && mode_given)
-		return usage_error("--mode, --serve: only for copy_lat and copy_bw");
+		return usage_error("--mode: only for copy_lat and copy_bw");
+	if (o->cmd && !(o->cmd->flags & (PERF_CMD_COPY | PERF_CMD_AM)) && serve_given)
+		return usage_error("--serve: only for copy_lat, copy_bw, am_lat and am_bw");
 	if (o->cmd && !(o->cmd->flags & PERF_CMD_MP) && planes_given)
 		return usage_error("--planes: only for mp_bw");
 	if (o->cmd && (o->cmd->flags & (PERF_CMD_MP | PERF_CMD_FAULT)) && o->plane >= 0)
@@ -611,6 +632,8 @@ static int run(const struct perf_opts *o)
 	struct perf_run r = { .o = o, .rank = -1, .timeout_ms = o->timeout_s * 1000 };
 	int ret, status = PERF_EXIT_FAIL, plot_failed = 0;
 
+	if (o->cmd->flags & PERF_CMD_INIT)
+		return perf_init_run(o); /* it times triad_init itself */
 	ret = triad_init(NULL, &r.ctx);
 	if (ret) {
 		fprintf(stderr, "%s: triad_init: %s (is TRIAD_RANK and TRIAD_WORLD set? see "

@@ -48,7 +48,7 @@ static void tell_failed(struct triad_ctx *ctx, uint32_t epoch)
 	for (int peer = 1; peer < ctx->size; peer++) {
 		struct tr_msg m = { .type = TR_MSG_BARRIER_FAIL, .u.barrier.epoch = epoch };
 
-		if (tr_peer_reachable(ctx, peer))
+		if (tr_peer_alive(ctx, peer))
 			tr_peer_send(ctx, peer, &m, TR_FC_HIGH, NULL);
 	}
 }
@@ -81,7 +81,7 @@ static int barrier_done(void *arg)
 check_peers:
 	/* Give up when a rank we need can no longer be reached on any plane. */
 	for (peer = ctx->rank == 0 ? 1 : 0; peer < (ctx->rank == 0 ? ctx->size : 1); peer++) {
-		if (!tr_peer_reachable(ctx, peer)) {
+		if (!tr_peer_alive(ctx, peer)) { /* lazy: or being connected */
 			tr_info("barrier %u: rank %d is unreachable", b->epoch, peer);
 			if (ctx->rank == 0)
 				tell_failed(ctx, b->epoch);

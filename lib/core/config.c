@@ -24,6 +24,7 @@ struct var {
 static const char *const level_names[] = { "error", "warn", "info", "debug", "trace", NULL };
 static const char *const order_names[] = { "any", "strict", NULL };
 static const char *const adaptive_names[] = { "off", "occ", NULL };
+static const char *const connect_names[] = { "eager", "lazy", NULL };
 
 #define F(f) offsetof(struct tr_config, f)
 
@@ -51,8 +52,14 @@ static const struct var vars[] = {
 	  "a detour's backlog must be below this percentage of the home plane's", NULL },
 	{ "TRIAD_CHUNK_SIZE", "1M", VAR_SIZE, F(chunk_size), 4096, 1ll << 30,
 	  "largest RDMA work request; larger operations are cut into chunks", NULL },
+	{ "TRIAD_CONNECT", "eager", VAR_ENUM, F(connect), 0, 0,
+	  "eager: triad_init connects every peer on every plane and waits for them;\n"
+	  "    lazy: a peer's connections are set up when it is first talked to (or talks\n"
+	  "    to us), and the operations wait for them (docs/scaling.md: the trade-off)",
+	  connect_names },
 	{ "TRIAD_CONNECT_TIMEOUT_MS", "60000", VAR_INT, F(connect_timeout_ms), 100, INT_MAX,
-	  "how long triad_init waits for every peer on every plane", NULL },
+	  "how long triad_init waits for every peer on every plane (lazy: how long\n"
+	  "    an operation waits for its peer's first connection)", NULL },
 	{ "TRIAD_SPIN_US", "200", VAR_INT, F(spin_us), 0, 10000000,
 	  "how long a waiting thread polls before it sleeps", NULL },
 	{ "TRIAD_SQ_DEPTH", "128", VAR_INT, F(sq_depth), 4, 16384,

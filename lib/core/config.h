@@ -37,12 +37,14 @@ struct tr_config {
 	uint64_t reg_cache;	  /* TRIAD_REG_CACHE, bytes (0: off) */
 	int order;		  /* TRIAD_ORDER: TR_ORDER_ANY or TR_ORDER_STRICT */
 	int adaptive;		  /* TRIAD_ADAPTIVE: 0 off, 1 occupancy */
+	int connect;		  /* TRIAD_CONNECT: TR_CONNECT_EAGER or TR_CONNECT_LAZY */
 	int adaptive_t;		  /* TRIAD_ADAPTIVE_T */
 	int adaptive_alpha;	  /* TRIAD_ADAPTIVE_ALPHA, percent */
 	char devices[TR_CONFIG_STR]; /* TRIAD_DEVICES */
 };
 
 enum { TR_ORDER_ANY, TR_ORDER_STRICT };
+enum { TR_CONNECT_EAGER, TR_CONNECT_LAZY };
 
 /* Returns the value of a variable, or NULL when it is unset. */
 typedef const char *(*tr_config_lookup_fn)(const char *name, void *arg);

@@ -12,6 +12,7 @@
 
 #include "core/ctx.h"
 #include "base/log.h"
+#include "proto/chunk.h"
 
 _Static_assert((int)TRIAD_LEG_S_I == (int)TR_COPY_LEG_S_I &&
 		       (int)TRIAD_LEG_AT_DST == (int)TR_COPY_LEG_AT_DST,
@@ -69,6 +70,7 @@ int tr_copy_setup(struct triad_ctx *ctx)
 }
 
 static void exec(struct triad_ctx *ctx, const struct tr_copy_act *a, int n);
+static void chunk_failed(struct triad_ctx *ctx, uint32_t initiator, uint64_t op);
 
 /* Calls an engine function that may touch every op until it has no more. */
 #define DRAIN(ctx, call)                                                      \
@@ -146,6 +148,12 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	/* DATA must follow the op's chunks on their QP (tr_copy_lane keeps
 	 * them on one).  Chunks still waiting for send-queue room would be
 	 * overtaken by a message: hang DATA on the last of them. */
+	if (a->msg == TR_COPY_DATA && a->hdr.op_id == ctx->copy_failed_op &&
+	    a->hdr.initiator == ctx->copy_failed_init) {
+		tr_debug("copy %llu of rank %u: a chunk failed before the data went out: no "
+			 "COPY_DATA", (unsigned long long)a->hdr.op_id, a->hdr.initiator);
+		return;
+	}
 	if (a->msg == TR_COPY_DATA) {
 		struct tr_lane *l = tr_copy_lane(ctx, a->hdr.initiator, a->hdr.op_id, (int)a->to, 1);
 
@@ -198,17 +206,45 @@ static void act_lookup(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	tr_win_lookup(ctx, req); /* answers through tr_copy_req_done() */
 }
 
+/* The source window as it is now, not as the order found it: between
+ * COPY_START and a chunk (the destination's descriptor may take a round
+ * trip) the window may have been destroyed, or created again under the
+ * same id smaller or without READ.  A chunk past its registration would
+ * make the NIC fail the whole connection; it fails alone instead. */
+static enum triad_status chunk_source(struct triad_ctx *ctx, const struct tr_copy_act *a,
+				      struct triad_win **sw_p)
+{
+	struct triad_win *sw = tr_win_find(ctx, a->hdr.src_win);
+
+	*sw_p = sw;
+	if (!sw)
+		return TRIAD_S_NO_WINDOW;
+	if (!(sw->access & TRIAD_WIN_READ))
+		return TRIAD_S_ACCESS;
+	if (!tr_range_ok(sw->len, a->src_off, a->len))
+		return TRIAD_S_OUT_OF_BOUNDS;
+	return TRIAD_S_OK;
+}
+
 static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 {
 	struct triad_req *req = internal_req(ctx, TR_REQ_CHUNK, a);
-	struct triad_win *sw = tr_win_find(ctx, a->hdr.src_win);
+	struct triad_win *sw = NULL;
+	enum triad_status st = req ? chunk_source(ctx, a, &sw) : TRIAD_S_NO_MEMORY;
 	struct tr_copy_act acts[TR_COPY_ACTS];
 	int n;
 
-	if (!req || !sw) {
-		n = tr_copy_chunk_done(&ctx->copy, a->hdr.initiator, a->hdr.op_id, a->chunk,
-				       req ? TRIAD_S_NO_WINDOW : TRIAD_S_NO_MEMORY, acts,
-				       TR_COPY_ACTS);
+	if (st != TRIAD_S_OK) {
+		if (st != TRIAD_S_NO_MEMORY)
+			tr_info("copy %llu of rank %u: source window %u cannot serve [%llu, +%llu) "
+				"any more: %s", (unsigned long long)a->hdr.op_id, a->hdr.initiator,
+				a->hdr.src_win, (unsigned long long)a->src_off,
+				(unsigned long long)a->len, triad_status_str(st));
+		chunk_failed(ctx, a->hdr.initiator, a->hdr.op_id);
+		n = req ? tr_copy_chunk_refused(&ctx->copy, a->hdr.initiator, a->hdr.op_id,
+						a->chunk, st, acts, TR_COPY_ACTS)
+			: tr_copy_chunk_done(&ctx->copy, a->hdr.initiator, a->hdr.op_id, a->chunk,
+					     st, acts, TR_COPY_ACTS);
 		free(req);
 		exec(ctx, acts, n);
 		return;
@@ -282,6 +318,12 @@ static void exec(struct triad_ctx *ctx, const struct tr_copy_act *a, int n)
 }
 
 /* ---- events --------------------------------------------------------------------*/
+static void chunk_failed(struct triad_ctx *ctx, uint32_t initiator, uint64_t op)
+{
+	ctx->copy_failed_init = initiator;
+	ctx->copy_failed_op = op;
+}
+
 void tr_copy_req_done(struct triad_req *req, enum triad_status st)
 {
 	struct triad_ctx *ctx = req->ctx;
@@ -289,6 +331,8 @@ void tr_copy_req_done(struct triad_req *req, enum triad_status st)
 	int n;
 
 	if (req->kind == TR_REQ_CHUNK) {
+		if (st != TRIAD_S_OK)
+			chunk_failed(ctx, req->c_init, req->c_op);
 		n = tr_copy_chunk_done(&ctx->copy, req->c_init, req->c_op, req->c_chunk, st, acts,
 				       TR_COPY_ACTS);
 	} else {

@@ -425,6 +425,8 @@ static int open_peers(triad_ctx_t *ctx)
 			tr_list_init(&ctx->peers[r].parked[q]);
 		}
 		tr_list_init(&ctx->peers[r].ep_closed);
+		tr_list_init(&ctx->peers[r].await_msgs);
+		tr_list_init(&ctx->peers[r].await_rma);
 		for (int p = 0; p < ctx->nplanes; p++)
 			tr_lane_init(ctx, &ctx->peers[r].lane[p], r, p);
 	}
@@ -433,12 +435,19 @@ static int open_peers(triad_ctx_t *ctx)
 
 /* Connects every lane (the lower rank connects, the higher accepts) and
  * waits until each is up or has failed; -ETIMEDOUT when a rank is
- * unreachable on every plane. */
+ * unreachable on every plane.  TRIAD_CONNECT=lazy: nothing yet (the planes
+ * listen already), see tr_peer_await(). */
 static int connect_all(triad_ctx_t *ctx)
 {
 	int ret = 0, r, p;
 
 	pthread_mutex_lock(&ctx->lock);
+	if (ctx->cfg.connect == TR_CONNECT_LAZY) {
+		/* Listening is enough: the first use of a peer connects it. */
+		ctx->initialized = 1;
+		pthread_mutex_unlock(&ctx->lock);
+		return 0;
+	}
 	for (r = ctx->rank + 1; r < ctx->size && !ret; r++)
 		for (p = 0; p < ctx->nplanes && !ret; p++)
 			ret = tr_lane_connect(&ctx->peers[r].lane[p]); /* retries by itself */
@@ -501,6 +510,7 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 	pthread_mutex_init(&ctx->lock, &mattr);
 	pthread_mutexattr_destroy(&mattr);
 	tr_list_init(&ctx->waiters);
+	tr_reaper_init(&ctx->reaper);
 	ret = tr_config_load(&ctx->cfg, tr_config_getenv, NULL, err, sizeof(err));
 	if (ret) {
 		tr_error("%s", err);
@@ -541,9 +551,11 @@ static unsigned unsent(const struct triad_ctx *ctx)
 {
 	unsigned n = 0;
 
-	for (int r = 0; r < ctx->size; r++)
+	for (int r = 0; r < ctx->size; r++) {
 		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++)
 			n += tr_lane_unsent(&ctx->peers[r].lane[p]);
+		n += ctx->peers[r].nawait_msgs; /* waiting for a first connection */
+	}
 	return n;
 }
 
@@ -592,6 +604,7 @@ static void cancel_all(struct triad_ctx *ctx)
 	uint64_t end = tr_now_ns() + FINI_DRAIN_MS * 1000000ull;
 	int r, p, draining;
 
+	tr_peer_await_cancel(ctx);
 	for (r = 0; r < ctx->size; r++)
 		for (p = 0; r != ctx->rank && p < ctx->nplanes; p++)
 			tr_lane_cancel(&ctx->peers[r].lane[p]);
@@ -620,7 +633,10 @@ static void say_bye(struct triad_ctx *ctx)
 	for (int r = 0; r < ctx->size; r++) {
 		struct tr_msg m = { .type = TR_MSG_BYE };
 
-		if (r != ctx->rank && tr_peer_reachable(ctx, r) && !ctx->peers[r].gone)
+		/* A peer being connected gets it once it is up; one never
+		 * talked to is not connected for it. */
+		if (r != ctx->rank && (tr_peer_reachable(ctx, r) || ctx->peers[r].awaiting) &&
+		    !ctx->peers[r].gone)
 			tr_peer_send(ctx, r, &m, TR_FC_HIGH, NULL);
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -655,10 +671,12 @@ void triad_fini(triad_ctx_t *ctx)
 	}
 	if (ctx->peers)
 		tr_lane_orphans_free(&ctx->orphans);
+	tr_lane_qcache_free(ctx);
 	tr_wins_destroy_all(ctx);
 	tr_rma_cache_teardown(ctx);
 	tr_planes_teardown(ctx);
 	pthread_mutex_unlock(&ctx->lock);
+	tr_reaper_stop(&ctx->reaper); /* every QP gone before the planes' PDs and CQs */
 	tr_fab_close(ctx->fab);
 	if (ctx->loop)
 		ev_loop_destroy(ctx->loop);
@@ -733,6 +751,8 @@ int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane, struct triad_conn_st
 		o->copy_bytes = c->copy_bytes;
 	if (want & TRIAD_CONN_STATS_CHOICE)
 		o->detours = c->detours;
+	if (want & TRIAD_CONN_STATS_CONN)
+		o->established = c->established;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }

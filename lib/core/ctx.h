@@ -17,7 +17,10 @@
  *    rdma_cm channel and the async event fds; it sleeps in the kernel when
  *    nothing happens, serves what nobody waits on (window lookups, copy
  *    orders, barrier messages) and wakes a sleeper when its condition holds.
- * Only the progress thread touches libev watchers after start-up. */
+ * Only the progress thread touches libev watchers after start-up.  A
+ * third thread, the reaper (ctx->reaper, lib/base/reaper.h), takes no lock
+ * of the context: it releases the QPs and buffers of lanes that broke,
+ * which can block in the kernel for seconds, while the lock is free. */
 #ifndef TRIAD_CORE_CTX_H
 #define TRIAD_CORE_CTX_H
 
@@ -25,6 +28,7 @@
 #include <stdatomic.h>
 
 #include "base/list.h"
+#include "base/reaper.h"
 #include "base/time.h"
 #include "base/trace.h"
 #include "core/config.h"
@@ -126,6 +130,15 @@ struct tr_peer {
 	struct tr_epoch *ep_open;
 	struct tr_list ep_closed;
 	enum triad_status ep_err;
+	/* Connect on first use (TRIAD_CONNECT=lazy, peer.c): while its first
+	 * connection is being set up, messages (encoded, numbered) and puts
+	 * and gets (rma.c) wait here; they go once a lane is up, or fail as
+	 * unreachable once every lane gave up or await_deadline_ns passed. */
+	int awaiting, await_settling;
+	uint64_t await_deadline_ns;
+	struct tr_list await_msgs;
+	struct tr_list await_rma;
+	unsigned nawait_msgs;
 };
 
 struct triad_win {
@@ -254,13 +267,21 @@ struct triad_ctx {
 	ev_timer fc_timer_w;
 	ev_timer rearm_w;
 	ev_timer linger_w;	  /* flushes deferred BSMs */
-	int linger_wanted;	  /* re-arms the CQs once applications stop polling */
+	int linger_wanted;	  /* an application thread asked for linger_w (kick_w) */
+	int linger_on;		  /* linger_w runs (set and cleared under the lock) */
 	uint64_t app_poll_ns;	  /* when an application thread last polled */
 	int rearm_on;		  /* rearm_w runs (set and cleared under the lock) */
 	int rearm_asked;	  /* an application thread asked for it (kick_w) */
 	struct tr_trace *trace;	  /* TRIAD_TRACE, or NULL */
 
 	struct tr_copy copy;	  /* the copy engine (proto/copy) */
+	/* The last source op one of whose chunks failed (initiator, op id;
+	 * op ids are never 0): a chunk that fails before it reaches the NIC
+	 * fails while the engine's COPY_DATA for the op still waits in the
+	 * same action array, and D must not hear of data that never came
+	 * (in DIRECT its OK would race S's error to I).  copy.c. */
+	uint64_t copy_failed_op;
+	uint32_t copy_failed_init;
 	struct triad_copy_event *cevents; /* copy notifications, a ring */
 	unsigned ev_head, ev_count, ev_cap;
 	uint64_t ev_dropped;
@@ -272,6 +293,9 @@ struct triad_ctx {
 	unsigned drained;	  /* planes drained on request (triad_plane_drain) */
 	struct tr_choice_cfg choice; /* adaptive plane choice (TRIAD_ADAPTIVE*) */
 	struct tr_list orphans;	  /* receive buffers kept past their lane (lane.c) */
+	struct tr_reaper reaper;  /* releases broken lanes' QPs, without the lock */
+	struct queued_msg *qcache; /* free queue nodes of a slot's size (lane.c) */
+	unsigned nqcache;
 	struct tr_copy_pin *pins; /* the plane of each copy this rank serves */
 	unsigned npins;
 	uint64_t pin_stamp;
@@ -328,6 +352,19 @@ int tr_peer_wants(const struct triad_ctx *ctx, const struct tr_peer *p, int plan
 int tr_peer_plane_open(const struct triad_ctx *ctx, const struct tr_peer *p, int plane);
 /* 1 when some lane to peer is up. */
 int tr_peer_reachable(const struct triad_ctx *ctx, int peer);
+/* 1 when peer is reachable or may still become so without a rebuild:
+ * with TRIAD_CONNECT=lazy, a lane never up and not given up yet (never
+ * used, or its first connection under way).  Eager: tr_peer_reachable. */
+int tr_peer_alive(const struct triad_ctx *ctx, int peer);
+/* Connect on first use: nothing to peer can go now (no lane up).  1 when
+ * the operation is to wait for its first connection, which this starts
+ * (on every plane) if need be; 0 when it is to fail (eager, closing, or
+ * the peer cannot be reached). */
+int tr_peer_await(struct triad_ctx *ctx, int peer);
+/* Periodically (the flow-control timer): what waits past its deadline fails. */
+void tr_peer_await_tick(struct triad_ctx *ctx);
+/* At close: what still waits for a connection is cancelled. */
+void tr_peer_await_cancel(struct triad_ctx *ctx);
 /* Send a message to a peer on its chosen lane, with a flow-control
  * priority (TR_FC_HIGH for answers, so they always find a slot); req (may
  * be NULL) completes when it arrived.  Assigns the peer's next sequence
@@ -385,6 +422,8 @@ void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 /* Resolve req->rwin, then start it; completes req on error. */
 void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
 void tr_win_lane_broken(struct triad_ctx *ctx, struct tr_lane *l);
+/* Lazy connection: peer could not be connected; its lookups fail with st. */
+void tr_win_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st);
 void tr_win_check_timeouts(struct triad_ctx *ctx);
 /* rw's keys are no good any more (NULL: nothing): the next access asks
  * the owner again. */
@@ -414,9 +453,16 @@ void tr_rma_cache_setup(struct triad_ctx *ctx);
 void tr_rma_cache_teardown(struct triad_ctx *ctx);
 /* Post what the lane's send queue takes of its queued operations. */
 void tr_rma_pump(struct tr_lane *l);
-/* One WRITE or READ of req completed; flushed: its lane broke under it
- * (flushed, or retries exceeded): it may be done again elsewhere. */
-void tr_rma_done(struct triad_req *req, enum triad_status st, int flushed);
+/* One WRITE or READ of req completed; conn_fault: its connection failed
+ * it (flushed, retries exceeded, an invalid-request NAK: fabric/wc.h), so
+ * it may be done again elsewhere. */
+void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault);
+/* Connect on first use: req waits on its peer's await_rma; what waits
+ * there goes now if its lane is up, stays while that is being set up,
+ * fails otherwise (all: fail every one with st). */
+void tr_rma_await(struct triad_ctx *ctx, struct triad_req *req);
+void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all,
+			enum triad_status st);
 /* The lane req was queued on broke before it was posted whole. */
 void tr_rma_lane_broken(struct triad_req *req, enum triad_status st);
 

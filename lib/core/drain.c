@@ -196,10 +196,31 @@ int triad_plane_fail(triad_ctx_t *ctx, int plane)
 	return 0;
 }
 
+int triad_plane_refuse_writes(triad_ctx_t *ctx, int plane)
+{
+	unsigned n = 0;
+	int ret = 0;
+
+	if (!plane_ok(ctx, plane))
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	for (int r = 0; r < ctx->size && !ret; r++) {
+		struct tr_lane *l = &ctx->peers[r].lane[plane];
+
+		if (r == ctx->rank || l->state != TR_LANE_UP)
+			continue;
+		ret = tr_fab_qp_refuse_writes(l->qp);
+		n += !ret;
+	}
+	tr_info("plane %d: %u connection(s) refuse RDMA WRITEs on request", plane, n);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
 int triad_plane_info(triad_ctx_t *ctx, int plane, struct triad_plane_info *info_p)
 {
 	struct triad_plane_info in = { 0 };
-	unsigned busy;
+	unsigned busy, tried = 0;
 
 	if (!plane_ok(ctx, plane) || !info_p || (info_p->field_mask & ~(uint64_t)TRIAD_PLANE_INFO_ALL))
 		return -EINVAL;
@@ -210,6 +231,8 @@ int triad_plane_info(triad_ctx_t *ctx, int plane, struct triad_plane_info *info_
 	for (int r = 0; r < ctx->size; r++) {
 		const struct tr_lane *l = &ctx->peers[r].lane[plane];
 
+		if (r != ctx->rank && (l->ever_up || l->state == TR_LANE_FAILED))
+			tried++;
 		if (r == ctx->rank || l->state != TR_LANE_UP)
 			continue;
 		in.peers_up++;
@@ -222,7 +245,9 @@ int triad_plane_info(triad_ctx_t *ctx, int plane, struct triad_plane_info *info_
 	busy = in.msgs_inflight + in.msgs_queued + in.rma_inflight;
 	if (ctx->drained >> plane & 1u)
 		in.state = busy ? TRIAD_PLANE_DRAINING : TRIAD_PLANE_DRAINED;
-	else if (!in.port_up || (ctx->size > 1 && !in.peers_up))
+	else if (!in.port_up || (ctx->size > 1 && !in.peers_up &&
+				 (ctx->cfg.connect != TR_CONNECT_LAZY || tried)))
+		/* lazy: a plane nobody was connected on yet is not down */
 		in.state = TRIAD_PLANE_DOWN;
 	else
 		in.state = TRIAD_PLANE_NORMAL;

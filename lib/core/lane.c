@@ -6,13 +6,19 @@
  * state, every posted work request comes back flushed (and fails its
  * request or is sent again on another lane), and only then are the QP and
  * buffers released (FAILED).  Every state change goes through
- * lane_set_state(), which tells the peer (peer.c). */
+ * lane_set_state(), which tells the peer (peer.c).
+ *
+ * With TRIAD_CONNECT=lazy a lane is connected when an operation first
+ * wants its peer (tr_lane_use), by whichever rank that is; when both are
+ * first at once, proto/conn's rule keeps the lower rank's attempt.  Once a
+ * lane has been up, the lower rank rebuilds it as above. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "core/ctx.h"
+#include "proto/conn.h"
 
 static const char *const state_names[] = {
 	[TR_LANE_DOWN] = "DOWN",	   [TR_LANE_CONNECTING] = "CONNECTING",
@@ -27,6 +33,7 @@ const char *tr_lane_state_str(enum tr_lane_state s)
 
 struct queued_msg {
 	struct tr_list link;
+	struct queued_msg *next_free; /* in the context's cache of nodes */
 	int len;
 	int resent;  /* moved here from a broken lane: older than the rest */
 	int movable; /* its plane was a free choice: another lane may take it */
@@ -36,8 +43,70 @@ struct queued_msg {
 
 #define NO_SLOT TR_WIRE_NO_SLOT
 
+/* ---- queued messages ------------------------------------------------------------------*/
+/* A message that waits for a slot is copied into a queue node.  Nodes of
+ * one slot's size are kept for the next (at most TR_QCACHE of them per
+ * context): a sender that streams into full slots queues nearly every
+ * message, and a node of a slot's size (8 KiB by default) is beyond
+ * malloc's per-thread cache. */
+#define TR_QCACHE 64
+
+static size_t qnode_cap(const struct triad_ctx *ctx)
+{
+	return ctx->cfg.slot_size;
+}
+
+static struct queued_msg *qnode_get(struct triad_ctx *ctx, int len)
+{
+	struct queued_msg *q = ctx->qcache;
+
+	if ((size_t)len > qnode_cap(ctx))
+		return malloc(sizeof(*q) + (size_t)len);
+	if (q) {
+		ctx->qcache = q->next_free;
+		ctx->nqcache--;
+		return q;
+	}
+	return malloc(sizeof(*q) + qnode_cap(ctx));
+}
+
+static void qnode_put(struct triad_ctx *ctx, struct queued_msg *q)
+{
+	if ((size_t)q->len > qnode_cap(ctx) || ctx->nqcache >= TR_QCACHE) {
+		free(q);
+		return;
+	}
+	q->next_free = ctx->qcache;
+	ctx->qcache = q;
+	ctx->nqcache++;
+}
+
+void tr_lane_qcache_free(struct triad_ctx *ctx)
+{
+	while (ctx->qcache) {
+		struct queued_msg *q = ctx->qcache;
+
+		ctx->qcache = q->next_free;
+		free(q);
+	}
+	ctx->nqcache = 0;
+}
+
 static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void pump(struct tr_lane *l);
+
+/* A lane that failed after start-up is rebuilt (by the lower rank): always
+ * when connected eagerly; lazily, once it has been up, or when its first
+ * connection failed while the peer is in use on another plane (as eager
+ * start-up's failed lanes are).  A lazy lane whose peer cannot be reached
+ * at all is tried again by the next operation instead. */
+static int rebuilt(const struct tr_lane *l)
+{
+	const struct triad_ctx *ctx = l->ctx;
+
+	return ctx->cfg.connect != TR_CONNECT_LAZY || l->ever_up ||
+	       tr_peer_reachable(ctx, l->peer);
+}
 
 static void lane_set_state(struct tr_lane *l, enum tr_lane_state s)
 {
@@ -49,6 +118,12 @@ static void lane_set_state(struct tr_lane *l, enum tr_lane_state s)
 		 state_names[s]);
 	l->state = s;
 	l->stats.up = s == TR_LANE_UP;
+	if (s == TR_LANE_UP) {
+		l->ever_up = 1;
+		l->stats.established++;
+	}
+	if (s == TR_LANE_UP || s == TR_LANE_FAILED)
+		l->first_use = 0; /* settled */
 	if (s == TR_LANE_DRAINING) {
 		/* The flow-control engines start afresh with the next connection:
 		 * keep their error counts in the totals. */
@@ -57,8 +132,8 @@ static void lane_set_state(struct tr_lane *l, enum tr_lane_state s)
 	}
 	/* After start-up a broken lane is rebuilt: the side that connects asks
 	 * the progress thread (which owns the timers) to retry. */
-	if (s == TR_LANE_FAILED && ctx->initialized && !ctx->closing && l->peer > ctx->rank &&
-	    !ctx->peers[l->peer].gone) {
+	if (s == TR_LANE_FAILED && ctx->initialized && !ctx->closing &&
+	    tr_conn_rebuilds(ctx->rank, l->peer) && !ctx->peers[l->peer].gone && rebuilt(l)) {
 		l->want_reconnect = 1;
 		tr_progress_kick(ctx);
 	}
@@ -158,6 +233,55 @@ static int setup_msgs(struct tr_lane *l, const struct tr_conn_priv *peer)
 	return 0;
 }
 
+/* A broken lane's QP and message buffers, on their way to the reaper. */
+struct lane_grave {
+	struct tr_reap_item item;
+	struct tr_qp *qp;
+	struct tr_mr *mr;
+	void *mem;
+	int peer, plane;
+};
+
+/* A release this slow would have held the progress thread as long. */
+#define SLOW_RELEASE_NS 500000000ull
+
+static void grave_release(struct tr_reap_item *item)
+{
+	struct lane_grave *g = tr_container_of(item, struct lane_grave, item);
+	uint64_t t0 = tr_now_ns(), took;
+
+	tr_fab_qp_free(g->qp);
+	took = tr_now_ns() - t0;
+	if (took >= SLOW_RELEASE_NS)
+		tr_info("peer %d plane %d: the broken connection's QP took %.1f s to release "
+			"(the kernel still held its packets)", g->peer, g->plane, (double)took * 1e-9);
+	tr_fab_mr_dereg(g->mr); /* after the QP, as release() does */
+	free(g->mem);
+	free(g);
+}
+
+/* Hands the QP of a lane that was up (nothing posted any more) and its
+ * buffers to the context's reaper, which releases them without the lock:
+ * the progress thread goes on at once, where releasing them here held it
+ * (and the lock, and so every thread of the process and the daemon's
+ * policy) for about 3 s after a link down (lib/base/reaper.h).  release()
+ * does the rest, and everything when no memory is left for the grave. */
+static void bury(struct tr_lane *l)
+{
+	struct lane_grave *g = l->qp ? malloc(sizeof(*g)) : NULL;
+
+	if (!g)
+		return;
+	*g = (struct lane_grave){ .item.release = grave_release, .qp = l->qp, .mr = l->buf_mr,
+				  .mem = l->bufmem, .peer = l->peer, .plane = l->plane };
+	tr_fab_qp_retire(l->qp);
+	if (tr_reaper_queue(&l->ctx->reaper, &g->item))
+		grave_release(&g->item); /* stopped (closing), or no thread: here then */
+	l->qp = NULL;
+	l->buf_mr = NULL;
+	l->bufmem = NULL;
+}
+
 /* Releases the QP and the buffers: only when nothing is posted. */
 static void release(struct tr_lane *l)
 {
@@ -176,7 +300,7 @@ static void release(struct tr_lane *l)
 			struct queued_msg *q = tr_list_first(&l->msgq[p], struct queued_msg, link);
 
 			tr_list_del(&q->link);
-			free(q);
+			qnode_put(l->ctx, q);
 		}
 	}
 	l->nqueued = 0;
@@ -276,7 +400,9 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void attempt_failed(struct tr_lane *l, const char *why)
 {
 	struct triad_ctx *ctx = l->ctx;
-	double delay = 0.05 * l->attempts + (ctx->initialized ? 0.5 : 0);
+	/* A rebuild does not hammer a plane that is down; a first use is
+	 * waited for. */
+	double delay = 0.05 * l->attempts + (ctx->initialized && !l->first_use ? 0.5 : 0);
 
 	release(l);
 	if (ctx->peers[l->peer].gone) {
@@ -318,6 +444,51 @@ void tr_lane_reconnect(struct tr_lane *l)
 	tr_info("peer %d plane %d: reconnecting", l->peer, l->plane);
 }
 
+/* ---- connect on first use ------------------------------------------------------*/
+int tr_lane_setting_up(const struct tr_lane *l)
+{
+	if (l->ever_up)
+		return 0;
+	return l->state == TR_LANE_CONNECTING || l->state == TR_LANE_ACCEPTING ||
+	       (l->state == TR_LANE_DOWN && l->first_use);
+}
+
+int tr_lane_use(struct tr_lane *l)
+{
+	struct triad_ctx *ctx = l->ctx;
+
+	if (l->ever_up || ctx->closing || ctx->peers[l->peer].gone ||
+	    !tr_conn_may_start(ctx->rank, l->peer, 1, l->ever_up))
+		return tr_lane_setting_up(l);
+	/* Never up and idle (never tried, or its last first use gave up);
+	 * not one being rebuilt, whose retry timer runs. */
+	if (!l->first_use && !l->want_reconnect && !ev_is_active(&l->retry_w) &&
+	    (l->state == TR_LANE_DOWN || l->state == TR_LANE_FAILED)) {
+		tr_debug("peer %d plane %d: first use: connecting", l->peer, l->plane);
+		l->first_use = 1;
+		l->want_connect = 1;
+		l->attempts = 0;
+		l->deadline = 0; /* a whole TRIAD_CONNECT_TIMEOUT_MS from now */
+		lane_set_state(l, TR_LANE_DOWN);
+		tr_progress_kick(ctx);
+	}
+	return tr_lane_setting_up(l);
+}
+
+void tr_lane_connect_wanted(struct tr_lane *l)
+{
+	struct triad_ctx *ctx = l->ctx;
+
+	if (!l->want_connect)
+		return;
+	l->want_connect = 0;
+	/* The peer's request came first (ACCEPTING), or we close. */
+	if (l->state != TR_LANE_DOWN || !l->first_use || ctx->closing ||
+	    ev_is_active(&l->retry_w))
+		return;
+	tr_lane_connect(l); /* a failure that cannot be retried leaves it FAILED */
+}
+
 void tr_lane_give_up(struct tr_lane *l)
 {
 	if (l->state == TR_LANE_DOWN)
@@ -325,6 +496,49 @@ void tr_lane_give_up(struct tr_lane *l)
 }
 
 /* ---- passive side ----------------------------------------------------------------*/
+static enum tr_conn_phase conn_phase(const struct tr_lane *l)
+{
+	switch (l->state) {
+	case TR_LANE_CONNECTING:
+		return TR_CONN_ATTEMPT;
+	case TR_LANE_ACCEPTING:
+		return TR_CONN_ACCEPTING;
+	case TR_LANE_UP:
+		return TR_CONN_UP;
+	case TR_LANE_DRAINING:
+		return TR_CONN_BROKEN;
+	default:
+		return TR_CONN_IDLE;
+	}
+}
+
+static enum tr_conn_verdict request_verdict(const struct tr_lane *l)
+{
+	const struct triad_ctx *ctx = l->ctx;
+	struct tr_conn_view v = {
+		.me = ctx->rank,
+		.from = l->peer,
+		.phase = conn_phase(l),
+		.lazy = ctx->cfg.connect == TR_CONNECT_LAZY,
+		.ever_up = l->ever_up,
+		.closing = ctx->closing,
+	};
+
+	return tr_conn_on_request(&v);
+}
+
+/* Both ranks were first on this lane: the lower rank's request, just
+ * come, wins over ours.  Nothing is posted before ESTABLISHED: the QP goes
+ * at once, and its rejection, when it comes, is for a stale id. */
+static void abandon_attempt(struct tr_lane *l)
+{
+	tr_debug("peer %d plane %d: both connected at once: ours is abandoned", l->peer,
+		 l->plane);
+	ev_timer_stop(l->ctx->loop, &l->retry_w);
+	release(l);
+	lane_set_state(l, TR_LANE_DOWN);
+}
+
 void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
 			      uint8_t *reply, size_t *reply_len)
 {
@@ -336,7 +550,7 @@ void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t 
 		tr_warn("plane %d: connection request without triad private data: rejected", plane);
 		return NULL;
 	}
-	if (d.size != (uint32_t)ctx->size || d.rank >= d.size || (int)d.rank >= ctx->rank ||
+	if (d.size != (uint32_t)ctx->size || d.rank >= d.size || (int)d.rank == ctx->rank ||
 	    d.plane != (uint32_t)plane) {
 		tr_warn("plane %d: connection request from rank %u plane %u world %u does not "
 			"fit this world (%d ranks, rank %d): rejected",
@@ -346,7 +560,8 @@ void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t 
 	l = &ctx->peers[d.rank].lane[plane];
 	/* FAILED: the peer rebuilds a lane that broke (its side found out first,
 	 * or ours is about to: a stale one is dropped by its peer). */
-	if (l->state == TR_LANE_UP) {
+	switch (request_verdict(l)) {
+	case TR_CONN_REJECT_STALE:
 		/* The peer connects only what it lost: ours is stale (it broke
 		 * while no plane could tell us, every plane down at once, say).
 		 * Drop it; the peer's next attempt finds it gone. */
@@ -354,17 +569,44 @@ void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t 
 			plane);
 		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
 		return NULL;
-	}
-	if (l->state != TR_LANE_DOWN && l->state != TR_LANE_FAILED) {
-		tr_debug("peer %u plane %d: connection request while %s: rejected, the peer "
-			 "retries", d.rank, plane, state_names[l->state]);
+	case TR_CONN_REJECT:
+		tr_debug("peer %u plane %d: connection request while %s: rejected, %s", d.rank,
+			 plane, state_names[l->state],
+			 (int)d.rank > ctx->rank && l->state == TR_LANE_CONNECTING
+				 ? "ours goes first" : "the peer retries");
 		return NULL;
+	case TR_CONN_ACCEPT_ABANDON:
+		abandon_attempt(l);
+		break;
+	default:
+		break;
 	}
-	if (ctx->closing)
-		return NULL;
 	conn_priv(l, reply);
 	*reply_len = TR_WIRE_PRIV_LEN;
 	return l;
+}
+
+/* An accept that failed: the peer may take the connection for up (an RTU
+ * lost under a burst of set-ups leaves its side established, and its
+ * sends then fail after the transport's retries).  Connected lazily, this
+ * side connects itself when it waits for the lane, or when it is the
+ * lower rank: its request makes the peer drop a stale side (the verdict
+ * TR_CONN_REJECT_STALE) and then wins.  (Eagerly the lower rank is always
+ * the one that connected, and it rebuilds what breaks.) */
+static void retry_failed_accept(struct tr_lane *l)
+{
+	struct triad_ctx *ctx = l->ctx;
+
+	if (ctx->cfg.connect != TR_CONNECT_LAZY || ctx->closing || ctx->peers[l->peer].gone ||
+	    !(l->first_use || tr_conn_rebuilds(ctx->rank, l->peer)))
+		return;
+	if (!l->first_use) {
+		l->first_use = 1;
+		l->attempts = 0;
+		l->deadline = 0;
+	}
+	l->want_connect = 1;
+	tr_progress_kick(ctx);
 }
 
 /* ---- rdma_cm events --------------------------------------------------------------*/
@@ -410,8 +652,11 @@ void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev
 		if (l->state == TR_LANE_CONNECTING) {
 			attempt_failed(l, why);
 		} else if (l->state == TR_LANE_ACCEPTING) {
+			tr_info("peer %d plane %d: the accepted connection failed (%s)", l->peer,
+				l->plane, why);
 			release(l);
 			lane_set_state(l, TR_LANE_DOWN);
+			retry_failed_accept(l);
 		}
 		break;
 	case TR_CM_DISCONNECTED:
@@ -479,6 +724,7 @@ static void check_drained(struct tr_lane *l)
 	/* At close, buffers a handler kept are taken back. */
 	if (l->rx_held && !l->ctx->closing && orphan(l))
 		return; /* no memory: the lane waits for them */
+	bury(l);
 	release(l);
 	lane_set_state(l, TR_LANE_FAILED);
 }
@@ -498,7 +744,7 @@ static void lane_break(struct tr_lane *l, enum triad_status why)
 			tr_list_del(&q->link);
 			l->nqueued--;
 			tr_peer_msg_lost(l, q->data, q->len, (unsigned)p, q->req);
-			free(q);
+			qnode_put(l->ctx, q);
 		}
 	}
 	check_drained(l);
@@ -614,7 +860,8 @@ static int post_msg(struct tr_lane *l, const void *data, int len, int slot, unsi
 	bool due;
 	int ret;
 
-	memcpy(b->data, data, (size_t)len);
+	if (data != b->data) /* else encoded in place (tr_lane_msg_buf) */
+		memcpy(b->data, data, (size_t)len);
 	due = tr_fc_rx_bsm_due(&l->fc_rx); /* does the status say something new? */
 	tr_fc_rx_bsm(&l->fc_rx, &n, &cf);
 	tr_wire_set_link(b->data, (uint8_t)slot, (uint8_t)prio, 1, n, cf);
@@ -688,23 +935,18 @@ static void pump_bsm(struct tr_lane *l, int force)
 	}
 }
 
-/* Sends what flow control allows: queued messages by priority (a
- * priority that must wait blocks the lower ones, which need more free
- * slots), then a standalone BSM if our status changed and nothing carried
- * it. */
-static void pump(struct tr_lane *l)
+/* Sends the queued messages flow control allows, by priority (a priority
+ * that must wait blocks the lower ones, which need more free slots).
+ * -1 when the lane failed. */
+static int pump_msgs(struct tr_lane *l)
 {
-	unsigned p;
-
-	if (l->state != TR_LANE_UP)
-		return;
-	for (p = 0; p < TR_FC_NPRIO; p++) {
+	for (unsigned p = 0; p < TR_FC_NPRIO; p++) {
 		while (!tr_list_empty(&l->msgq[p])) {
 			struct queued_msg *q = tr_list_first(&l->msgq[p], struct queued_msg, link);
 			int slot;
 
 			if (!l->tx_free || !l->sq_avail)
-				goto bsm; /* pump_bsm waits for room too */
+				return 0; /* pump_bsm waits for room too */
 			if (!tr_peer_seq_ok(l, q->data)) {
 				/* Too far ahead of what the peer has: the completion
 				 * that moves the window pumps it again. */
@@ -713,18 +955,30 @@ static void pump(struct tr_lane *l)
 			}
 			slot = tr_fc_tx_pick(&l->fc_tx, p);
 			if (slot < 0)
-				goto bsm;
+				return 0;
 			if (post_msg(l, q->data, q->len, slot, p, q->req)) {
 				tr_lane_fail(l, TRIAD_S_TRANSPORT);
-				return;
+				return -1;
 			}
 			tr_list_del(&q->link);
 			l->nqueued--;
-			free(q);
+			qnode_put(l->ctx, q);
 		}
 	}
-bsm:
-	pump_bsm(l, 0);
+	return 0;
+}
+
+/* What the lane can send now: queued messages, then a standalone BSM if
+ * our status changed and nothing carried it.  Runs after every completion,
+ * so what has nothing to do costs a test each. */
+static void pump(struct tr_lane *l)
+{
+	if (l->state != TR_LANE_UP)
+		return;
+	if (l->nqueued && pump_msgs(l))
+		return;
+	if (tr_fc_rx_bsm_due(&l->fc_rx)) /* else proto/fc would decide: nothing new */
+		pump_bsm(l, 0);
 	if (l->ctx->choice.rules) /* a pass: waiting messages may go elsewhere now */
 		tr_peer_redecide(l->ctx, &l->ctx->peers[l->peer]);
 }
@@ -762,7 +1016,7 @@ static int lane_queue(struct tr_lane *l, const void *data, int len, unsigned pri
 		}
 		return 0;
 	}
-	q = malloc(sizeof(*q) + (size_t)len);
+	q = qnode_get(l->ctx, len);
 	if (!q)
 		return -ENOMEM;
 	memcpy(q->data, data, (size_t)len);
@@ -792,6 +1046,11 @@ int tr_lane_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
 		   struct triad_req *req)
 {
 	return lane_queue(l, data, len, prio, req, LQ_RESENT);
+}
+
+void *tr_lane_msg_buf(struct tr_lane *l)
+{
+	return l->state == TR_LANE_UP && l->tx_free ? l->tx_free->data : NULL;
 }
 
 int tr_lane_room(const struct tr_lane *l, unsigned prio)
@@ -826,7 +1085,7 @@ int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio)
 	tr_list_del(&q->link);
 	from->nqueued--;
 	to->stats.detours++;
-	free(q);
+	qnode_put(from->ctx, q);
 	return 0;
 }
 
@@ -878,6 +1137,16 @@ void tr_lane_release(struct tr_buf *b)
 	check_drained(l);
 }
 
+/* A flushed work request means the QP is in the error state already: the
+ * peer's disconnect, or an error on another work request, whose event is
+ * not handled yet.  The lane is broken from now on, so that what comes back
+ * flushed goes to another lane rather than to this one again. */
+static void flushed_while_up(struct tr_lane *l, const struct tr_fab_wc *wc)
+{
+	if (wc->flushed && l->state == TR_LANE_UP)
+		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
+}
+
 static void on_recv(struct tr_buf *b, const struct tr_fab_wc *wc)
 {
 	struct tr_lane *l = b->lane;
@@ -890,6 +1159,7 @@ static void on_recv(struct tr_buf *b, const struct tr_fab_wc *wc)
 			tr_warn("peer %d plane %d: receive failed: %s", l->peer, l->plane, wc->why);
 			tr_lane_fail(l, wc->status);
 		}
+		flushed_while_up(l, wc);
 		check_drained(l);
 		return;
 	}
@@ -962,6 +1232,7 @@ static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
 			tr_warn("peer %d plane %d: send failed: %s", l->peer, l->plane, wc->why);
 			tr_lane_fail(l, wc->status);
 		}
+		flushed_while_up(l, wc);
 		/* It may or may not have arrived; the peer sends it again on
 		 * another lane and the receiver drops a duplicate by its sequence
 		 * number.  A BSM belongs to this lane: it dies with it. */
@@ -993,6 +1264,7 @@ static void on_rma(struct triad_req *req, const struct tr_fab_wc *wc)
 	l->sq_avail++;
 	l->rma_posted--;
 	if (st != TRIAD_S_OK) {
+		flushed_while_up(l, wc);
 		if (wc->flushed) {
 			st = l->down_status;
 		} else {
@@ -1007,9 +1279,12 @@ static void on_rma(struct triad_req *req, const struct tr_fab_wc *wc)
 			tr_lane_fail(l, st);
 		}
 	}
-	/* Retries exceeded is the connection's fault, not the operation's:
-	 * like a flushed one, it may be done again on another plane. */
-	tr_rma_done(req, st, wc->flushed || wc->status == TRIAD_S_UNREACHABLE);
+	/* A fault of the connection, not of the operation (flushed, retries
+	 * exceeded, the responder's invalid-request NAK: fabric/wc.h) may be
+	 * done again on another plane.  CI once saw rxe NAK a copy chunk's
+	 * WRITE as an invalid request: final, it failed the copy although
+	 * two planes were live. */
+	tr_rma_done(req, st, wc->conn_fault);
 	if (l->state == TR_LANE_UP) {
 		pump(l);
 		tr_rma_pump(l);

@@ -101,6 +101,10 @@ struct tr_lane {
 	int attempts;
 	int want_reconnect; /* broken after start-up: the progress thread retries */
 	int peer_closed;    /* it broke because the peer disconnected */
+	/* Connect on first use (TRIAD_CONNECT=lazy, tr_lane_use). */
+	int ever_up;	  /* it has been up: from now on the lower rank rebuilds it */
+	int first_use;	  /* its first connection is being set up for an operation */
+	int want_connect; /* the progress thread makes that attempt (it owns the timers) */
 };
 
 /* Completion cookies: pointer | tag; every pointer is 8-byte aligned. */
@@ -126,6 +130,13 @@ void tr_lane_destroy(struct tr_lane *l); /* at context close */
 /* Progress thread: start reconnecting l if it broke after start-up and
  * this side connects (the lower rank); retries until up or closing. */
 void tr_lane_reconnect(struct tr_lane *l);
+/* Connect on first use: an operation wants the peer.  A lane never up,
+ * with no attempt under way, is connected now (by the progress thread).
+ * 1 while the lane's first connection is being set up (by either side). */
+int tr_lane_use(struct tr_lane *l);
+int tr_lane_setting_up(const struct tr_lane *l);
+/* Progress thread: make the attempt tr_lane_use asked for. */
+void tr_lane_connect_wanted(struct tr_lane *l);
 /* Queue an encoded message (its sequence number already in it) on
  * priority prio; it goes as soon as the peer has a slot for it.  req (may
  * be NULL) completes when it arrived.  movable: its lane was a free
@@ -134,6 +145,13 @@ void tr_lane_reconnect(struct tr_lane *l);
  * -ENOTCONN, -EMSGSIZE. */
 int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
 		 struct triad_req *req, int movable);
+/* Where to encode a message for tr_lane_send, so that one that can go out
+ * at once is posted from there (no copy), or NULL: the lane's next free
+ * send buffer, peer_slot_size bytes, valid until the next call into the
+ * lane. */
+void *tr_lane_msg_buf(struct tr_lane *l);
+/* Frees the context's cache of queue nodes (at context close). */
+void tr_lane_qcache_free(struct triad_ctx *ctx);
 /* The same for a message a broken lane gave back: it goes ahead of the
  * messages of its priority queued here (behind others given back), so
  * that the receiver's window of sequence numbers never has to span a

@@ -101,13 +101,23 @@ int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags)
  * there now), it is posted there at once.  This is its one detour.  The
  * receiver's window and strict order do not care which lane a message
  * took. */
+/* Only a queued message can move: most passes (after every completion)
+ * find none, and stop here rather than ask the choice per priority. */
+static bool queued_anywhere(const struct triad_ctx *ctx, const struct tr_peer *p)
+{
+	for (int q = 0; q < ctx->nplanes; q++)
+		if (p->lane[q].nqueued)
+			return true;
+	return false;
+}
+
 void tr_peer_redecide(struct triad_ctx *ctx, struct tr_peer *p)
 {
 	struct tr_choice_plane in[TRIAD_MAX_PLANES];
 	struct tr_choice_msg m;
 	struct tr_choice out;
 
-	if (ctx->nplanes < 2 || ctx->closing)
+	if (ctx->nplanes < 2 || ctx->closing || !queued_anywhere(ctx, p))
 		return;
 	for (unsigned prio = 0; prio < TR_FC_NPRIO; prio++) {
 		for (int moves = 0; moves < TR_SEQ_WINDOW; moves++) {
@@ -180,20 +190,45 @@ int tr_peer_reachable(const struct triad_ctx *ctx, int peer)
 	return 0;
 }
 
+int tr_peer_alive(const struct triad_ctx *ctx, int peer)
+{
+	if (tr_peer_reachable(ctx, peer))
+		return 1;
+	if (ctx->cfg.connect != TR_CONNECT_LAZY)
+		return 0;
+	for (int q = 0; q < ctx->nplanes; q++) {
+		const struct tr_lane *l = &ctx->peers[peer].lane[q];
+
+		if (!l->ever_up && l->state != TR_LANE_FAILED)
+			return 1;
+	}
+	return 0;
+}
+
+static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct triad_req *req);
+
 static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct triad_req *req,
 		   int movable)
 {
 	struct tr_peer *p = &l->ctx->peers[l->peer];
 	size_t need = tr_msg_len(m);
-	char stack[TR_WIRE_CTRL_LEN], *buf = stack;
+	char stack[TR_WIRE_CTRL_LEN], *buf, *heap = NULL;
 	int len, ret;
 
-	if (l->state != TR_LANE_UP || l->ctx->closing) /* closing: nothing is sent any more */
+	if (l->ctx->closing) /* nothing is sent any more */
 		return -ENOTCONN;
+	if (l->state != TR_LANE_UP) /* a free choice may wait for a first connection */
+		return movable && tr_peer_await(l->ctx, l->peer) ? await_msg(p, m, prio, req)
+								  : -ENOTCONN;
 	if (need > l->peer_slot_size)
 		return -EMSGSIZE;
-	if (need > sizeof(stack) && !(buf = malloc(need)))
+	/* Encoded where it is posted from when it can go at once; else the
+	 * queue copies it from there. */
+	buf = tr_lane_msg_buf(l);
+	if (!buf && need > sizeof(stack) && !(buf = heap = malloc(need)))
 		return -ENOMEM;
+	if (!buf)
+		buf = stack;
 	m->seq = p->tx_seq[prio];
 	m->slot = 0; /* the link fields are set when it is posted */
 	m->prio = (uint8_t)prio;
@@ -201,8 +236,7 @@ static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct tr
 	ret = len < 0 ? len : tr_lane_send(l, buf, len, prio, req, movable);
 	if (!ret)
 		p->tx_seq[prio]++;
-	if (buf != stack)
-		free(buf);
+	free(heap);
 	return ret;
 }
 
@@ -421,6 +455,180 @@ static void skip_receive(struct tr_lane *l, const struct tr_msg *m)
 	tr_debug("peer %d: %u lost message(s) skipped", l->peer, m->u.seq_skip.count);
 }
 
+/* ---- connect on first use (TRIAD_CONNECT=lazy) ------------------------------------*/
+/* While a peer's first connection is set up, a message to it waits here,
+ * encoded with its sequence number (so the order of everything sent to
+ * the peer is that of the calls), and goes on the first lane up.  A
+ * message that cannot go is lost like one no plane was left for: its
+ * numbers are skipped (SEQ_SKIP) should a lane come up later. */
+struct tr_await_msg {
+	struct tr_list link;
+	struct triad_req *req;
+	unsigned prio;
+	int len;
+	char data[];
+};
+
+/* Past the connect timeout, a margin for the last attempt's answer. */
+#define AWAIT_SLACK_MS 5000
+
+static int setting_up(const struct triad_ctx *ctx, const struct tr_peer *p)
+{
+	for (int q = 0; q < ctx->nplanes; q++)
+		if (tr_lane_setting_up(&p->lane[q]))
+			return 1;
+	return 0;
+}
+
+int tr_peer_await(struct triad_ctx *ctx, int peer)
+{
+	struct tr_peer *p = &ctx->peers[peer];
+	int busy = 0;
+
+	if (ctx->cfg.connect != TR_CONNECT_LAZY || !ctx->initialized || ctx->closing || p->gone ||
+	    peer == ctx->rank)
+		return 0;
+	for (int q = 0; q < ctx->nplanes; q++)
+		busy |= tr_lane_use(&p->lane[q]);
+	if (busy && !p->awaiting) {
+		p->awaiting = 1;
+		p->await_deadline_ns =
+			tr_now_ns() + (uint64_t)(ctx->cfg.connect_timeout_ms + AWAIT_SLACK_MS) *
+					      1000000;
+	}
+	return busy;
+}
+
+/* a, its len bytes written, waits for the peer's first lane up. */
+static void await_push(struct tr_peer *p, struct tr_await_msg *a, int len, unsigned prio,
+		       struct triad_req *req)
+{
+	a->len = len;
+	a->prio = prio;
+	a->req = req;
+	tr_list_add_tail(&p->await_msgs, &a->link);
+	p->nawait_msgs++;
+}
+
+static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct triad_req *req)
+{
+	const struct triad_ctx *ctx = p->lane[0].ctx;
+	size_t need = tr_msg_len(m);
+	struct tr_await_msg *a;
+	int len;
+
+	/* The peer's slot size comes with its connection: ours is the guess
+	 * (checked again when it goes). */
+	if (need > (size_t)ctx->cfg.slot_size)
+		return -EMSGSIZE;
+	a = malloc(sizeof(*a) + need);
+	if (!a)
+		return -ENOMEM;
+	m->seq = p->tx_seq[prio];
+	m->slot = 0;
+	m->prio = (uint8_t)prio;
+	len = tr_msg_encode(m, a->data, need);
+	if (len < 0) {
+		free(a);
+		return len;
+	}
+	p->tx_seq[prio]++;
+	await_push(p, a, len, prio, req);
+	return 0;
+}
+
+static void await_msg_lost(struct tr_peer *p, struct tr_await_msg *a, enum triad_status st)
+{
+	tr_list_del(&a->link);
+	p->nawait_msgs--;
+	skip_lost(p, a->data, a->len);
+	if (a->req)
+		tr_req_complete(a->req, st);
+	free(a);
+}
+
+/* A lane is up: what waited goes, in order, where the choice says now. */
+static void await_msgs_send(struct triad_ctx *ctx, struct tr_peer *p)
+{
+	while (!tr_list_empty(&p->await_msgs)) {
+		struct tr_await_msg *a = tr_list_first(&p->await_msgs, struct tr_await_msg, link);
+		struct tr_lane *l = tr_peer_lane(ctx, p->rank, 0);
+		int ret;
+
+		if (l->state != TR_LANE_UP)
+			return; /* up, but not live (its port is down): the next change */
+		ret = tr_lane_send(l, a->data, a->len, a->prio, a->req, 1);
+		if (ret) {
+			tr_warn("rank %d: a %s that waited for the connection cannot go: %s",
+				p->rank, tr_msg_type_str(tr_wire_type(a->data)), strerror(-ret));
+			await_msg_lost(p, a, TRIAD_S_TRANSPORT);
+			continue;
+		}
+		tr_list_del(&a->link);
+		p->nawait_msgs--;
+		free(a);
+	}
+}
+
+static void await_fail(struct triad_ctx *ctx, struct tr_peer *p, enum triad_status st)
+{
+	if (p->nawait_msgs || !tr_list_empty(&p->await_rma))
+		tr_warn("rank %d: not connected on any plane: %u message(s) and the puts and gets "
+			"waiting for it fail (%s)", p->rank, p->nawait_msgs, triad_status_str(st));
+	while (!tr_list_empty(&p->await_msgs))
+		await_msg_lost(p, tr_list_first(&p->await_msgs, struct tr_await_msg, link), st);
+	tr_rma_await_flush(ctx, p, 1, st);
+	if (!tr_peer_reachable(ctx, p->rank))
+		tr_win_peer_lost(ctx, p->rank, st); /* lookups whose query waited */
+	p->awaiting = 0;
+}
+
+/* A lane of p changed state: what waits goes, keeps waiting while a lane
+ * is being set up, or fails once every lane gave up. */
+static void await_settle(struct triad_ctx *ctx, struct tr_peer *p)
+{
+	if (!p->awaiting || p->await_settling)
+		return;
+	p->await_settling = 1; /* sending may break a lane, which calls in again */
+	if (tr_peer_reachable(ctx, p->rank))
+		await_msgs_send(ctx, p);
+	tr_rma_await_flush(ctx, p, 0, TRIAD_S_OK);
+	if (!setting_up(ctx, p)) {
+		if (p->nawait_msgs || !tr_list_empty(&p->await_rma) ||
+		    !tr_peer_reachable(ctx, p->rank))
+			await_fail(ctx, p, TRIAD_S_UNREACHABLE);
+		p->awaiting = 0;
+	}
+	p->await_settling = 0;
+}
+
+void tr_peer_await_tick(struct triad_ctx *ctx)
+{
+	uint64_t now = tr_now_ns();
+
+	for (int r = 0; r < ctx->size; r++) {
+		struct tr_peer *p = &ctx->peers[r];
+
+		if (p->awaiting && !p->await_settling && now >= p->await_deadline_ns) {
+			tr_warn("rank %d: no connection after %d ms", r, ctx->cfg.connect_timeout_ms);
+			await_fail(ctx, p, TRIAD_S_UNREACHABLE);
+		}
+	}
+}
+
+void tr_peer_await_cancel(struct triad_ctx *ctx)
+{
+	for (int r = 0; r < ctx->size; r++) {
+		struct tr_peer *p = &ctx->peers[r];
+
+		while (!tr_list_empty(&p->await_msgs))
+			await_msg_lost(p, tr_list_first(&p->await_msgs, struct tr_await_msg, link),
+				       TRIAD_S_CANCELLED);
+		tr_rma_await_flush(ctx, p, 1, TRIAD_S_CANCELLED);
+		p->awaiting = 0;
+	}
+}
+
 void tr_peer_free(struct tr_peer *p)
 {
 	for (unsigned q = 0; q < TR_FC_NPRIO; q++) {
@@ -608,11 +816,38 @@ static int after_chunks(struct tr_lane *alt, const void *data, int len, unsigned
 	return 1;
 }
 
+/* TRIAD_CONNECT=lazy: the lane that broke was the peer's only one up so
+ * far, and another is still being set up (a burst of first connections
+ * can break the first one up before the rest are).  The message, encoded
+ * with its sequence number, waits for that one as the messages sent before
+ * any lane was up do (the receiver drops it should its first copy have
+ * arrived).  1 when it waits. */
+static int await_again(struct tr_lane *l, const void *data, int len, unsigned prio,
+		       struct triad_req *req)
+{
+	struct triad_ctx *ctx = l->ctx;
+	struct tr_peer *p = &ctx->peers[l->peer];
+	struct tr_await_msg *a;
+
+	if (!tr_peer_await(ctx, p->rank) || !(a = malloc(sizeof(*a) + (size_t)len)))
+		return 0;
+	memcpy(a->data, data, (size_t)len);
+	await_push(p, a, len, prio, req);
+	tr_debug("a message to rank %d waits for a plane being connected (plane %d broke)",
+		 p->rank, l->plane);
+	return 1;
+}
+
 void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
 		      struct triad_req *req)
 {
 	struct triad_ctx *ctx = l->ctx;
-	struct tr_lane *alt = tr_peer_lane(ctx, l->peer, 0);
+	/* A copy's messages take the plane its chunks were done again on
+	 * (rma.c's redo chooses without a detour), so that a COPY_DATA
+	 * follows them on one connection, in order, not on a less loaded
+	 * plane that could tell the destination before the data is there. */
+	struct tr_lane *alt =
+		tr_peer_lane(ctx, l->peer, tr_wire_type(data) == TR_MSG_COPY ? TR_F_NO_DETOUR : 0);
 
 	if (ctx->closing) {
 		if (req)
@@ -626,7 +861,11 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
 	if (alt == l || tr_lane_resend(alt, data, len, prio, req)) {
 		/* Nobody waits for our BYE, nor for anything to a peer that said
 		 * its own: that is a peer closing first, not a fault. */
-		if (ctx->peers[l->peer].gone || tr_wire_type(data) == TR_MSG_BYE)
+		int closing = ctx->peers[l->peer].gone || tr_wire_type(data) == TR_MSG_BYE;
+
+		if (!closing && await_again(l, data, len, prio, req))
+			return;
+		if (closing)
 			tr_info("a message to rank %d is lost: it is closing", l->peer);
 		else
 			tr_warn("a message to rank %d is lost: no live plane left (it broke on "
@@ -655,8 +894,11 @@ void tr_peer_lane_changed(struct tr_lane *l)
 		while (!tr_list_empty(&l->rmaq))
 			tr_rma_lane_broken(tr_list_first(&l->rmaq, struct triad_req, link),
 					   l->down_status);
-		tr_win_lane_broken(ctx, l);
-		if (ctx->initialized && !ctx->closing && !tr_peer_reachable(ctx, l->peer)) {
+		/* A first connection that failed while another plane's is still
+		 * set up: what waits for the peer waits on. */
+		if (l->ever_up || !tr_peer_alive(ctx, l->peer))
+			tr_win_lane_broken(ctx, l);
+		if (ctx->initialized && !ctx->closing && !tr_peer_alive(ctx, l->peer)) {
 			tr_copy_peer_lost(ctx, l->peer);
 			tr_bcast_peer_lost(ctx, l->peer);
 		}
@@ -673,5 +915,6 @@ void tr_peer_lane_changed(struct tr_lane *l)
 				tr_peer_send_on(alt, &m, TR_FC_HIGH, NULL);
 		}
 	}
+	await_settle(ctx, &ctx->peers[l->peer]);
 	tr_ctx_signal(ctx);
 }

@@ -314,6 +314,7 @@ static void start_linger(struct triad_ctx *ctx)
 
 		ev_timer_set(&ctx->linger_w, s < most ? s : most, 0.);
 		ev_timer_start(ctx->loop, &ctx->linger_w);
+		ctx->linger_on = 1;
 	}
 }
 
@@ -321,8 +322,12 @@ void tr_progress_linger(struct triad_ctx *ctx)
 {
 	if (on_progress_thread(ctx)) {
 		start_linger(ctx);
-	} else if (!ctx->linger_wanted) {
-		ctx->linger_wanted = 1; /* the progress thread owns the timers */
+	} else if (!ctx->linger_wanted && !ctx->linger_on) {
+		/* The progress thread owns the timers.  One that runs already
+		 * flushes this lane too, only sooner: no wake-up for it (a
+		 * polling receiver started a linger every few messages, each an
+		 * eventfd write, a wake-up and a fight for the lock). */
+		ctx->linger_wanted = 1;
 		ev_async_send(ctx->loop, &ctx->kick_w);
 	}
 }
@@ -347,6 +352,7 @@ static void linger_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&ctx->lock);
+	ctx->linger_on = 0;
 	each_lane(ctx, tr_lane_bsm_flush);
 	pthread_mutex_unlock(&ctx->lock);
 }
@@ -359,6 +365,7 @@ static void kick_cb(struct ev_loop *loop, ev_async *w, int revents)
 	(void)revents;
 	pthread_mutex_lock(&ctx->lock);
 	each_lane(ctx, tr_lane_reconnect);
+	each_lane(ctx, tr_lane_connect_wanted); /* first uses (TRIAD_CONNECT=lazy) */
 	if (ctx->linger_wanted)
 		start_linger(ctx);
 	if (ctx->rearm_asked) {
@@ -377,6 +384,8 @@ static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	pthread_mutex_lock(&ctx->lock);
 	each_lane(ctx, tr_lane_fc_tick);
 	tr_copy_progress(ctx);
+	if (ctx->cfg.connect == TR_CONNECT_LAZY)
+		tr_peer_await_tick(ctx);
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 }

@@ -125,6 +125,43 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 	tr_ctx_signal(ctx);
 }
 
+/* Posts req's next n bytes on l; tr_lane_post_rma's result. */
+static int post_chunk(struct tr_lane *l, struct triad_req *req, uint64_t n)
+{
+	struct tr_rwin *rw = req->rwin;
+	int ret = tr_lane_post_rma(l, req->kind == TR_REQ_GET ? TR_RMA_READ : TR_RMA_WRITE,
+				   req->buf + req->posted, (uint32_t)n, req->mr,
+				   rw->base + req->off + req->posted, rw->rkey[l->plane], req);
+
+	if (!ret) {
+		req->posted += n;
+		req->inflight++;
+	}
+	return ret;
+}
+
+/* The common case, one chunk and nothing queued ahead on the lane: posted
+ * here, without the queue.  1 when it went out; 0 leaves it to the queue
+ * (several chunks, a message to send after it, no room). */
+static int post_whole(struct tr_lane *l, struct triad_req *req)
+{
+	int ret;
+
+	if (req->len > l->ctx->cfg.chunk_size || req->then || req->then_raw ||
+	    req->rwin->state != TR_RWIN_READY)
+		return 0;
+	ret = post_chunk(l, req, req->len);
+	if (ret == -EAGAIN)
+		return 0;
+	if (ret) {
+		req->posted = req->len; /* nothing more of it goes out */
+		req->status = TRIAD_S_TRANSPORT;
+		tr_lane_fail(l, TRIAD_S_TRANSPORT); /* its queue is empty: nothing else fails */
+		tr_req_complete(req, TRIAD_S_TRANSPORT);
+	}
+	return 1;
+}
+
 void tr_rma_start(struct triad_req *req)
 {
 	struct tr_rwin *rw = req->rwin;
@@ -162,6 +199,8 @@ void tr_rma_start(struct triad_req *req)
 		tr_req_complete(req, TRIAD_S_NO_MEMORY);
 		return;
 	}
+	if (tr_list_empty(&l->rmaq) && post_whole(l, req))
+		return;
 	tr_list_add_tail(&l->rmaq, &req->link);
 	tr_rma_pump(l);
 }
@@ -186,11 +225,7 @@ void tr_rma_pump(struct tr_lane *l)
 			continue;
 		}
 		while (req->posted < req->len) {
-			uint64_t n = tr_chunk_len(req->len, chunk, req->posted);
-			int ret = tr_lane_post_rma(l, req->kind == TR_REQ_GET ? TR_RMA_READ : TR_RMA_WRITE,
-						   req->buf + req->posted, (uint32_t)n, req->mr,
-						   rw->base + req->off + req->posted,
-						   rw->rkey[l->plane], req);
+			int ret = post_chunk(l, req, tr_chunk_len(req->len, chunk, req->posted));
 
 			if (ret == -EAGAIN)
 				return;
@@ -200,8 +235,6 @@ void tr_rma_pump(struct tr_lane *l)
 				tr_lane_fail(l, TRIAD_S_TRANSPORT);
 				return;
 			}
-			req->posted += n;
-			req->inflight++;
 		}
 		tr_list_del(&req->link);
 		if (req->then) { /* it waited for this request's last chunk */
@@ -225,7 +258,8 @@ void tr_rma_pump(struct tr_lane *l)
 	}
 }
 
-/* A flushed put, get or copy chunk is done again, whole, on the lane the
+/* A put, get or copy chunk whose connection failed it (flushed, retries
+ * exceeded, an invalid-request NAK) is done again, whole, on the lane the
  * plane choice gives now (each may be repeated): a stale access or a
  * plane fault then fails only the request it hit.  Pinned ones are not
  * moved, and each is moved at most twice per plane.  A copy's COPY_DATA,
@@ -248,10 +282,32 @@ static void redo(struct triad_req *req)
 	req->redos++;
 	req->posted = 0;
 	req->lane = tr_peer_lane(ctx, req->peer, TR_F_NO_DETOUR);
+	if (req->kind != TR_REQ_CHUNK && req->lane->state != TR_LANE_UP &&
+	    tr_peer_await(ctx, req->peer)) {
+		/* TRIAD_CONNECT=lazy: the peer's only lane up so far broke
+		 * while another is being set up; wait for it, as a first use
+		 * does (registered again for its plane when it goes). */
+		unregister(req);
+		req->mr = NULL;
+		tr_rma_await(ctx, req);
+		return;
+	}
 	tr_debug("%s to rank %d: done again on plane %d",
 		 req->kind == TR_REQ_GET ? "get" : req->kind == TR_REQ_PUT ? "put" : "copy chunk",
 		 req->peer, req->lane->plane);
-	if (req->plane != req->lane->plane) {
+	if (req->kind == TR_REQ_CHUNK) {
+		/* A copy chunk reads this rank's window for another rank's
+		 * order, and the window may have gone (its registrations with
+		 * it) while the chunk came back: read it only if it is still
+		 * there. */
+		lw = tr_win_find_addr(ctx, req->buf, req->len);
+		if (!lw || !(lw->access & TRIAD_WIN_READ)) {
+			tr_req_complete(req, TRIAD_S_NO_WINDOW);
+			return;
+		}
+		req->mr = lw->mr[req->lane->plane];
+		req->plane = req->lane->plane;
+	} else if (req->plane != req->lane->plane) {
 		/* Registrations are per plane. */
 		unregister(req);
 		lw = tr_win_find_addr(ctx, req->buf, req->len);
@@ -277,10 +333,10 @@ void tr_rma_lane_broken(struct triad_req *req, enum triad_status st)
 		tr_req_complete(req, req->status);
 }
 
-void tr_rma_done(struct triad_req *req, enum triad_status st, int flushed)
+void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault)
 {
 	req->inflight--;
-	if (st != TRIAD_S_OK && flushed && may_redo(req)) {
+	if (st != TRIAD_S_OK && conn_fault && may_redo(req)) {
 		req->redo = 1;
 	} else if (st != TRIAD_S_OK && req->status == TRIAD_S_OK) {
 		req->status = st;
@@ -389,13 +445,89 @@ static int stripe(struct triad_ctx *ctx, struct triad_req *req)
 	return 1;
 }
 
+/* A put or get to another rank goes to the lane the choice gives; with
+ * TRIAD_CONNECT=lazy it may first wait for the peer's first connection
+ * (may_wait: not when that wait is over). */
+static void rma_issue(struct triad_ctx *ctx, struct triad_req *req, int may_wait)
+{
+	struct tr_lane *l = tr_peer_lane(ctx, req->peer, req->flags | TR_F_NO_DETOUR);
+	struct triad_win *lw;
+
+	req->plane = l->plane;
+	req->lane = l;
+	if (!tr_fab_plane_port_up(ctx->fab, l->plane)) {
+		tr_req_complete(req, TRIAD_S_PLANE_DOWN);
+		return;
+	}
+	if (l->state != TR_LANE_UP) {
+		if (may_wait && tr_peer_await(ctx, req->peer))
+			tr_rma_await(ctx, req);
+		else
+			tr_req_complete(req, l->down_status);
+		return;
+	}
+	if ((req->flags & TRIAD_F_STRIPE) && req->len >= ctx->cfg.stripe_min && stripe(ctx, req))
+		return;
+	/* A buffer inside a window is registered already; any other is
+	 * registered once the target's window has accepted the range. */
+	if (req->len && (lw = tr_win_find_addr(ctx, req->buf, req->len)))
+		req->mr = lw->mr[l->plane];
+	tr_lane_count(l, req, 0);
+	tr_win_lookup(ctx, req);
+}
+
+/* ---- connect on first use --------------------------------------------------------*/
+void tr_rma_await(struct triad_ctx *ctx, struct triad_req *req)
+{
+	tr_list_add_tail(&ctx->peers[req->peer].await_rma, &req->link);
+}
+
+/* Still to wait: its lane is not up, and is being set up (a pinned one),
+ * or some lane of the peer is. */
+static int still_waits(struct triad_ctx *ctx, struct tr_peer *p, const struct triad_req *req)
+{
+	const struct tr_lane *l = tr_peer_lane(ctx, p->rank, req->flags | TR_F_NO_DETOUR);
+
+	if (l->state == TR_LANE_UP)
+		return 0;
+	if (req->flags & TR_F_PLANE_PIN)
+		return tr_lane_setting_up(l);
+	for (int q = 0; q < ctx->nplanes; q++)
+		if (tr_lane_setting_up(&p->lane[q]))
+			return 1;
+	return 0;
+}
+
+void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st)
+{
+	struct tr_list todo;
+
+	/* Each once, in the order issued: what still waits goes back. */
+	tr_list_init(&todo);
+	while (!tr_list_empty(&p->await_rma)) {
+		struct tr_list *e = p->await_rma.next;
+
+		tr_list_del(e);
+		tr_list_add_tail(&todo, e);
+	}
+	while (!tr_list_empty(&todo)) {
+		struct triad_req *req = tr_list_first(&todo, struct triad_req, link);
+
+		tr_list_del(&req->link);
+		if (all)
+			tr_req_complete(req, st);
+		else if (still_waits(ctx, p, req))
+			tr_list_add_tail(&p->await_rma, &req->link);
+		else
+			rma_issue(ctx, req, 0);
+	}
+}
+
 static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, size_t len,
 		      int rank, uint32_t win, uint64_t off, unsigned flags, triad_req_t **req_p)
 {
 	const char *what = kind == TR_REQ_PUT ? "put" : "get";
 	struct triad_req *req;
-	struct tr_lane *l;
-	struct triad_win *lw;
 
 	if (!ctx || (!buf && len)) {
 		if (ctx)
@@ -431,25 +563,7 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		rma_self(ctx, req);
 		goto out;
 	}
-	l = tr_peer_lane(ctx, rank, flags | TR_F_NO_DETOUR);
-	req->plane = l->plane;
-	req->lane = l;
-	if (!tr_fab_plane_port_up(ctx->fab, l->plane)) {
-		tr_req_complete(req, TRIAD_S_PLANE_DOWN);
-		goto out;
-	}
-	if (l->state != TR_LANE_UP) {
-		tr_req_complete(req, l->down_status);
-		goto out;
-	}
-	if ((flags & TRIAD_F_STRIPE) && len >= ctx->cfg.stripe_min && stripe(ctx, req))
-		goto out;
-	/* A buffer inside a window is registered already; any other is
-	 * registered once the target's window has accepted the range. */
-	if (len && (lw = tr_win_find_addr(ctx, buf, len)))
-		req->mr = lw->mr[l->plane];
-	tr_lane_count(l, req, 0);
-	tr_win_lookup(ctx, req);
+	rma_issue(ctx, req, 1);
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;

@@ -290,6 +290,13 @@ void tr_win_lane_broken(struct triad_ctx *ctx, struct tr_lane *l)
 			rwin_fail(ctx, rw, l->down_status);
 }
 
+void tr_win_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
+{
+	for (struct tr_rwin *rw = ctx->peers[peer].rwins; rw; rw = rw->next)
+		if (rw->state == TR_RWIN_QUERYING)
+			rwin_fail(ctx, rw, st);
+}
+
 void tr_win_check_timeouts(struct triad_ctx *ctx)
 {
 	uint64_t now = tr_now_ns();

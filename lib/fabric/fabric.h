@@ -26,13 +26,15 @@ struct tr_fab;
 struct tr_qp; /* one RC QP and its rdma_cm id */
 struct tr_mr; /* one memory registration on one plane */
 
-/* What a completion says; flushed: the QP was broken (IBV_WC_WR_FLUSH_ERR). */
+/* What a completion says; flushed: the QP was broken (IBV_WC_WR_FLUSH_ERR);
+ * conn_fault: the connection failed it, another may do it (fabric/wc.h). */
 struct tr_fab_wc {
 	uint64_t cookie;
 	uint32_t len;		/* receives: bytes that arrived */
 	enum triad_status status;
 	int flushed;
-	const char *why;	/* the verbs status, for the log */
+	int conn_fault;
+	const char *why;	/* the verbs status, for the log (NULL on success) */
 };
 
 enum tr_cm_event {
@@ -144,9 +146,25 @@ int tr_fab_connect(struct tr_fab *fab, int plane, struct in_addr dst, uint16_t p
 /* Moves the QP to the error state (every posted work request completes,
  * flushed) and disconnects. */
 void tr_fab_qp_break(struct tr_qp *qp);
+/* A fault on purpose (triad_plane_refuse_writes): the QP stops allowing
+ * RDMA WRITEs into this side, so the next one that arrives is NAKed as an
+ * invalid request, which moves both ends into the error state.  0 or a
+ * negative errno. */
+int tr_fab_qp_refuse_writes(struct tr_qp *qp);
 /* Disconnects (if connected) and releases the QP and its id.  Only when
  * nothing is posted any more, or at close. */
 void tr_fab_qp_destroy(struct tr_qp *qp);
+/* tr_fab_qp_destroy in two steps, for a QP that was established.
+ * tr_fab_qp_retire() disconnects it (if connected) and cuts it from its
+ * owner: no event reaches ops for it any more.  tr_fab_qp_free() then
+ * releases it, and is the one call that may run on another thread, beside
+ * the caller's serialised ones: releasing a QP can block in the kernel for
+ * seconds (rxe: until the kernel lets go of the QP's last packet, which a
+ * link down can leave queued for about 3 s, docs/fabric.md).  Not for an
+ * attempt that never connected: librdmacm itself still moves its QP on a
+ * late REJECTED or connect response. */
+void tr_fab_qp_retire(struct tr_qp *qp);
+void tr_fab_qp_free(struct tr_qp *qp);
 uint32_t tr_fab_qp_num(const struct tr_qp *qp);
 /* Largest payload that goes inline (no registration needed). */
 uint32_t tr_fab_qp_max_inline(const struct tr_qp *qp);

@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "fabric/internal.h"
+#include "fabric/wc.h"
 
 static int set_nonblock(int fd)
 {
@@ -241,19 +242,6 @@ uint32_t tr_fab_mr_rkey(const struct tr_mr *mr)
 }
 
 /* ---- completions --------------------------------------------------------------*/
-static enum triad_status wc_status(enum ibv_wc_status s)
-{
-	switch (s) {
-	case IBV_WC_SUCCESS: return TRIAD_S_OK;
-	case IBV_WC_REM_ACCESS_ERR:
-	case IBV_WC_REM_INV_REQ_ERR: return TRIAD_S_REMOTE_ACCESS;
-	case IBV_WC_RETRY_EXC_ERR:
-	case IBV_WC_RNR_RETRY_EXC_ERR:
-	case IBV_WC_WR_FLUSH_ERR: return TRIAD_S_UNREACHABLE;
-	default: return TRIAD_S_TRANSPORT;
-	}
-}
-
 static int poll_cq(struct tr_fab_plane *pl, struct ibv_cq *cq,
 		   void (*fn)(void *, const struct tr_fab_wc *))
 {
@@ -270,11 +258,10 @@ static int poll_cq(struct tr_fab_plane *pl, struct ibv_cq *cq,
 			struct tr_fab_wc w = {
 				.cookie = wc[i].wr_id,
 				.len = wc[i].byte_len,
-				.status = wc_status(wc[i].status),
-				.flushed = wc[i].status == IBV_WC_WR_FLUSH_ERR,
-				.why = ibv_wc_status_str(wc[i].status),
+				.why = wc[i].status ? ibv_wc_status_str(wc[i].status) : NULL,
 			};
 
+			tr_fab_wc_classify(wc[i].status, &w);
 			fn(pl->fab->arg, &w);
 		}
 		total += n;

@@ -92,13 +92,45 @@ void tr_fab_qp_break(struct tr_qp *qp)
 		disconnect(qp);
 }
 
+int tr_fab_qp_refuse_writes(struct tr_qp *qp)
+{
+	/* READs stay allowed: only the peer's WRITEs meet the fault. */
+	struct ibv_qp_attr attr = { .qp_access_flags = IBV_ACCESS_REMOTE_READ };
+	int ret;
+
+	if (!qp->qp)
+		return -ENOTCONN;
+	ret = ibv_modify_qp(qp->qp, &attr, IBV_QP_ACCESS_FLAGS);
+	if (ret) {
+		tr_warn("plane %d qp 0x%x: ibv_modify_qp(access flags): %s", qp->plane,
+			qp->qp->qp_num, strerror(ret));
+		return -ret;
+	}
+	return 0;
+}
+
+void tr_fab_qp_retire(struct tr_qp *qp)
+{
+	if (qp->connected)
+		disconnect(qp);
+	/* tr_fab_cm_dispatch takes an event whose id has no context for a
+	 * stale one, and reads the context before it acknowledges the event:
+	 * until then rdma_destroy_id, on the thread that frees the QP, waits. */
+	if (qp->id)
+		qp->id->context = NULL;
+}
+
+void tr_fab_qp_free(struct tr_qp *qp)
+{
+	tr_qp_release(qp);
+}
+
 void tr_fab_qp_destroy(struct tr_qp *qp)
 {
 	if (!qp)
 		return;
-	if (qp->connected)
-		disconnect(qp);
-	tr_qp_release(qp);
+	tr_fab_qp_retire(qp);
+	tr_fab_qp_free(qp);
 }
 
 uint32_t tr_fab_qp_num(const struct tr_qp *qp)

@@ -703,8 +703,10 @@ int tr_copy_desc(struct tr_copy *c, uint32_t initiator, uint64_t op_id,
 	return (int)o.n;
 }
 
-int tr_copy_chunk_done(struct tr_copy *c, uint32_t initiator, uint64_t op_id, uint64_t chunk,
-		       enum triad_status status, struct tr_copy_act *acts, unsigned cap)
+/* A chunk's report; a failure ends the op on leg fail_leg. */
+static int chunk_report(struct tr_copy *c, uint32_t initiator, uint64_t op_id, uint64_t chunk,
+			enum triad_status status, enum tr_copy_leg fail_leg,
+			struct tr_copy_act *acts, unsigned cap)
 {
 	struct tr_copy_sop *e;
 	uint64_t bit;
@@ -734,7 +736,7 @@ int tr_copy_chunk_done(struct tr_copy *c, uint32_t initiator, uint64_t op_id, ui
 		e->base++;
 	}
 	if (status != TRIAD_S_OK && e->state != TR_COPY_S_DRAIN) {
-		sop_fail(c, e, status, TR_COPY_LEG_S_D, &o);
+		sop_fail(c, e, status, fail_leg, &o);
 		return (int)o.n;
 	}
 	if (e->state == TR_COPY_S_WRITE)
@@ -742,6 +744,20 @@ int tr_copy_chunk_done(struct tr_copy *c, uint32_t initiator, uint64_t op_id, ui
 	else
 		sop_check(c, e, &o);
 	return (int)o.n;
+}
+
+int tr_copy_chunk_done(struct tr_copy *c, uint32_t initiator, uint64_t op_id, uint64_t chunk,
+		       enum triad_status status, struct tr_copy_act *acts, unsigned cap)
+{
+	return chunk_report(c, initiator, op_id, chunk, status, TR_COPY_LEG_S_D, acts, cap);
+}
+
+int tr_copy_chunk_refused(struct tr_copy *c, uint32_t initiator, uint64_t op_id, uint64_t chunk,
+			  enum triad_status status, struct tr_copy_act *acts, unsigned cap)
+{
+	if (!status_window(status))
+		return -EINVAL;
+	return chunk_report(c, initiator, op_id, chunk, status, TR_COPY_LEG_AT_SRC, acts, cap);
 }
 
 int tr_copy_peer_gone(struct tr_copy *c, uint32_t rank, struct tr_copy_act *acts, unsigned cap)

@@ -31,7 +31,8 @@
  *   at I:  tr_copy_request()         the application asked for a copy
  *          tr_copy_start_delivered() COPY_START's send completed (optional)
  *          tr_copy_recv(RESP|DONE)
- *   at S:  tr_copy_recv(START|RESP), tr_copy_desc(), tr_copy_chunk_done()
+ *   at S:  tr_copy_recv(START|RESP), tr_copy_desc(), tr_copy_chunk_done(),
+ *          tr_copy_chunk_refused()
  *   at D:  tr_copy_recv(DATA)
  *   any:   tr_copy_peer_gone(), tr_copy_tick(), tr_copy_cancel_all()
  *
@@ -368,6 +369,14 @@ int tr_copy_desc(struct tr_copy *c, uint32_t initiator, uint64_t op_id,
  * number of actions; an unexpected report is dropped and counted. */
 int tr_copy_chunk_done(struct tr_copy *c, uint32_t initiator, uint64_t op_id, uint64_t chunk,
 		       enum triad_status status, struct tr_copy_act *acts, unsigned cap);
+
+/* At S: WRITE chunk of op (initiator, op_id) was not posted because this
+ * rank's source window can no longer serve it (destroyed, or created again
+ * under its id smaller or without READ since COPY_START was checked):
+ * status NO_WINDOW, OUT_OF_BOUNDS or ACCESS (else -EINVAL).  Reported like
+ * tr_copy_chunk_done() with that status, but on leg AT_SRC. */
+int tr_copy_chunk_refused(struct tr_copy *c, uint32_t initiator, uint64_t op_id, uint64_t chunk,
+			  enum triad_status status, struct tr_copy_act *acts, unsigned cap);
 
 /* Rank is gone (every plane down, process dead): every op that depends on
  * it fails with UNREACHABLE and the leg it broke; source ops ordered by it

@@ -1,6 +1,6 @@
 /* Third-party copy on a real fabric, every rank a process (4 ranks).
  *
- *   test_copy [--count N] [--kill | --fail-plane P] [--phases LIST]
+ *   test_copy [--count N] [--kill | --fail-plane P | --refuse-writes P] [--phases LIST]
  *
  *   storm    every rank initiates N copies (default 250: 1000 in all) with a
  *            random source, destination and mode, sizes from 1 B to 8 MiB
@@ -27,6 +27,13 @@
  *            as a QP error would): the chunks and messages of the copies on
  *            it are done again on another plane, and every copy still
  *            completes OK with every byte in place.
+ *   --refuse-writes P
+ *            likewise, but every rank in turn makes its connections on plane
+ *            P refuse RDMA WRITEs (triad_plane_refuse_writes): the next chunk
+ *            or put a peer writes there is NAKed as an invalid request (as
+ *            rxe once did in CI), which is the connection's fault, not the
+ *            copy's: it is done again on another plane, every copy completes
+ *            OK and verifies, and at least one WRITE was refused in all.
  */
 #include <getopt.h>
 #include <unistd.h>
@@ -43,8 +50,9 @@
 #define BIG DATA_LEN /* one slot per initiator for the copies above SLOT */
 #define FLAG_OFF (SRC_LEN - 64) /* "stop computing" flag, for the large phase */
 #define DONE_OFF (SRC_LEN - 32) /* --kill: "rank r is done" flags */
+#define REFUSED_OFF DATA_LEN	/* --refuse-writes: rank r's refused WRITEs, at rank 0 */
 
-static int rank, size, kill_mode, fail_plane = -1;
+static int rank, size, kill_mode, fail_plane = -1, refuse_plane = -1;
 static long count = 250;
 static char *win;
 static uint64_t win_len;
@@ -120,6 +128,22 @@ static void finish_op(triad_ctx_t *ctx, struct op *o, char *buf, long *ok, long 
 		 triad_status_str(st), triad_copy_leg_str(leg));
 }
 
+/* --fail-plane or --refuse-writes (never both): this rank's turn to
+ * fault the plane in the middle of the storm. */
+static void plane_fault(triad_ctx_t *ctx)
+{
+	int fail = fail_plane >= 0, plane = fail ? fail_plane : refuse_plane, ret;
+
+	if (plane < 0)
+		return;
+	ret = fail ? triad_plane_fail(ctx, plane) : triad_plane_refuse_writes(ctx, plane);
+	FT_CHECK(ret == 0, "%s(%d): %s", fail ? "triad_plane_fail" : "triad_plane_refuse_writes",
+		 plane, strerror(-ret));
+	printf("rank %d: plane %d %s in the middle of the storm\n", rank, plane,
+	       fail ? "failed" : "refuses WRITEs");
+	fflush(stdout);
+}
+
 static void phase_storm(triad_ctx_t *ctx)
 {
 	struct op ops[NSLOT] = { 0 };
@@ -135,14 +159,8 @@ static void phase_storm(triad_ctx_t *ctx)
 		finish_op(ctx, o, buf, &ok, &failed);
 		if (big_user == s)
 			big_user = -1;
-		if (fail_plane >= 0 && i == count / 4 + rank * (count / 8)) {
-			int ret = triad_plane_fail(ctx, fail_plane);
-
-			FT_CHECK(ret == 0, "triad_plane_fail(%d): %s", fail_plane, strerror(-ret));
-			printf("rank %d: plane %d failed in the middle of the storm\n", rank,
-			       fail_plane);
-			fflush(stdout);
-		}
+		if (i == count / 4 + rank * (count / 8))
+			plane_fault(ctx);
 		if (kill_mode && rank == 3 && i == count / 4) {
 			printf("rank 3: dying in the middle of the storm\n");
 			fflush(stdout);
@@ -175,6 +193,38 @@ static void phase_storm(triad_ctx_t *ctx)
 	       rank, count, big, ok, failed,
 	       kill_mode ? " (only those that needed the dead rank)" : "");
 	free(buf);
+}
+
+/* --refuse-writes: the fault must have happened, or the storm proved
+ * nothing.  A refused WRITE counts as an error at its writer (the NAK),
+ * and any rank may be the one whose WRITE met it: rank 0 adds them up. */
+static void check_refused(triad_ctx_t *ctx)
+{
+	volatile uint64_t *at0 = (volatile uint64_t *)(win + REFUSED_OFF);
+	uint64_t errors = 0, sum = 0;
+	triad_req_t *req;
+
+	FT_CHECK(triad_plane_refuse_writes(ctx, triad_nplanes(ctx)) == -EINVAL &&
+			 triad_plane_refuse_writes(NULL, 0) == -EINVAL,
+		 "triad_plane_refuse_writes: a plane that does not exist");
+	for (int r = 0; r < size; r++) {
+		struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
+
+		if (r != rank && triad_conn_stats(ctx, r, refuse_plane, &cs) == 0)
+			errors += cs.errors;
+	}
+	FT_CHECK(triad_put(ctx, &errors, sizeof(errors), 0, WIN,
+			   REFUSED_OFF + (uint64_t)rank * sizeof(errors), 0, &req) == 0, "count");
+	FT_CHECK(ft_wait(req, 60000) == TRIAD_S_OK, "refused count to rank 0");
+	ft_barrier(ctx);
+	if (rank != 0)
+		return;
+	for (int r = 0; r < size; r++)
+		sum += at0[r];
+	FT_CHECK(sum > 0, "no WRITE on plane %d was refused: the fault never happened",
+		 refuse_plane);
+	printf("refuse-writes: %llu WRITE(s) refused on plane %d, every copy done again "
+	       "elsewhere\n", (unsigned long long)sum, refuse_plane);
 }
 
 static uint64_t sent_bytes(triad_ctx_t *ctx, uint64_t *copy_bytes)
@@ -363,6 +413,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = { { "count", required_argument, NULL, 'n' },
 					      { "kill", no_argument, NULL, 'k' },
 					      { "fail-plane", required_argument, NULL, 'f' },
+					      { "refuse-writes", required_argument, NULL, 'w' },
 					      { "phases", required_argument, NULL, 'p' },
 					      { NULL, 0, NULL, 0 } };
 	const char *phases = "storm,large,errors,notify";
@@ -370,20 +421,22 @@ int main(int argc, char **argv)
 	triad_win_t *w;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:kf:p:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:kf:w:p:", opts, NULL)) != -1) {
 		if (c == 'n')
 			count = atol(optarg);
 		else if (c == 'k')
 			kill_mode = 1;
 		else if (c == 'f')
 			fail_plane = atoi(optarg);
+		else if (c == 'w')
+			refuse_plane = atoi(optarg);
 		else if (c == 'p')
 			phases = optarg;
 		else
 			return 2;
 	}
-	if (kill_mode && fail_plane >= 0) {
-		fprintf(stderr, "test_copy: --kill and --fail-plane do not mix\n");
+	if ((kill_mode != 0) + (fail_plane >= 0) + (refuse_plane >= 0) > 1) {
+		fprintf(stderr, "test_copy: --kill, --fail-plane and --refuse-writes do not mix\n");
 		return 2;
 	}
 	ctx = ft_init();
@@ -399,10 +452,13 @@ int main(int argc, char **argv)
 		return 1;
 	ft_fill(win, SRC_LEN, (uint32_t)rank, 0);
 	memset(win + DONE_OFF, 0, 32); /* the --kill "done" flags start clear */
+	memset(win + REFUSED_OFF, 0, (size_t)size * sizeof(uint64_t)); /* --refuse-writes counts */
 	FT_CHECK(triad_win_create(ctx, WIN, win, win_len, NULL, &w) == 0, "window");
 	ft_barrier(ctx);
 	if (strstr(phases, "storm"))
 		phase_storm(ctx);
+	if (refuse_plane >= 0)
+		check_refused(ctx);
 	if (kill_mode) {
 		/* No barrier with a dead rank: each survivor tells the others it is
 		 * done (a put into their windows) and leaves when they all are, so

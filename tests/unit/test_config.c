@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "base/log.h"
 
-#define NVARS 29
+#define NVARS 30
 #define TRIAD_MAX_PLANES_TEST 9
 
 static const char *const all_vars[NVARS] = {
@@ -26,7 +26,7 @@ static const char *const all_vars[NVARS] = {
 	"TRIAD_BSM_LINGER_US", "TRIAD_COPY_TIMEOUT_MS", "TRIAD_COPY_OPS",
 	"TRIAD_BG_SPIN_US", "TRIAD_BCAST_PIPELINE", "TRIAD_TRACE", "TRIAD_ORDER",
 	"TRIAD_STRIPE_MIN", "TRIAD_ADAPTIVE", "TRIAD_ADAPTIVE_T", "TRIAD_ADAPTIVE_ALPHA",
-	"TRIAD_DAEMON",	     "TRIAD_DEVICES", "TRIAD_REG_CACHE",
+	"TRIAD_DAEMON",	     "TRIAD_DEVICES", "TRIAD_REG_CACHE", "TRIAD_CONNECT",
 };
 
 struct fake_env {
@@ -71,6 +71,7 @@ static void assert_defaults(const struct tr_config *c)
 	assert_true(c->stripe_min == 256 * 1024);
 	assert_true(c->reg_cache == 0);
 	assert_int_equal(c->adaptive, 1); /* occ */
+	assert_int_equal(c->connect, TR_CONNECT_EAGER);
 	assert_int_equal(c->adaptive_t, 8);
 	assert_int_equal(c->adaptive_alpha, 50);
 	assert_string_equal(c->devices, "");
@@ -334,6 +335,16 @@ static void test_order(void **state)
 	load_bad("TRIAD_ORDER", "1", "TRIAD_ORDER=1: not one of any, strict");
 }
 
+static void test_connect(void **state)
+{
+	(void)state;
+	assert_int_equal(load1("TRIAD_CONNECT", "eager").connect, TR_CONNECT_EAGER);
+	assert_int_equal(load1("TRIAD_CONNECT", "lazy").connect, TR_CONNECT_LAZY);
+	assert_int_equal(load1("TRIAD_CONNECT", "LAZY").connect, TR_CONNECT_LAZY);
+	load_bad("TRIAD_CONNECT", "ondemand", "TRIAD_CONNECT=ondemand: not one of eager, lazy");
+	load_bad("TRIAD_CONNECT", "", "TRIAD_CONNECT=: not one of eager, lazy");
+}
+
 static void test_adaptive(void **state)
 {
 	(void)state;
@@ -589,6 +600,7 @@ int main(void)
 		cmocka_unit_test(test_stripe_min),
 		cmocka_unit_test(test_reg_cache),
 		cmocka_unit_test(test_adaptive),
+		cmocka_unit_test(test_connect),
 		cmocka_unit_test(test_one_bad_variable_among_good),
 		cmocka_unit_test(test_two_bad_variables),
 		cmocka_unit_test(test_print_table),

@@ -707,6 +707,8 @@ static enum tr_copy_istate istate(struct rank *r, uint64_t op_id)
 	((x)->n = tr_copy_desc(&(rk)->c, (i), (op), (st), (d), (x)->a, TR_COPY_ACTS))
 #define CHUNK(rk, i, op, k, st, x) \
 	((x)->n = tr_copy_chunk_done(&(rk)->c, (i), (op), (k), (st), (x)->a, TR_COPY_ACTS))
+#define REFUSE(rk, i, op, k, st, x) \
+	((x)->n = tr_copy_chunk_refused(&(rk)->c, (i), (op), (k), (st), (x)->a, TR_COPY_ACTS))
 #define GONE(rk, g, x) ((x)->n = tr_copy_peer_gone(&(rk)->c, (g), (x)->a, TR_COPY_ACTS))
 #define TICK(rk, now, x) ((x)->n = tr_copy_tick(&(rk)->c, (now), (x)->a, TR_COPY_ACTS))
 
@@ -1101,6 +1103,56 @@ static void test_chunk_error(void **state)
 		check_idle(w);
 		world_free(w);
 	}
+}
+
+/* S's window changed under an order it accepted (destroyed, or created
+ * again smaller or without READ): the chunk is refused before any post,
+ * the op ends on leg AT_SRC with the window's status, after the chunks
+ * already in flight. */
+static void test_chunk_refused(void **state)
+{
+	static const enum triad_status window_st[] = { TRIAD_S_NO_WINDOW, TRIAD_S_OUT_OF_BOUNDS,
+						       TRIAD_S_ACCESS };
+
+	(void)state;
+	for (size_t m = 0; m < NMODES; m++) {
+		for (size_t k = 0; k < sizeof(window_st) / sizeof(window_st[0]); k++) {
+			struct world *w = world_new(3, 1000, 3, 0);
+			struct acts x;
+			int req;
+			uint64_t op = by_hand_to_write(w, 10000, modes[m], &req, &x);
+
+			assert_int_equal(x.n, 3);
+			CHUNK(&w->r[1], 0, op, 0, TRIAD_S_OK, &x); /* chunk 3 posted */
+			assert_int_equal(x.n, 1);
+			expect_write(&x.a[0], 2, 3, 3100, 3200, 1000);
+			/* chunk 1 never reaches the NIC; 2 and 3 are in flight */
+			REFUSE(&w->r[1], 0, op, 1, window_st[k], &x);
+			assert_int_equal(x.n, 0);
+			assert_int_equal(sstate(&w->r[1], 0, op), TR_COPY_S_DRAIN);
+			CHUNK(&w->r[1], 0, op, 2, TRIAD_S_OK, &x);
+			assert_int_equal(x.n, 0);
+			CHUNK(&w->r[1], 0, op, 3, TRIAD_S_OK, &x);
+			assert_int_equal(x.n, 1);
+			expect_send(&x.a[0], TR_COPY_DONE, 0, op, window_st[k], TR_COPY_LEG_AT_SRC);
+			RECV(&w->r[0], TR_COPY_DONE, 1, &x.a[0].hdr, &x);
+			expect_complete(&x.a[0], &req, window_st[k], TR_COPY_LEG_AT_SRC);
+			assert_int_equal(tr_copy_orders_live(&w->r[1].c), 0);
+			world_free(w);
+		}
+	}
+	/* Only a window's status: anything else is a chunk error, not this. */
+	struct world *w = world_new(3, 1000, 3, 0);
+	struct acts x;
+	int req;
+	uint64_t op = by_hand_to_write(w, 10000, TR_COPY_RELAY, &req, &x);
+
+	assert_int_equal(tr_copy_chunk_refused(&w->r[1].c, 0, op, 0, TRIAD_S_TRANSPORT, x.a,
+					       TR_COPY_ACTS), -EINVAL);
+	assert_int_equal(tr_copy_chunk_refused(&w->r[1].c, 0, op, 0, TRIAD_S_OK, x.a,
+					       TR_COPY_ACTS), -EINVAL);
+	assert_int_equal(sstate(&w->r[1], 0, op), TR_COPY_S_WRITE);
+	world_free(w);
 }
 
 /* ---- peer gone at every leg ----------------------------------------------------- */
@@ -2276,6 +2328,7 @@ int main(void)
 		cmocka_unit_test(test_destination_errors),
 		cmocka_unit_test(test_destination_errors_at_d),
 		cmocka_unit_test(test_chunk_error),
+		cmocka_unit_test(test_chunk_refused),
 		cmocka_unit_test(test_gone_source),
 		cmocka_unit_test(test_gone_destination_at_source),
 		cmocka_unit_test(test_gone_keeps_first_error),
