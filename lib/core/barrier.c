@@ -27,6 +27,7 @@ void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 			return;
 		}
 		ctx->bar_arrived[e & 1]++;
+		ctx->peers[peer].bar_arrived = e;
 	} else if (m->type == TR_MSG_BARRIER_REL && peer == 0) {
 		if ((int32_t)(e - ctx->bar_released) > 0)
 			ctx->bar_released = e;
@@ -82,7 +83,12 @@ check_peers:
 	/* Give up when a rank we need can no longer be reached on any plane. */
 	for (peer = ctx->rank == 0 ? 1 : 0; peer < (ctx->rank == 0 ? ctx->size : 1); peer++) {
 		if (!tr_peer_alive(ctx, peer)) { /* lazy: or being connected */
-			tr_info("barrier %u: rank %d is unreachable", b->epoch, peer);
+			tr_warn("barrier %u: rank %d is unreachable on every plane%s", b->epoch,
+				peer,
+				ctx->rank != 0 ? ""
+				: (int32_t)(ctx->peers[peer].bar_arrived - b->epoch) >= 0
+					? " (it had arrived)"
+					: " (it had not arrived)");
 			if (ctx->rank == 0)
 				tell_failed(ctx, b->epoch);
 			b->error = -EIO;
@@ -90,6 +96,35 @@ check_peers:
 		}
 	}
 	return 0;
+}
+
+/* A barrier that timed out says whom it waited for and how the lanes to
+ * them stand: a message that never came shows there (queued, a slot or a
+ * sequence number waited for), where a bare -ETIMEDOUT says nothing. */
+#define EXPLAIN_MAX 8
+
+static void explain_timeout(struct triad_ctx *ctx, uint32_t epoch, int timeout_ms)
+{
+	char line[1024];
+	int late = 0;
+
+	if (ctx->rank != 0) {
+		tr_peer_describe(ctx, 0, line, sizeof(line));
+		tr_warn("barrier %u: no release from rank 0 after %d ms; to rank 0: %s", epoch,
+			timeout_ms, line);
+		return;
+	}
+	for (int r = 1; r < ctx->size; r++) {
+		if ((int32_t)(ctx->peers[r].bar_arrived - epoch) >= 0)
+			continue;
+		if (late++ < EXPLAIN_MAX) {
+			tr_peer_describe(ctx, r, line, sizeof(line));
+			tr_warn("barrier %u: rank %d has not arrived after %d ms; to rank %d: %s",
+				epoch, r, timeout_ms, r, line);
+		}
+	}
+	if (late > EXPLAIN_MAX)
+		tr_warn("barrier %u: %d ranks in all have not arrived", epoch, late);
 }
 
 int triad_barrier(triad_ctx_t *ctx, int timeout_ms)
@@ -120,6 +155,8 @@ int triad_barrier(triad_ctx_t *ctx, int timeout_ms)
 	ret = tr_wait_until(ctx, barrier_done, &b, timeout_ms);
 	pthread_mutex_lock(&ctx->lock);
 	ctx->bar_retry = ret == -ETIMEDOUT;
+	if (ret == -ETIMEDOUT)
+		explain_timeout(ctx, b.epoch, timeout_ms);
 	pthread_mutex_unlock(&ctx->lock);
 	return ret ? ret : b.error;
 }

@@ -118,6 +118,7 @@ struct tr_peer {
 	struct tr_am_lost *am_lost;
 	unsigned nam_lost, am_lost_cap;
 	int gone; /* it said BYE: its connections are not rebuilt */
+	uint32_t bar_arrived; /* rank 0: the latest barrier it arrived in */
 	/* Messages that arrived beyond the receive window (struct
 	 * tr_parked): handled once the window reaches them (peer.c). */
 	struct tr_list parked[TR_FC_NPRIO];
@@ -356,6 +357,10 @@ int tr_peer_reachable(const struct triad_ctx *ctx, int peer);
  * with TRIAD_CONNECT=lazy, a lane never up and not given up yet (never
  * used, or its first connection under way).  Eager: tr_peer_reachable. */
 int tr_peer_alive(const struct triad_ctx *ctx, int peer);
+/* One line on what stands between this rank and peer, for a warning when
+ * something that needs the peer times out: every lane's state, what waits
+ * in it, the peer's slots we see busy, and the sequence windows. */
+void tr_peer_describe(const struct triad_ctx *ctx, int peer, char *buf, size_t n);
 /* Connect on first use: nothing to peer can go now (no lane up).  1 when
  * the operation is to wait for its first connection, which this starts
  * (on every plane) if need be; 0 when it is to fail (eager, closing, or

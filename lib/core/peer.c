@@ -4,6 +4,7 @@
  * message dispatch to the features, resending what a broken lane may have
  * lost, and what a lane's state change means for the peer. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,6 +205,39 @@ int tr_peer_alive(const struct triad_ctx *ctx, int peer)
 	}
 	return 0;
 }
+
+#define PUTF(...)                                                                      \
+	do {                                                                           \
+		if (at < n)                                                            \
+			at += (size_t)snprintf(buf + at, n - at, __VA_ARGS__);         \
+	} while (0)
+
+void tr_peer_describe(const struct triad_ctx *ctx, int peer, char *buf, size_t n)
+{
+	const struct tr_peer *p = &ctx->peers[peer];
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (int q = 0; q < ctx->nplanes; q++) {
+		const struct tr_lane *l = &p->lane[q];
+
+		PUTF("%splane %d %s", q ? "; " : "", q, tr_lane_state_str(l->state));
+		if (l->state == TR_LANE_UP || l->state == TR_LANE_DRAINING)
+			PUTF(" (posted %d: %d rma, %d bsm; queued %u; peer slots busy 0x%llx of "
+			     "0x%llx; rx held %d)",
+			     l->sq_posted, l->rma_posted, l->bsm_inflight, l->nqueued,
+			     (unsigned long long)l->fc_tx.bbr, (unsigned long long)l->fc_tx.mask,
+			     l->rx_held);
+	}
+	PUTF("; seq sent h/m/l %u/%u/%u, done %u/%u/%u, expected %u/%u/%u; parked %u; "
+	     "waiting for a window %d%s%s",
+	     p->tx_seq[0], p->tx_seq[1], p->tx_seq[2], p->tx_done[0].next, p->tx_done[1].next,
+	     p->tx_done[2].next, p->rx_seq[0].next, p->rx_seq[1].next, p->rx_seq[2].next,
+	     p->nparked, p->seq_blocked, p->awaiting ? "; awaiting its first connection" : "",
+	     p->gone ? "; said BYE" : "");
+}
+
+#undef PUTF
 
 static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct triad_req *req);
 
