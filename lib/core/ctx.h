@@ -66,7 +66,6 @@ struct tr_rwin {
 	uint32_t id;
 	enum tr_rwin_state state;
 	uint32_t qid;	     /* query in flight */
-	int query_plane;     /* the plane the query went on */
 	uint64_t deadline_ns; /* of the query */
 	uint64_t base, len;
 	uint32_t access;
@@ -426,8 +425,7 @@ void tr_win_on_query(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 /* Resolve req->rwin, then start it; completes req on error. */
 void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
-void tr_win_lane_broken(struct triad_ctx *ctx, struct tr_lane *l);
-/* Lazy connection: peer could not be connected; its lookups fail with st. */
+/* No plane to peer is left (or none could be connected): its lookups fail with st. */
 void tr_win_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st);
 void tr_win_check_timeouts(struct triad_ctx *ctx);
 /* rw's keys are no good any more (NULL: nothing): the next access asks

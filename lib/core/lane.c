@@ -665,14 +665,7 @@ void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev
 		 * in the CQs: handle it before the disconnect. */
 		tr_progress(ctx);
 		if (l->qp == qp && l->state == TR_LANE_UP) {
-			/* Expected after its BYE; without one it died or broke
-			 * its side. */
-			if (ctx->peers[l->peer].gone)
-				tr_info("peer %d plane %d: disconnected by the peer", l->peer,
-					l->plane);
-			else
-				tr_warn("peer %d plane %d: disconnected by the peer, which did "
-					"not say it was closing", l->peer, l->plane);
+			tr_info("peer %d plane %d: disconnected by the peer", l->peer, l->plane);
 			l->peer_closed = 1;
 			lane_break(l, TRIAD_S_UNREACHABLE);
 		}

@@ -928,10 +928,15 @@ void tr_peer_lane_changed(struct tr_lane *l)
 		while (!tr_list_empty(&l->rmaq))
 			tr_rma_lane_broken(tr_list_first(&l->rmaq, struct triad_req, link),
 					   l->down_status);
-		/* A first connection that failed while another plane's is still
-		 * set up: what waits for the peer waits on. */
-		if (l->ever_up || !tr_peer_alive(ctx, l->peer))
-			tr_win_lane_broken(ctx, l);
+		/* A window query in flight on it goes again on another lane with
+		 * the lane's other messages (the same query number, so its
+		 * answer is still the one expected); its lookups fail only when
+		 * no plane to the peer is left (or, connected lazily, none is
+		 * being set up).  Failing them here had failed puts that only
+		 * needed the answer: with the lane's own status, and the answer
+		 * then came and was dropped as unexpected. */
+		if (!tr_peer_alive(ctx, l->peer))
+			tr_win_peer_lost(ctx, l->peer, l->down_status);
 		if (ctx->initialized && !ctx->closing && !tr_peer_alive(ctx, l->peer)) {
 			tr_copy_peer_lost(ctx, l->peer);
 			tr_bcast_peer_lost(ctx, l->peer);

@@ -162,6 +162,9 @@ static int post_whole(struct tr_lane *l, struct triad_req *req)
 	return 1;
 }
 
+static int may_redo(const struct triad_req *req);
+static void redo(struct triad_req *req);
+
 void tr_rma_start(struct triad_req *req)
 {
 	struct tr_rwin *rw = req->rwin;
@@ -187,7 +190,13 @@ void tr_rma_start(struct triad_req *req)
 		return;
 	}
 	if (l->state != TR_LANE_UP) {
-		tr_req_complete(req, l->down_status);
+		/* Its lane broke while it waited for the window's description
+		 * (its query went again on another plane): done on a live
+		 * plane, as a flushed one is. */
+		if (may_redo(req))
+			redo(req);
+		else
+			tr_req_complete(req, l->down_status);
 		return;
 	}
 	if (req->len == 0) {

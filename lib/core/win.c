@@ -236,7 +236,6 @@ void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 	rw->id = req->win;
 	rw->state = TR_RWIN_QUERYING;
 	rw->qid = ++ctx->next_qid;
-	rw->query_plane = tr_plane_choose(ctx, req->peer, 0);
 	rw->deadline_ns = tr_now_ns() + (uint64_t)ctx->cfg.query_timeout_ms * 1000000;
 	tr_list_init(&rw->waiters);
 	tr_list_add_tail(&rw->waiters, &req->link);
@@ -284,13 +283,6 @@ void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 		tr_list_del(&req->link);
 		tr_rma_start(req);
 	}
-}
-
-void tr_win_lane_broken(struct triad_ctx *ctx, struct tr_lane *l)
-{
-	for (struct tr_rwin *rw = ctx->peers[l->peer].rwins; rw; rw = rw->next)
-		if (rw->state == TR_RWIN_QUERYING && rw->query_plane == l->plane)
-			rwin_fail(ctx, rw, l->down_status);
 }
 
 void tr_win_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
