@@ -37,6 +37,12 @@ void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 	}
 }
 
+/* Rank 0: peer has arrived in epoch (or a later one). */
+static int arrived(const struct triad_ctx *ctx, int peer, uint32_t epoch)
+{
+	return (int32_t)(ctx->peers[peer].bar_arrived - epoch) >= 0;
+}
+
 struct bar_wait {
 	struct triad_ctx *ctx;
 	uint32_t epoch;
@@ -85,10 +91,9 @@ check_peers:
 		if (!tr_peer_alive(ctx, peer)) { /* lazy: or being connected */
 			tr_warn("barrier %u: rank %d is unreachable on every plane%s", b->epoch,
 				peer,
-				ctx->rank != 0 ? ""
-				: (int32_t)(ctx->peers[peer].bar_arrived - b->epoch) >= 0
-					? " (it had arrived)"
-					: " (it had not arrived)");
+				ctx->rank != 0			   ? ""
+				: arrived(ctx, peer, b->epoch) ? " (it had arrived)"
+							       : " (it had not arrived)");
 			if (ctx->rank == 0)
 				tell_failed(ctx, b->epoch);
 			b->error = -EIO;
@@ -115,7 +120,7 @@ static void explain_timeout(struct triad_ctx *ctx, uint32_t epoch, int timeout_m
 		return;
 	}
 	for (int r = 1; r < ctx->size; r++) {
-		if ((int32_t)(ctx->peers[r].bar_arrived - epoch) >= 0)
+		if (arrived(ctx, r, epoch))
 			continue;
 		if (late++ < EXPLAIN_MAX) {
 			tr_peer_describe(ctx, r, line, sizeof(line));

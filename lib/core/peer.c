@@ -935,11 +935,12 @@ void tr_peer_lane_changed(struct tr_lane *l)
 		 * being set up).  Failing them here had failed puts that only
 		 * needed the answer: with the lane's own status, and the answer
 		 * then came and was dropped as unexpected. */
-		if (!tr_peer_alive(ctx, l->peer))
+		if (!tr_peer_alive(ctx, l->peer)) {
 			tr_win_peer_lost(ctx, l->peer, l->down_status);
-		if (ctx->initialized && !ctx->closing && !tr_peer_alive(ctx, l->peer)) {
-			tr_copy_peer_lost(ctx, l->peer);
-			tr_bcast_peer_lost(ctx, l->peer);
+			if (ctx->initialized && !ctx->closing) {
+				tr_copy_peer_lost(ctx, l->peer);
+				tr_bcast_peer_lost(ctx, l->peer);
+			}
 		}
 		if (l->state == TR_LANE_DRAINING && !ctx->closing && !l->peer_closed &&
 		    !ctx->peers[l->peer].gone) {

@@ -162,6 +162,12 @@ static int post_whole(struct tr_lane *l, struct triad_req *req)
 	return 1;
 }
 
+/* A put small enough to ride in its work request: no registration needed. */
+static int rides_inline(const struct triad_req *req, const struct tr_lane *l)
+{
+	return req->kind == TR_REQ_PUT && req->len <= tr_lane_max_inline(l);
+}
+
 static int may_redo(const struct triad_req *req);
 static void redo(struct triad_req *req);
 
@@ -203,8 +209,7 @@ void tr_rma_start(struct triad_req *req)
 		tr_req_complete(req, TRIAD_S_OK);
 		return;
 	}
-	if (!req->mr && !(req->kind == TR_REQ_PUT && req->len <= tr_lane_max_inline(l)) &&
-	    register_buf(req, l)) {
+	if (!req->mr && !rides_inline(req, l) && register_buf(req, l)) {
 		tr_req_complete(req, TRIAD_S_NO_MEMORY);
 		return;
 	}
@@ -481,8 +486,7 @@ static void rma_issue(struct triad_ctx *ctx, struct triad_req *req, int may_wait
 	 * registered once the target's window has accepted the range.  An
 	 * inline put needs no registration (its data rides in the work
 	 * request), so its buffer's window is not looked for. */
-	if (req->len && !(req->kind == TR_REQ_PUT && req->len <= tr_lane_max_inline(l)) &&
-	    (lw = tr_win_find_addr(ctx, req->buf, req->len)))
+	if (req->len && !rides_inline(req, l) && (lw = tr_win_find_addr(ctx, req->buf, req->len)))
 		req->mr = lw->mr[l->plane];
 	tr_lane_count(l, req, 0);
 	tr_win_lookup(ctx, req);
