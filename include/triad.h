@@ -376,8 +376,9 @@ enum {
 	TRIAD_CONN_STATS_COPY = 1u << 3, /* copy_bytes */
 	TRIAD_CONN_STATS_CHOICE = 1u << 4, /* detours */
 	TRIAD_CONN_STATS_CONN = 1u << 5,   /* established */
+	TRIAD_CONN_STATS_RUN = 1u << 6,	   /* other_run */
 };
-#define TRIAD_CONN_STATS_ALL 0x3fu
+#define TRIAD_CONN_STATS_ALL 0x7fu
 
 struct triad_conn_stats {
 	uint64_t field_mask; /* TRIAD_CONN_STATS_* (in) */
@@ -403,6 +404,10 @@ struct triad_conn_stats {
 	/* set-up */
 	uint64_t established; /* times it came up, by either side; 0: never connected
 			       * (TRIAD_CONNECT=lazy: a peer never talked to) */
+	/* connection set-ups refused, by either side, because the other was a
+	 * process of another run of the same world (one of that rank still
+	 * alive from the run before, or a new one after ours died) */
+	uint64_t other_run;
 };
 /* The counters of this rank's connection to rank on plane, for the groups
  * stats_p->field_mask names (completions already queued are counted

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "core/pmix.h"
@@ -149,6 +151,7 @@ static void *on_conn_request(void *arg, int plane, const uint8_t *priv, size_t l
 			.plane = (uint32_t)plane, .rank = (uint32_t)ctx->rank,
 			.size = (uint32_t)ctx->size, .slots = (uint32_t)ctx->cfg.slots,
 			.slot_size = (uint32_t)ctx->cfg.slot_size, .key = ctx->job_key,
+			.incarnation = ctx->incarnation,
 		};
 
 		ctx->key_rejects[plane]++;
@@ -490,6 +493,21 @@ static int connect_all(triad_ctx_t *ctx)
 	return ret;
 }
 
+/* This process's random name (proto/conn.h).  Without the kernel's
+ * randomness, the clock, the pid and the context's address: two processes
+ * of one rank still differ. */
+static uint64_t new_incarnation(void)
+{
+	uint64_t x = 0;
+
+	if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x) || !x) {
+		x = tr_now_ns() ^ (uint64_t)getpid() << 40 ^ (uint64_t)(uintptr_t)&x;
+		x ^= x >> 31;
+		x *= 0x9e3779b97f4a7c15ull;
+	}
+	return x ? x : 1;
+}
+
 int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 {
 	pthread_mutexattr_t mattr;
@@ -517,6 +535,7 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 		goto err;
 	}
 	tr_log_level = ctx->cfg.log_level;
+	ctx->incarnation = new_incarnation();
 	ret = open_world(ctx, attr);
 	if (!ret)
 		ret = tr_trace_open(&ctx->trace, ctx->cfg.trace, ctx->rank);
@@ -753,6 +772,8 @@ int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane, struct triad_conn_st
 		o->detours = c->detours;
 	if (want & TRIAD_CONN_STATS_CONN)
 		o->established = c->established;
+	if (want & TRIAD_CONN_STATS_RUN)
+		o->other_run = c->other_run;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }

@@ -116,7 +116,9 @@ struct tr_peer {
 	struct tr_list am_early[TR_FC_NPRIO];
 	struct tr_am_lost *am_lost;
 	unsigned nam_lost, am_lost_cap;
-	int gone; /* it said BYE: its connections are not rebuilt */
+	int gone; /* it said BYE, or another process has its address now: its
+		   * connections are not rebuilt */
+	uint64_t incarnation; /* its process's, from its first lane up; 0 before */
 	uint32_t bar_arrived; /* rank 0: the latest barrier it arrived in */
 	/* Messages that arrived beyond the receive window (struct
 	 * tr_parked): handled once the window reaches them (peer.c). */
@@ -232,6 +234,9 @@ struct triad_ctx {
 	 * namespace's, or the world file's 'key'; 0: none); requests of other
 	 * jobs are refused and counted per plane. */
 	uint64_t job_key;
+	/* This process's random name, never 0 (proto/conn.h, tr_conn_same_run):
+	 * runs of one world file that overlap never connect to each other. */
+	uint64_t incarnation;
 	uint64_t key_rejects[TRIAD_MAX_PLANES];
 	unsigned key_refused; /* requests of ours another job's rank refused */
 	struct tr_pmix *pmix; /* launched by PMIx (pmix.c), or NULL */

@@ -164,6 +164,8 @@ static void conn_priv(const struct tr_lane *l, uint8_t buf[TR_WIRE_PRIV_LEN])
 		.slots = (uint32_t)ctx->cfg.slots,
 		.slot_size = (uint32_t)ctx->cfg.slot_size,
 		.key = ctx->job_key,
+		.incarnation = ctx->incarnation,
+		.peer_incarnation = ctx->peers[l->peer].incarnation,
 	};
 
 	tr_conn_priv_encode(buf, &d);
@@ -319,6 +321,12 @@ static int post_recv(struct tr_buf *b)
 
 static void established(struct tr_lane *l, const struct tr_conn_priv *peer)
 {
+	struct tr_peer *p = &l->ctx->peers[l->peer];
+
+	/* The request (passive side) or the accept (active) was checked to be
+	 * of our run; the first lane up names the peer's process. */
+	if (!p->incarnation)
+		p->incarnation = peer->incarnation;
 	l->peer_closed = 0;
 	if (setup_msgs(l, peer)) {
 		release(l);
@@ -527,6 +535,35 @@ static enum tr_conn_verdict request_verdict(const struct tr_lane *l)
 	return tr_conn_on_request(&v);
 }
 
+/* Whether the process on the other side of l's request or answer (d) is
+ * of our run (proto/conn.h).  One of another run is refused, and said once
+ * per lane and kind.  A later one answering for the peer means the
+ * process we knew left without a word (it died): nothing is rebuilt for it
+ * any more, as after its BYE.  An earlier one (it knows another process as
+ * our rank) is left to finish: the requester retries until it is gone. */
+static int same_run(struct tr_lane *l, const struct tr_conn_priv *d, const char *what)
+{
+	struct triad_ctx *ctx = l->ctx;
+	struct tr_peer *p = &ctx->peers[l->peer];
+	enum tr_conn_run run = tr_conn_same_run(ctx->incarnation, p->incarnation,
+						 d->incarnation, d->peer_incarnation);
+
+	if (run == TR_CONN_SAME_RUN)
+		return 1;
+	l->stats.other_run++;
+	if (run == TR_CONN_LATER_RUN) {
+		if (!p->gone)
+			tr_info("peer %d plane %d: a process of a later run of this world %s as "
+				"rank %d: the one we knew is gone", l->peer, l->plane, what, l->peer);
+		p->gone = 1;
+	} else if (l->stats.other_run == 1) {
+		tr_info("peer %d plane %d: a process of an earlier run of this world %s as rank "
+			"%d (it knows another process as rank %d): not our peer, waiting for it "
+			"to go", l->peer, l->plane, what, l->peer, ctx->rank);
+	}
+	return 0;
+}
+
 /* Both ranks were first on this lane: the lower rank's request, just
  * come, wins over ours.  Nothing is posted before ESTABLISHED: the QP goes
  * at once, and its rejection, when it comes, is for a stale id. */
@@ -558,6 +595,11 @@ void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t 
 		return NULL;
 	}
 	l = &ctx->peers[d.rank].lane[plane];
+	if (!same_run(l, &d, "asks to connect")) {
+		conn_priv(l, reply); /* what we know goes back: the requester can tell */
+		*reply_len = TR_WIRE_PRIV_LEN;
+		return NULL;
+	}
 	/* FAILED: the peer rebuilds a lane that broke (its side found out first,
 	 * or ours is about to: a stale one is dropped by its peer). */
 	switch (request_verdict(l)) {
@@ -645,11 +687,19 @@ void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev
 			attempt_failed(l, "bad accept data");
 			break;
 		}
+		if (l->state == TR_LANE_CONNECTING && !same_run(l, &d, "accepted")) {
+			attempt_failed(l, "a process of another run accepted");
+			break;
+		}
 		if (l->state == TR_LANE_CONNECTING || l->state == TR_LANE_ACCEPTING)
 			established(l, &d);
 		break;
 	case TR_CM_FAILED:
 		if (l->state == TR_LANE_CONNECTING) {
+			/* A rejection says who rejected: one of another run is
+			 * not our peer (a later one: ours is gone). */
+			if (len && !tr_conn_priv_decode(priv, len, &d))
+				same_run(l, &d, "refused us");
 			attempt_failed(l, why);
 		} else if (l->state == TR_LANE_ACCEPTING) {
 			tr_info("peer %d plane %d: the accepted connection failed (%s)", l->peer,

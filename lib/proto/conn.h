@@ -21,6 +21,8 @@
 #ifndef TRIAD_PROTO_CONN_H
 #define TRIAD_PROTO_CONN_H
 
+#include <stdint.h>
+
 /* What the lane the request is for is doing, as its owner sees it. */
 enum tr_conn_phase {
 	TR_CONN_IDLE,	   /* no connection and no attempt in flight (never, or given up) */
@@ -60,6 +62,39 @@ static inline int tr_conn_may_start(int me, int peer, int lazy, int ever_up)
 static inline int tr_conn_rebuilds(int me, int peer)
 {
 	return me < peer;
+}
+
+/* Two runs of one world file in a row (a script that calls two triad
+ * programs, a job requeued after a crash) share the job key and every
+ * address: a rank of the second run can meet a rank of the first that is
+ * still alive, finishing or rebuilding what the other's exit broke.  Each
+ * process is named by a random incarnation (never 0), sent in both
+ * directions of a connection's set-up with the one the sender knows of the
+ * receiver's rank (0 until a lane to it was up).  A connection is made only
+ * between processes that do not contradict what either knows:
+ *
+ *   known      the incarnation we know of the other side's rank (0: none)
+ *   theirs     the other side's own
+ *   they_know  ours as the other side knows it (0: none)
+ *
+ * Checked by the receiver of a request, and by the requester on the
+ * accept or the rejection that answers it. */
+enum tr_conn_run {
+	TR_CONN_SAME_RUN,    /* nothing contradicts: the same processes, or strangers */
+	TR_CONN_LATER_RUN,   /* another process than the one we know answers for its
+			      * rank: ours left, this one is of a later run */
+	TR_CONN_EARLIER_RUN, /* it knows another process as our rank: it is of an
+			      * earlier run, and its peer of our rank left */
+};
+
+static inline enum tr_conn_run tr_conn_same_run(uint64_t me, uint64_t known, uint64_t theirs,
+						uint64_t they_know)
+{
+	if (they_know && they_know != me)
+		return TR_CONN_EARLIER_RUN;
+	if (known && theirs != known)
+		return TR_CONN_LATER_RUN;
+	return TR_CONN_SAME_RUN;
 }
 
 #endif

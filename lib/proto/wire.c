@@ -407,6 +407,10 @@ void tr_conn_priv_encode(uint8_t buf[TR_WIRE_PRIV_LEN], const struct tr_conn_pri
 	put_be32(buf + 24, d->slot_size);
 	put_be32(buf + 28, (uint32_t)(d->key >> 32));
 	put_be32(buf + 32, (uint32_t)d->key);
+	put_be32(buf + 36, (uint32_t)(d->incarnation >> 32));
+	put_be32(buf + 40, (uint32_t)d->incarnation);
+	put_be32(buf + 44, (uint32_t)(d->peer_incarnation >> 32));
+	put_be32(buf + 48, (uint32_t)d->peer_incarnation);
 }
 
 unsigned tr_conn_priv_version(const uint8_t *buf, size_t len)
@@ -435,8 +439,10 @@ int tr_conn_priv_decode(const uint8_t *buf, size_t len, struct tr_conn_priv *d)
 	v.slots = get_be32(buf + 20);
 	v.slot_size = get_be32(buf + 24);
 	v.key = (uint64_t)get_be32(buf + 28) << 32 | get_be32(buf + 32);
+	v.incarnation = (uint64_t)get_be32(buf + 36) << 32 | get_be32(buf + 40);
+	v.peer_incarnation = (uint64_t)get_be32(buf + 44) << 32 | get_be32(buf + 48);
 	if (v.slots < 1 || v.slots > TR_FC_MAX_SLOTS || v.slot_size < 512 ||
-	    v.slot_size > TR_WIRE_MAX_LEN)
+	    v.slot_size > TR_WIRE_MAX_LEN || !v.incarnation)
 		return -EPROTO;
 	*d = v;
 	return 0;

@@ -154,28 +154,35 @@ void tr_wire_set_link(void *buf, uint8_t slot, uint8_t prio, int has_bsm, uint64
 
 /* What each side of a connection tells the other in the rdma_cm private
  * data, every field a big-endian u32:
- *   magic "trix", version (2), plane, rank, world size, receive slots,
- *   slot size, job key (high half, low half)   (TR_WIRE_PRIV_LEN bytes)
+ *   magic "trix", version (3), plane, rank, world size, receive slots,
+ *   slot size, job key (high half, low half), the sender's incarnation
+ *   (high, low), the incarnation the sender knows of the receiver's rank
+ *   (high, low; 0: none yet)                      (TR_WIRE_PRIV_LEN bytes)
  * Version 1 (magic "tria", no version field, no key, 24 bytes) is told
  * apart so that a mix of old and new ranks is refused by name, not as
  * garbage.  The job key (0: none) must be the receiver's own: a request
- * from another job is refused. */
+ * from another job is refused.  An incarnation is a process's random
+ * 64-bit name, never 0: two runs of one world file share its key but not
+ * their incarnations, so a process never takes a rank's process of another
+ * run for its peer (proto/conn.h, tr_conn_same_run). */
 #define TR_WIRE_PRIV_MAGIC 0x74726978u	  /* "trix" */
 #define TR_WIRE_PRIV_MAGIC_V1 0x74726961u /* "tria" */
-#define TR_WIRE_PRIV_VERSION 2
-#define TR_WIRE_PRIV_LEN 36
+#define TR_WIRE_PRIV_VERSION 3
+#define TR_WIRE_PRIV_LEN 52 /* rdma_cm carries at most 56 in a request */
 #define TR_WIRE_PRIV_LEN_V1 24
 
 struct tr_conn_priv {
 	uint32_t plane, rank, size, slots, slot_size;
 	uint64_t key;
+	uint64_t incarnation;	   /* the sender's */
+	uint64_t peer_incarnation; /* the receiver's, as the sender knows it; 0: not yet */
 };
 
 void tr_conn_priv_encode(uint8_t buf[TR_WIRE_PRIV_LEN], const struct tr_conn_priv *d);
 /* 0; -EBADMSG (short, or not ours); -EPROTONOSUPPORT (a triad peer of
  * another version: tr_conn_priv_version says which); -EPROTO (slots or
- * slot size out of range: 1..64 slots, 512..TR_WIRE_MAX_LEN bytes).  d is
- * written only on success. */
+ * slot size out of range: 1..64 slots, 512..TR_WIRE_MAX_LEN bytes; or no
+ * incarnation).  d is written only on success. */
 int tr_conn_priv_decode(const uint8_t *buf, size_t len, struct tr_conn_priv *d);
 /* The version of triad private data (1, 2, ...), 0 when it is not ours. */
 unsigned tr_conn_priv_version(const uint8_t *buf, size_t len);

@@ -68,7 +68,8 @@ static void check_priv(const uint8_t *data, size_t size)
 
 	if (tr_conn_priv_decode(data, size, &d))
 		return;
-	if (d.slots < 1 || d.slots > 64 || d.slot_size < 512 || d.slot_size > TR_WIRE_MAX_LEN)
+	if (d.slots < 1 || d.slots > 64 || d.slot_size < 512 || d.slot_size > TR_WIRE_MAX_LEN ||
+	    !d.incarnation)
 		abort();
 	tr_conn_priv_encode(out, &d);
 	if (memcmp(out, data, sizeof(out)))

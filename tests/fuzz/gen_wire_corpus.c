@@ -39,7 +39,8 @@ static int emit(const char *dir, const char *name, const struct tr_msg *m)
 static int emit_priv(const char *dir, const char *name)
 {
 	struct tr_conn_priv d = { .plane = 1, .rank = 2, .size = 8, .slots = 16, .slot_size = 4096,
-				  .key = 0x5eed5eed12345678ull };
+				  .key = 0x5eed5eed12345678ull, .incarnation = 0x1ca7ca7ull,
+				  .peer_incarnation = 0xca7ca7ull };
 	uint8_t p[TR_WIRE_PRIV_LEN];
 
 	tr_conn_priv_encode(p, &d);

@@ -62,6 +62,31 @@ static void test_lazy(void **state)
 	assert_int_equal(verdict(1, 3, TR_CONN_ACCEPTING, 1, 0), TR_CONN_REJECT);
 }
 
+/* Two runs of one world that overlap (proto/conn.h, tr_conn_same_run). */
+static void test_runs(void **state)
+{
+	const uint64_t a1 = 0xa1, a2 = 0xa2, b1 = 0xb1, b2 = 0xb2; /* rank a, b; runs 1, 2 */
+
+	(void)state;
+	/* Strangers (a first connection), and the same two processes again. */
+	assert_int_equal(tr_conn_same_run(b1, 0, a1, 0), TR_CONN_SAME_RUN);
+	assert_int_equal(tr_conn_same_run(b1, a1, a1, b1), TR_CONN_SAME_RUN);
+	assert_int_equal(tr_conn_same_run(b1, a1, a1, 0), TR_CONN_SAME_RUN);
+	assert_int_equal(tr_conn_same_run(b1, 0, a1, b1), TR_CONN_SAME_RUN);
+	/* Run 2's a asks run 1's b, which knows run 1's a: a later run,
+	 * refused by b; a, told by the refusal, sees an earlier run. */
+	assert_int_equal(tr_conn_same_run(b1, a1, a2, 0), TR_CONN_LATER_RUN);
+	assert_int_equal(tr_conn_same_run(a2, 0, b1, a1), TR_CONN_EARLIER_RUN);
+	/* Run 1's a rebuilds towards b's address, where run 2's b listens:
+	 * b sees an earlier run; a, told by the refusal, a later one (the b
+	 * it knew is gone). */
+	assert_int_equal(tr_conn_same_run(b2, 0, a1, b1), TR_CONN_EARLIER_RUN);
+	assert_int_equal(tr_conn_same_run(a1, b1, b2, 0), TR_CONN_LATER_RUN);
+	/* Both known and both contradicted: the other side is of an earlier
+	 * run as far as we can tell (it knows another process as us). */
+	assert_int_equal(tr_conn_same_run(b2, a2, a1, b1), TR_CONN_EARLIER_RUN);
+}
+
 static void test_never(void **state)
 {
 	(void)state;
@@ -274,6 +299,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_eager),
 		cmocka_unit_test(test_lazy),
+		cmocka_unit_test(test_runs),
 		cmocka_unit_test(test_never),
 		cmocka_unit_test(test_race),
 	};

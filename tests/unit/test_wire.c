@@ -1619,7 +1619,8 @@ static void test_type_str(void **state)
 static void test_priv_roundtrip(void **state)
 {
 	struct tr_conn_priv d = { .plane = 1, .rank = 2, .size = 8, .slots = 16,
-				  .slot_size = 4096, .key = 0x0123456789abcdefull }, e;
+				  .slot_size = 4096, .key = 0x0123456789abcdefull,
+				  .incarnation = 0xfedcba9876543210ull, .peer_incarnation = 0 }, e;
 	uint8_t buf[TR_WIRE_PRIV_LEN];
 
 	(void)state;
@@ -1632,6 +1633,14 @@ static void test_priv_roundtrip(void **state)
 	assert_int_equal(e.slots, 16);
 	assert_int_equal(e.slot_size, 4096);
 	assert_true(e.key == 0x0123456789abcdefull);
+	assert_true(e.incarnation == 0xfedcba9876543210ull);
+	assert_true(e.peer_incarnation == 0); /* not known yet */
+	/* the two incarnations travel apart, every bit in place */
+	d.peer_incarnation = 0x8000000000000001ull;
+	tr_conn_priv_encode(buf, &d);
+	assert_int_equal(tr_conn_priv_decode(buf, sizeof(buf), &e), 0);
+	assert_true(e.incarnation == 0xfedcba9876543210ull);
+	assert_true(e.peer_incarnation == 0x8000000000000001ull);
 	/* rdma_cm pads the private data: what follows is ignored */
 	{
 		uint8_t big[56] = { 0 };
@@ -1660,7 +1669,7 @@ static void test_priv_old_version(void **state)
 static void test_priv_bad(void **state)
 {
 	struct tr_conn_priv d = { .plane = 0, .rank = 0, .size = 2, .slots = 16,
-				  .slot_size = 4096, .key = 5 }, e;
+				  .slot_size = 4096, .key = 5, .incarnation = 9 }, e;
 	uint8_t buf[TR_WIRE_PRIV_LEN], bad[TR_WIRE_PRIV_LEN];
 
 	(void)state;
@@ -1676,8 +1685,8 @@ static void test_priv_bad(void **state)
 	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EBADMSG);
 	/* a later version */
 	memcpy(bad, buf, sizeof(buf));
-	bad[7] = 3;
-	assert_int_equal(tr_conn_priv_version(bad, sizeof(bad)), 3);
+	bad[7] = TR_WIRE_PRIV_VERSION + 1;
+	assert_int_equal(tr_conn_priv_version(bad, sizeof(bad)), TR_WIRE_PRIV_VERSION + 1);
 	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTONOSUPPORT);
 	/* version 0 does not exist */
 	bad[7] = 0;
@@ -1693,6 +1702,15 @@ static void test_priv_bad(void **state)
 	d.slot_size = 511;
 	tr_conn_priv_encode(bad, &d);
 	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTO);
+	/* every process has an incarnation: 0 is not one */
+	d.slot_size = 4096;
+	d.incarnation = 0;
+	tr_conn_priv_encode(bad, &d);
+	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTO);
+	/* version 2 (36 bytes, no incarnations) is named */
+	memcpy(bad, buf, sizeof(buf));
+	bad[7] = 2;
+	assert_int_equal(tr_conn_priv_decode(bad, 36, &e), -EPROTONOSUPPORT);
 }
 
 int main(void)
