@@ -483,8 +483,10 @@ static void rma_issue(struct triad_ctx *ctx, struct triad_req *req, int may_wait
 	if ((req->flags & TRIAD_F_STRIPE) && req->len >= ctx->cfg.stripe_min && stripe(ctx, req))
 		return;
 	/* A buffer inside a window is registered already; any other is
-	 * registered once the target's window has accepted the range. */
-	if (req->len && (lw = tr_win_find_addr(ctx, req->buf, req->len)))
+	 * registered once the target's window has accepted the range.  An
+	 * inline put needs no registration (its data rides in the work
+	 * request), so its buffer's window is not looked for. */
+	if (req->len && !rides_inline(req, l) && (lw = tr_win_find_addr(ctx, req->buf, req->len)))
 		req->mr = lw->mr[l->plane];
 	tr_lane_count(l, req, 0);
 	tr_win_lookup(ctx, req);
