@@ -134,6 +134,23 @@ static void on_port(void *arg, int plane, int up)
 	tr_ctx_signal(ctx);
 }
 
+void tr_conn_priv_ours(const struct triad_ctx *ctx, int plane, int peer,
+		       uint8_t buf[TR_WIRE_PRIV_LEN])
+{
+	const struct tr_conn_priv d = {
+		.plane = (uint32_t)plane,
+		.rank = (uint32_t)ctx->rank,
+		.size = (uint32_t)ctx->size,
+		.slots = (uint32_t)ctx->cfg.slots,
+		.slot_size = (uint32_t)ctx->cfg.slot_size,
+		.key = ctx->job_key,
+		.incarnation = ctx->incarnation,
+		.peer_incarnation = peer >= 0 ? ctx->peers[peer].incarnation : 0,
+	};
+
+	tr_conn_priv_encode(buf, &d);
+}
+
 /* A connection request is first checked to come from this job and this
  * version of triad; then the lane it is for decides. */
 static void *on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
@@ -150,19 +167,12 @@ static void *on_conn_request(void *arg, int plane, const uint8_t *priv, size_t l
 		return NULL;
 	}
 	if (!ret && d.key != ctx->job_key) {
-		struct tr_conn_priv ours = {
-			.plane = (uint32_t)plane, .rank = (uint32_t)ctx->rank,
-			.size = (uint32_t)ctx->size, .slots = (uint32_t)ctx->cfg.slots,
-			.slot_size = (uint32_t)ctx->cfg.slot_size, .key = ctx->job_key,
-			.incarnation = ctx->incarnation,
-		};
-
 		ctx->key_rejects[plane]++;
 		tr_warn("plane %d: connection request from rank %u of another job (key %016llx, "
 			"ours %016llx): rejected", plane, d.rank, (unsigned long long)d.key,
 			(unsigned long long)ctx->job_key);
 		/* Our key goes with the rejection: the other side stops trying. */
-		tr_conn_priv_encode(reply, &ours);
+		tr_conn_priv_ours(ctx, plane, -1, reply);
 		*reply_len = TR_WIRE_PRIV_LEN;
 		return NULL;
 	}

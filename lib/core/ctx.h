@@ -442,6 +442,13 @@ void tr_win_on_gone(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p);
 void tr_wins_destroy_all(struct triad_ctx *ctx);
 
+/* What this rank tells the other side of a connection on plane (ctx.c):
+ * the rdma_cm private data of a request, an accept or a rejection.  peer
+ * -1: a rank not ours to name (another job's), whose incarnation we do not
+ * know. */
+void tr_conn_priv_ours(const struct triad_ctx *ctx, int plane, int peer,
+		       uint8_t buf[TR_WIRE_PRIV_LEN]);
+
 /* Requests (ctx.c, rma.c) */
 /* The one request constructor: zeroed, status OK, of kind for peer. */
 struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int peer);

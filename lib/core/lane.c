@@ -156,19 +156,7 @@ void tr_lane_init(struct triad_ctx *ctx, struct tr_lane *l, int peer, int plane)
 
 static void conn_priv(const struct tr_lane *l, uint8_t buf[TR_WIRE_PRIV_LEN])
 {
-	const struct triad_ctx *ctx = l->ctx;
-	struct tr_conn_priv d = {
-		.plane = (uint32_t)l->plane,
-		.rank = (uint32_t)ctx->rank,
-		.size = (uint32_t)ctx->size,
-		.slots = (uint32_t)ctx->cfg.slots,
-		.slot_size = (uint32_t)ctx->cfg.slot_size,
-		.key = ctx->job_key,
-		.incarnation = ctx->incarnation,
-		.peer_incarnation = ctx->peers[l->peer].incarnation,
-	};
-
-	tr_conn_priv_encode(buf, &d);
+	tr_conn_priv_ours(l->ctx, l->plane, l->peer, buf);
 }
 
 /* ---- resources -----------------------------------------------------------------*/

@@ -18,9 +18,11 @@
  *
  * Both runs share the world file, so the job key cannot tell them apart.
  * Run 2 must be a world of its own: its triad_init, barriers and a put
- * verified both ways succeed on both ranks, and no rank of either run
- * hears of a rank of the other (run 1's lingering rank either refuses run
- * 2's requests or never gets one; it closes cleanly). */
+ * verified both ways succeed on both ranks, and run 1's lingering rank
+ * closes cleanly.  That the two runs met is checked too (triad_conn_stats'
+ * other_run), or a pass would show nothing: by default run 2's rank 0 was
+ * refused by run 1's rank 1; with --crash run 1's rank 0 was refused by
+ * run 2's rank 1. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
