@@ -398,7 +398,8 @@ struct triad_conn_stats {
 	uint64_t rx_overruns;	     /* messages into an occupied slot (never, unless a bug) */
 	uint64_t rx_dropped;	     /* malformed messages dropped */
 	uint64_t am_unknown;	     /* active messages for an unregistered id */
-	uint64_t copy_bytes;	     /* bytes this side wrote as a copy's source */
+	uint64_t copy_bytes;	     /* bytes this side RDMA-wrote as a copy's source (data a
+				      * small copy carries counts as message bytes) */
 	/* adaptive choice (TRIAD_ADAPTIVE) */
 	uint64_t detours; /* messages this connection took over from a busier one to the peer */
 	/* set-up */

@@ -88,6 +88,10 @@ static const struct var vars[] = {
 	  "a copy that has not completed by then fails with a timeout", NULL },
 	{ "TRIAD_COPY_OPS", "1024", VAR_INT, F(copy_ops), 1, 1 << 20,
 	  "copies this rank may have outstanding as initiator, and serve as source", NULL },
+	{ "TRIAD_COPY_EAGER", "2048", VAR_SIZE, F(copy_eager), 0, 65535,
+	  "copies of up to this many bytes carry their data in the message to the\n"
+	  "    destination, which places it itself (no descriptor lookup, no RDMA WRITE;\n"
+	  "    relay and direct modes; at most a receive slot's room); 0: always write", NULL },
 	{ "TRIAD_BG_SPIN_US", "100", VAR_INT, F(bg_spin_us), 0, 1000000,
 	  "CPU time the progress thread keeps polling after it last found work", NULL },
 	{ "TRIAD_BCAST_PIPELINE", "32M", VAR_SIZE, F(bcast_pipeline), 1, 1ll << 50,

@@ -29,6 +29,7 @@ struct tr_config {
 	int bsm_linger_us;	  /* TRIAD_BSM_LINGER_US */
 	int copy_timeout_ms;	  /* TRIAD_COPY_TIMEOUT_MS */
 	int copy_ops;		  /* TRIAD_COPY_OPS */
+	uint64_t copy_eager;	  /* TRIAD_COPY_EAGER */
 	int bg_spin_us;		  /* TRIAD_BG_SPIN_US */
 	char trace[TR_CONFIG_STR];	  /* TRIAD_TRACE */
 	char daemon[TR_CONFIG_STR];	  /* TRIAD_DAEMON */

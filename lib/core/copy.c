@@ -3,9 +3,11 @@
  * messages on the flow-controlled channel (START low priority, DATA medium,
  * RESP and DONE high, so acknowledgements always find a slot), WRITE
  * chunks through the put machinery (window descriptor, bounds, the
- * connection's queue), descriptor lookups through the window cache, local
- * copies, notifications, request completions; and it turns completions,
- * arrivals, lost peers and the clock back into engine events. */
+ * connection's queue), small copies' data carried in COPY_DATA and placed
+ * at D (TRIAD_COPY_EAGER), descriptor lookups through the window cache,
+ * local copies, notifications, request completions; and it turns
+ * completions, arrivals, lost peers and the clock back into engine
+ * events. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,11 @@ int tr_copy_setup(struct triad_ctx *ctx)
 		.rank = (uint32_t)ctx->rank,
 		.nranks = (uint32_t)ctx->size,
 		.chunk = ctx->cfg.chunk_size,
+		/* What a slot holds beside the headers (every rank's slot
+		 * size is the same, checked at connection). */
+		.eager = ctx->cfg.copy_eager < ctx->cfg.slot_size - TR_WIRE_HDR_LEN - TR_WIRE_COPY_LEN
+				 ? ctx->cfg.copy_eager
+				 : ctx->cfg.slot_size - TR_WIRE_HDR_LEN - TR_WIRE_COPY_LEN,
 		.inflight = 16,
 		.src_timeout = (uint64_t)ctx->cfg.copy_timeout_ms * 1000000,
 		.niops = (uint32_t)ctx->cfg.copy_ops,
@@ -266,6 +273,57 @@ static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		tr_win_lookup(ctx, req); /* cached by the LOOKUP: posts at once */
 }
 
+/* COPY_DATA's send completion: its data's, reported as chunk 0. */
+static void carry_done(struct triad_req *req)
+{
+	struct triad_ctx *ctx = req->ctx;
+	struct tr_copy_act acts[TR_COPY_ACTS];
+	int n = tr_copy_chunk_done(&ctx->copy, req->c_init, req->c_op, 0, req->status, acts,
+				   TR_COPY_ACTS);
+
+	free(req);
+	exec(ctx, acts, n);
+}
+
+/* A small copy: COPY_DATA carries the data (any lane: no chunk to follow). */
+static void act_carry(struct triad_ctx *ctx, const struct tr_copy_act *a)
+{
+	struct triad_req *req = internal_req(ctx, TR_REQ_MSG, a);
+	struct triad_win *sw = NULL;
+	enum triad_status st = req ? chunk_source(ctx, a, &sw) : TRIAD_S_NO_MEMORY;
+	struct tr_msg m = { .type = TR_MSG_COPY };
+	struct tr_copy_act acts[TR_COPY_ACTS];
+	int n;
+
+	if (st != TRIAD_S_OK) {
+		n = req ? tr_copy_chunk_refused(&ctx->copy, a->hdr.initiator, a->hdr.op_id, 0, st,
+						acts, TR_COPY_ACTS)
+			: tr_copy_chunk_done(&ctx->copy, a->hdr.initiator, a->hdr.op_id, 0, st, acts,
+					     TR_COPY_ACTS);
+		free(req);
+		exec(ctx, acts, n);
+		return;
+	}
+	req->on_done = carry_done;
+	m.u.copy.kind = TR_COPY_DATA;
+	m.u.copy.hdr = a->hdr;
+	m.u.copy.carried = (uint32_t)a->len;
+	m.u.copy.data = sw->base + a->src_off;
+	if (tr_peer_send(ctx, (int)a->to, &m, TR_FC_MEDIUM, req)) {
+		free(req);
+		tr_copy_peer_lost(ctx, (int)a->to);
+	}
+}
+
+static void act_place(struct triad_ctx *ctx, const struct tr_copy_act *a)
+{
+	struct triad_win *dw = tr_win_find(ctx, a->hdr.dst_win);
+
+	/* The engine checked the window and the range in this same call. */
+	if (dw && ctx->copy_placing)
+		memcpy(dw->base + a->dst_off, ctx->copy_placing, a->len);
+}
+
 static void act_local(struct triad_ctx *ctx, const struct tr_copy_act *a)
 {
 	struct triad_win *sw = tr_win_find(ctx, a->hdr.src_win);
@@ -302,6 +360,8 @@ static void exec(struct triad_ctx *ctx, const struct tr_copy_act *a, int n)
 		case TR_COPY_ACT_WRITE: act_write(ctx, a); break;
 		case TR_COPY_ACT_LOCAL: act_local(ctx, a); break;
 		case TR_COPY_ACT_LOOKUP: act_lookup(ctx, a); break;
+		case TR_COPY_ACT_CARRY: act_carry(ctx, a); break;
+		case TR_COPY_ACT_PLACE: act_place(ctx, a); break;
 		case TR_COPY_ACT_NOTIFY: act_notify(ctx, a); break;
 		case TR_COPY_ACT_COMPLETE: {
 			struct triad_req *req = a->req;
@@ -353,11 +413,13 @@ void tr_copy_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 {
 	struct tr_copy_act acts[TR_COPY_ACTS];
 	int n = tr_copy_recv(&ctx->copy, (enum tr_copy_msg)m->u.copy.kind, (uint32_t)peer,
-			     &m->u.copy.hdr, acts, TR_COPY_ACTS);
+			     &m->u.copy.hdr, m->u.copy.carried, acts, TR_COPY_ACTS);
 
 	TR_EV(ctx, "copy_rx", peer, m->u.copy.kind);
+	ctx->copy_placing = m->u.copy.data;
 	if (n > 0)
 		exec(ctx, acts, n);
+	ctx->copy_placing = NULL;
 }
 
 /* ---- API -------------------------------------------------------------------------*/

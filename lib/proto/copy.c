@@ -40,6 +40,8 @@ static const char *const act_names[TR_COPY_NACTS] = {
 	[TR_COPY_ACT_LOOKUP] = "lookup",
 	[TR_COPY_ACT_NOTIFY] = "notify",
 	[TR_COPY_ACT_COMPLETE] = "complete",
+	[TR_COPY_ACT_CARRY] = "carry",
+	[TR_COPY_ACT_PLACE] = "place",
 };
 
 static const char *const istate_names[TR_COPY_I_NSTATES] = {
@@ -167,7 +169,7 @@ static bool hdr_sane(const struct tr_copy *c, const struct tr_copy_hdr *h)
 }
 
 static void dispatch(struct tr_copy *c, enum tr_copy_msg msg, uint32_t from,
-		     const struct tr_copy_hdr *h, struct out *o);
+		     const struct tr_copy_hdr *h, uint64_t carried, struct out *o);
 
 /* A message: to another rank an action, to this rank handled at once. */
 static void send_msg(struct tr_copy *c, struct out *o, enum tr_copy_msg msg, uint32_t to,
@@ -179,7 +181,7 @@ static void send_msg(struct tr_copy *c, struct out *o, enum tr_copy_msg msg, uin
 	m.status = (uint16_t)status;
 	m.leg = (uint8_t)leg;
 	if (to == c->cfg.rank) {
-		dispatch(c, msg, c->cfg.rank, &m, o);
+		dispatch(c, msg, c->cfg.rank, &m, 0, o);
 		return;
 	}
 	a = out_add(c, o, TR_COPY_ACT_SEND, &m);
@@ -450,26 +452,49 @@ static void on_start(struct tr_copy *c, uint32_t from, const struct tr_copy_hdr 
 	*e = (struct tr_copy_sop){ .hdr = *h, .bucket = e->bucket,
 				   .deadline = TR_COPY_NO_DEADLINE, .state = TR_COPY_S_FREE };
 	c->stats.orders++;
+	if (h->len && h->len <= c->cfg.eager && h->mode != TR_COPY_TRANSPORT_ACK) {
+		/* Carried: COPY_DATA is the only chunk, and D checks its window. */
+		e->nchunks = e->next = 1;
+		e->inflight = 1;
+		e->data_sent = true;
+		sop_set_state(c, e, TR_COPY_S_WRITE);
+		a = out_add(c, o, TR_COPY_ACT_CARRY, h);
+		a->to = h->destination;
+		a->src_off = h->src_off;
+		a->dst_off = h->dst_off;
+		a->len = h->len;
+		c->stats.carried++;
+		return;
+	}
 	sop_set_state(c, e, TR_COPY_S_DESC);
 	a = out_add(c, o, TR_COPY_ACT_LOOKUP, h);
 	a->to = h->destination;
 }
 
-/* At D: stateless.  The data is in (it preceded this header on the QP);
- * check that it was allowed to land and answer. */
-static void on_data(struct tr_copy *c, uint32_t from, const struct tr_copy_hdr *h, struct out *o)
+/* At D: stateless.  The data is in (it preceded this header on the QP), or
+ * in this message (carried); check that it was allowed to land (place it)
+ * and answer. */
+static void on_data(struct tr_copy *c, uint32_t from, const struct tr_copy_hdr *h,
+		    uint64_t carried, struct out *o)
 {
 	uint32_t self = c->cfg.rank;
 	struct tr_copy_win w;
 	enum triad_status st;
 
 	if (h->destination != self || h->source == self || from != h->source ||
-	    h->mode == TR_COPY_TRANSPORT_ACK || h->status != TRIAD_S_OK) {
+	    h->mode == TR_COPY_TRANSPORT_ACK || h->status != TRIAD_S_OK ||
+	    (carried && carried != h->len)) {
 		c->stats.inconsistent++;
 		return;
 	}
 	st = local_win(c, h->dst_win, TRIAD_WIN_WRITE, h->dst_off, h->len, &w);
 	c->stats.answered++;
+	if (st == TRIAD_S_OK && carried) {
+		struct tr_copy_act *a = out_add(c, o, TR_COPY_ACT_PLACE, h);
+
+		a->dst_off = h->dst_off;
+		a->len = h->len;
+	}
 	if (st == TRIAD_S_OK && w.notify) {
 		struct tr_copy_act *a = out_add(c, o, TR_COPY_ACT_NOTIFY, h);
 
@@ -561,9 +586,10 @@ static void on_resp_relay(struct tr_copy *c, uint32_t from, const struct tr_copy
 }
 
 static void dispatch(struct tr_copy *c, enum tr_copy_msg msg, uint32_t from,
-		     const struct tr_copy_hdr *h, struct out *o)
+		     const struct tr_copy_hdr *h, uint64_t carried, struct out *o)
 {
-	if (from >= c->cfg.nranks || !hdr_sane(c, h)) {
+	/* Only COPY_DATA carries data. */
+	if (from >= c->cfg.nranks || !hdr_sane(c, h) || (carried && msg != TR_COPY_DATA)) {
 		c->stats.inconsistent++;
 		return;
 	}
@@ -572,7 +598,7 @@ static void dispatch(struct tr_copy *c, enum tr_copy_msg msg, uint32_t from,
 		on_start(c, from, h, o);
 		break;
 	case TR_COPY_DATA:
-		on_data(c, from, h, o);
+		on_data(c, from, h, carried, o);
 		break;
 	case TR_COPY_RESP:
 		if (h->mode == TR_COPY_RELAY)
@@ -647,7 +673,7 @@ int tr_copy_request(struct tr_copy *c, const struct tr_copy_hdr *order, void *re
 		struct tr_copy_hdr h = e->hdr;
 
 		iop_set_state(c, e, TR_COPY_I_DELIVERED);
-		dispatch(c, TR_COPY_START, self, &h, &o);
+		dispatch(c, TR_COPY_START, self, &h, 0, &o);
 	} else {
 		iop_set_state(c, e, TR_COPY_I_ORDERED);
 		send_msg(c, &o, TR_COPY_START, order->source, &e->hdr, TRIAD_S_OK,
@@ -667,13 +693,14 @@ int tr_copy_start_delivered(struct tr_copy *c, uint64_t op_id)
 }
 
 int tr_copy_recv(struct tr_copy *c, enum tr_copy_msg msg, uint32_t from,
-		 const struct tr_copy_hdr *hdr, struct tr_copy_act *acts, unsigned cap)
+		 const struct tr_copy_hdr *hdr, uint64_t carried, struct tr_copy_act *acts,
+		 unsigned cap)
 {
 	struct out o;
 
 	if (out_init(&o, acts, cap) || !hdr || (unsigned)msg >= TR_COPY_NMSGS)
 		return -EINVAL;
-	dispatch(c, msg, from, hdr, &o);
+	dispatch(c, msg, from, hdr, carried, &o);
 	return (int)o.n;
 }
 

@@ -26,6 +26,14 @@
  *     S takes the RC completions of all its chunks as the reception
  *     response and sends COPY_DONE -> I; no COPY_DATA, D's software is not
  *     involved at all (hence no notification at D either).
+ *   Carried data (RELAY and DIRECT, S != D, 0 < len <= cfg.eager): S asks
+ *     for no descriptor and posts no WRITE; COPY_DATA carries the bytes
+ *     (action CARRY) and D places them itself (action PLACE) once its
+ *     window has passed the same checks, before it answers.  The message
+ *     stands for the op's only chunk: its send completion is reported as
+ *     chunk 0, and everything after is as above.  A small copy then costs
+ *     S one send instead of a WRITE and a send (and, the first time, a
+ *     descriptor round trip); D writes at most cfg.eager bytes itself.
  *
  * Events in (one function each), actions out (struct tr_copy_act):
  *   at I:  tr_copy_request()         the application asked for a copy
@@ -33,7 +41,7 @@
  *          tr_copy_recv(RESP|DONE)
  *   at S:  tr_copy_recv(START|RESP), tr_copy_desc(), tr_copy_chunk_done(),
  *          tr_copy_chunk_refused()
- *   at D:  tr_copy_recv(DATA)
+ *   at D:  tr_copy_recv(DATA), with the bytes it carried
  *   any:   tr_copy_peer_gone(), tr_copy_tick(), tr_copy_cancel_all()
  *
  * Actions.  Every event function takes an array acts of cap >=
@@ -65,6 +73,15 @@
  *   LOOKUP    S needs D's descriptor of window hdr.dst_win of rank to (the
  *             fabric's cache, or a WIN_QUERY): answer with tr_copy_desc()
  *             for (hdr.initiator, hdr.op_id), later or at once.
+ *   CARRY     send COPY_DATA to rank to carrying len bytes of (this rank's)
+ *             window hdr.src_win at src_off, any plane; it stands for chunk
+ *             0 of op (hdr.initiator, hdr.op_id): report its send completion
+ *             with tr_copy_chunk_done() (OK once the message is in D's
+ *             receive queue), or tr_copy_chunk_refused() if the window can
+ *             no longer serve the range, exactly once.
+ *   PLACE     D: copy the len bytes the COPY_DATA being handled carried into
+ *             window hdr.dst_win at dst_off, now, before the actions after
+ *             it (its NOTIFY, its answer); the window was checked.
  *   NOTIFY    D's window hdr.dst_win asked to be told: [dst_off, dst_off +
  *             len) was written by copy hdr.op_id of hdr.initiator.
  *   COMPLETE  request req finished with hdr.status, failed leg hdr.leg.
@@ -214,6 +231,8 @@ enum tr_copy_act_type {
 	TR_COPY_ACT_LOOKUP,
 	TR_COPY_ACT_NOTIFY,
 	TR_COPY_ACT_COMPLETE,
+	TR_COPY_ACT_CARRY,
+	TR_COPY_ACT_PLACE,
 	TR_COPY_NACTS
 };
 
@@ -226,10 +245,10 @@ struct tr_copy_act {
 	uint32_t to;	      /* SEND, WRITE, LOOKUP: the peer */
 	struct tr_copy_hdr hdr;
 	void *req;	      /* COMPLETE */
-	uint64_t chunk;	      /* WRITE */
-	uint64_t src_off;     /* WRITE, LOCAL: absolute offsets in the windows */
-	uint64_t dst_off;     /* WRITE, LOCAL, NOTIFY */
-	uint64_t len;	      /* WRITE, LOCAL, NOTIFY */
+	uint64_t chunk;	      /* WRITE, CARRY */
+	uint64_t src_off;     /* WRITE, LOCAL, CARRY: absolute offsets in the windows */
+	uint64_t dst_off;     /* WRITE, LOCAL, CARRY, PLACE, NOTIFY */
+	uint64_t len;	      /* WRITE, LOCAL, CARRY, PLACE, NOTIFY */
 };
 
 /* Initiator table entry. */
@@ -282,6 +301,7 @@ struct tr_copy_stats {
 	uint64_t orders;       /* COPY_STARTs accepted at S */
 	uint64_t refused;      /* COPY_STARTs refused with NO_MEMORY: table full */
 	uint64_t chunks;       /* WRITE actions */
+	uint64_t carried;      /* CARRY actions: COPY_DATAs with the data in them */
 	uint64_t local_copies; /* LOCAL actions */
 	uint64_t answered;     /* COPY_DATA answered at D */
 	uint64_t orphaned;     /* source ops dropped because I went away */
@@ -296,6 +316,7 @@ struct tr_copy_cfg {
 	uint32_t rank;	       /* this rank, < nranks */
 	uint32_t nranks;
 	uint64_t chunk;	       /* bytes per WRITE, >= 1 */
+	uint64_t eager;	       /* COPY_DATA carries copies of 1..eager bytes; 0: never */
 	unsigned inflight;     /* chunk window per op, 1..TR_COPY_MAX_INFLIGHT */
 	uint64_t src_timeout;  /* source op lifetime (tick units), 0: none */
 	struct tr_copy_iop *iops; /* initiator table storage, niops >= 1 */
@@ -349,11 +370,13 @@ int tr_copy_request(struct tr_copy *c, const struct tr_copy_hdr *order, void *re
 int tr_copy_start_delivered(struct tr_copy *c, uint64_t op_id);
 
 /* A copy message arrived from rank from (the wire's sender, authenticated
- * by the connection, never taken from the header).  Returns the number of
- * actions; a dropped message returns 0 and is counted.  -EINVAL only for
- * a bad msg or array. */
+ * by the connection, never taken from the header), carrying carried bytes
+ * of data (0, or hdr->len for a COPY_DATA that carries them: any other
+ * count is inconsistent).  Returns the number of actions; a dropped
+ * message returns 0 and is counted.  -EINVAL only for a bad msg or array. */
 int tr_copy_recv(struct tr_copy *c, enum tr_copy_msg msg, uint32_t from,
-		 const struct tr_copy_hdr *hdr, struct tr_copy_act *acts, unsigned cap);
+		 const struct tr_copy_hdr *hdr, uint64_t carried, struct tr_copy_act *acts,
+		 unsigned cap);
 
 /* At S: the answer to LOOKUP for op (initiator, op_id): status OK and D's
  * window in desc, or the reason there is none (a window error: leg

@@ -74,7 +74,7 @@ static size_t body_len(const struct tr_msg *m)
 	case TR_MSG_PLANE_DOWN:
 	case TR_MSG_WIN_GONE: return 4;
 	case TR_MSG_AM: return TR_WIRE_AM_HDR_LEN + (size_t)m->u.am.len;
-	case TR_MSG_COPY: return 64;
+	case TR_MSG_COPY: return TR_WIRE_COPY_LEN + (size_t)m->u.copy.carried;
 	case TR_MSG_BCAST_DONE:
 	case TR_MSG_PLANE_DRAIN: return 8;
 	case TR_MSG_SEQ_SKIP: return 4 + 4 * (size_t)m->u.seq_skip.count;
@@ -88,6 +88,9 @@ static int copy_ok(const struct tr_msg *m)
 {
 	const struct tr_copy_hdr *h = &m->u.copy.hdr;
 
+	/* Only a COPY_DATA carries data, and then all of it. */
+	if (m->u.copy.carried && (m->u.copy.kind != TR_COPY_DATA || m->u.copy.carried != h->len))
+		return 0;
 	return m->u.copy.kind < TR_COPY_NMSGS && h->mode < TR_COPY_NMODES &&
 	       h->leg < TR_COPY_NLEGS && h->status < TRIAD_S_MAX;
 }
@@ -149,7 +152,10 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 	if (m->type == TR_MSG_PLANE_DRAIN &&
 	    (m->u.plane_drain.plane >= TRIAD_MAX_PLANES || m->u.plane_drain.on > 1))
 		return -EINVAL;
-	if (m->type == TR_MSG_COPY && !copy_ok(m))
+	if (m->type == TR_MSG_COPY &&
+	    (!copy_ok(m) ||
+	     m->u.copy.carried > TR_WIRE_MAX_LEN - TR_WIRE_HDR_LEN - TR_WIRE_COPY_LEN ||
+	     (m->u.copy.carried && !m->u.copy.data)))
 		return -EINVAL;
 	if (m->type == TR_MSG_BCAST_DONE && m->u.bcast_done.status >= TRIAD_S_MAX)
 		return -EINVAL;
@@ -233,6 +239,9 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		PUT64(&c, h->src_off);
 		PUT64(&c, h->dst_off);
 		PUT64(&c, h->len);
+		if (m->u.copy.carried)
+			memcpy(c.p, m->u.copy.data, m->u.copy.carried);
+		c.p += m->u.copy.carried;
 		break;
 	}
 	case TR_MSG_BSM:
@@ -356,6 +365,11 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		h->src_off = GET64(&c);
 		h->dst_off = GET64(&c);
 		h->len = GET64(&c);
+		if (c.bad)
+			return -EBADMSG;
+		m.u.copy.carried = (uint32_t)(c.end - c.p);
+		m.u.copy.data = m.u.copy.carried ? c.p : NULL;
+		c.p = c.end;
 		if (!copy_ok(&m))
 			return -EPROTO;
 		break;

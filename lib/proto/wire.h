@@ -4,7 +4,7 @@
  * a message that fails any check is rejected as a whole.
  *
  * Header (32 bytes):
- *   u16 magic 0x5472 ("Tr")   u8 version (2)   u8 type
+ *   u16 magic 0x5472 ("Tr")   u8 version (3)   u8 type
  *   u16 length (header + body, exactly)
  *   u8  slot: the receive slot the sender chose (flow control), 0xff for a
  *       message that takes no slot (a standalone BSM)
@@ -25,9 +25,10 @@
 #include "triad.h"
 
 #define TR_WIRE_MAGIC 0x5472
-#define TR_WIRE_VERSION 2
+#define TR_WIRE_VERSION 3 /* 3: a COPY_DATA may carry the copy's data */
 #define TR_WIRE_HDR_LEN 32
-#define TR_WIRE_CTRL_LEN 256	/* every message but AM fits */
+#define TR_WIRE_CTRL_LEN 256	/* every message but AM and a COPY_DATA with data fits */
+#define TR_WIRE_COPY_LEN 64	/* a copy message's body before the data it carries */
 #define TR_WIRE_MAX_LEN 65535	/* the length field's limit */
 #define TR_WIRE_AM_HDR_LEN 4	/* AM body: u16 id, u16 ord, payload */
 /* An AM id no handler has: stands in for an active message lost for good,
@@ -98,6 +99,10 @@ struct tr_msg {
 		struct {
 			uint8_t kind; /* enum tr_copy_msg */
 			struct tr_copy_hdr hdr;
+			/* A COPY_DATA may carry the copy's data: then carried
+			 * == hdr.len bytes follow the header; 0 otherwise. */
+			uint32_t carried;
+			const void *data; /* decode: points into the decoded buffer */
 		} copy;
 		struct {
 			uint16_t id;
@@ -154,20 +159,22 @@ void tr_wire_set_link(void *buf, uint8_t slot, uint8_t prio, int has_bsm, uint64
 
 /* What each side of a connection tells the other in the rdma_cm private
  * data, every field a big-endian u32:
- *   magic "trix", version (3), plane, rank, world size, receive slots,
+ *   magic "trix", version (4), plane, rank, world size, receive slots,
  *   slot size, job key (high half, low half), the sender's incarnation
  *   (high, low), the incarnation the sender knows of the receiver's rank
  *   (high, low; 0: none yet)                      (TR_WIRE_PRIV_LEN bytes)
  * Version 1 (magic "tria", no version field, no key, 24 bytes) is told
  * apart so that a mix of old and new ranks is refused by name, not as
- * garbage.  The job key (0: none) must be the receiver's own: a request
+ * garbage.  Version 4 has version 3's layout: it names wire version 3 of
+ * the messages (a COPY_DATA may carry data), so a rank of the release
+ * before is refused at connection time, not by its first such message.  The job key (0: none) must be the receiver's own: a request
  * from another job is refused.  An incarnation is a process's random
  * 64-bit name, never 0: two runs of one world file share its key but not
  * their incarnations, so a process never takes a rank's process of another
  * run for its peer (proto/conn.h, tr_conn_same_run). */
 #define TR_WIRE_PRIV_MAGIC 0x74726978u	  /* "trix" */
 #define TR_WIRE_PRIV_MAGIC_V1 0x74726961u /* "tria" */
-#define TR_WIRE_PRIV_VERSION 3
+#define TR_WIRE_PRIV_VERSION 4
 #define TR_WIRE_PRIV_LEN 52 /* rdma_cm carries at most 56 in a request */
 #define TR_WIRE_PRIV_LEN_V1 24
 

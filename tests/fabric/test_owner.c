@@ -21,7 +21,9 @@
  *               the destination's own description, or in its own table when
  *               it is the destination too) on leg AT_DST.  One good order
  *               shows the same path moves data when it should.
- *   COPY_DATA   to rank 1 as the destination: COPY_RESP with the status.
+ *   COPY_DATA   to rank 1 as the destination: COPY_RESP with the status;
+ *               also carrying data (a small copy's): refused the same way,
+ *               and not a byte of it placed.
  *   COPY_RESP, COPY_DONE  for no order: dropped and counted at rank 1.
  *   WIN_INFO    unsolicited, describing a huge window of rank 0: rank 1
  *               keeps no descriptor, and its put to that window fails.
@@ -165,8 +167,9 @@ static void send_raw(int peer, struct tr_msg *m, unsigned prio)
 		 peer, strerror(-ret));
 }
 
-static void send_copy(int peer, enum tr_copy_msg kind, const struct tr_copy_hdr *h)
+static void send_copy(int peer, enum tr_copy_msg kind, const struct tr_copy_hdr *h, int carry)
 {
+	static uint8_t junk[64];
 	static const unsigned prio[TR_COPY_NMSGS] = {
 		[TR_COPY_START] = TR_FC_LOW, [TR_COPY_DATA] = TR_FC_MEDIUM,
 		[TR_COPY_RESP] = TR_FC_HIGH, [TR_COPY_DONE] = TR_FC_HIGH,
@@ -175,6 +178,11 @@ static void send_copy(int peer, enum tr_copy_msg kind, const struct tr_copy_hdr 
 
 	m.u.copy.kind = (uint8_t)kind;
 	m.u.copy.hdr = *h;
+	if (carry && h->len <= sizeof(junk)) {
+		memset(junk, 0xee, sizeof(junk));
+		m.u.copy.carried = (uint32_t)h->len;
+		m.u.copy.data = junk;
+	}
 	send_raw(peer, &m, prio[kind]);
 }
 
@@ -261,6 +269,7 @@ struct copy_case {
 	uint64_t src_off, dst_off, len;
 	enum triad_status want;
 	enum tr_copy_leg want_leg;
+	int carry; /* DATA: the message carries its len bytes */
 };
 
 #define BIG_OFF (UINT64_MAX - 15) /* + 32 wraps around */
@@ -268,57 +277,68 @@ struct copy_case {
 static const struct copy_case copy_cases[] = {
 	/* the source window, at the source */
 	{ "source unknown", TR_COPY_START, 2, W_NONE, W_RW, 0, 0, 64, TRIAD_S_NO_WINDOW,
-	  TR_COPY_LEG_AT_SRC },
+	  TR_COPY_LEG_AT_SRC, 0 },
 	{ "source destroyed", TR_COPY_START, 2, W_GONE, W_RW, 0, 0, 64, TRIAD_S_NO_WINDOW,
-	  TR_COPY_LEG_AT_SRC },
+	  TR_COPY_LEG_AT_SRC, 0 },
 	{ "source past its end", TR_COPY_START, 2, W_RW, W_RW, WLEN - 100, 0, 200,
-	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_SRC },
+	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_SRC, 0 },
 	{ "source offset + length overflows", TR_COPY_START, 2, W_RW, W_RW, BIG_OFF, 0, 32,
-	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_SRC },
+	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_SRC, 0 },
 	{ "source length overflows", TR_COPY_START, 2, W_RW, W_RW, 16, 0, UINT64_MAX,
-	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_SRC },
+	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_SRC, 0 },
 	{ "source without READ", TR_COPY_START, 2, W_WO, W_RW, 0, 0, 64, TRIAD_S_ACCESS,
-	  TR_COPY_LEG_AT_SRC },
+	  TR_COPY_LEG_AT_SRC, 0 },
 	/* the destination window of another rank, checked at the source
 	 * against the destination's own description */
 	{ "destination unknown", TR_COPY_START, 2, W_RW, W_NONE, 0, 0, 64, TRIAD_S_NO_WINDOW,
-	  TR_COPY_LEG_AT_DST },
+	  TR_COPY_LEG_AT_DST, 0 },
 	{ "destination destroyed", TR_COPY_START, 2, W_RW, W_GONE, 0, 0, 64, TRIAD_S_NO_WINDOW,
-	  TR_COPY_LEG_AT_DST },
+	  TR_COPY_LEG_AT_DST, 0 },
 	{ "destination past its end", TR_COPY_START, 2, W_RW, W_RW, 0, WLEN - 100, 200,
-	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST },
+	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST, 0 },
 	{ "destination offset + length overflows", TR_COPY_START, 2, W_RW, W_RW, 0, BIG_OFF, 32,
-	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST },
+	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST, 0 },
 	{ "destination without WRITE", TR_COPY_START, 2, W_RW, W_RO, 0, 0, 64, TRIAD_S_ACCESS,
-	  TR_COPY_LEG_AT_DST },
+	  TR_COPY_LEG_AT_DST, 0 },
 	/* the source is the destination: both in its own table */
 	{ "local destination unknown", TR_COPY_START, 1, W_RW, W_NONE, 0, 0, 64,
-	  TRIAD_S_NO_WINDOW, TR_COPY_LEG_AT_DST },
+	  TRIAD_S_NO_WINDOW, TR_COPY_LEG_AT_DST, 0 },
 	{ "local destination destroyed", TR_COPY_START, 1, W_RW, W_GONE, 0, 0, 64,
-	  TRIAD_S_NO_WINDOW, TR_COPY_LEG_AT_DST },
+	  TRIAD_S_NO_WINDOW, TR_COPY_LEG_AT_DST, 0 },
 	{ "local destination past its end", TR_COPY_START, 1, W_RW, W_RW, 0, WLEN, 1,
-	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST },
+	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST, 0 },
 	{ "local destination overflows", TR_COPY_START, 1, W_RW, W_RW, 0, BIG_OFF, 32,
-	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST },
+	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST, 0 },
 	{ "local destination without WRITE", TR_COPY_START, 1, W_RW, W_RO, 0, 0, 64,
-	  TRIAD_S_ACCESS, TR_COPY_LEG_AT_DST },
+	  TRIAD_S_ACCESS, TR_COPY_LEG_AT_DST, 0 },
 	/* the good order: it must still work */
 	{ "good order", TR_COPY_START, 2, W_RW, W_GOOD, 0, 0, GOOD_LEN, TRIAD_S_OK,
-	  TR_COPY_LEG_NONE },
+	  TR_COPY_LEG_NONE, 0 },
 	/* COPY_DATA at the destination (rank 0 plays the source) */
 	{ "data: window unknown", TR_COPY_DATA, 1, 0, W_NONE, 0, 0, 64, TRIAD_S_NO_WINDOW,
-	  TR_COPY_LEG_AT_DST },
+	  TR_COPY_LEG_AT_DST, 0 },
 	{ "data: window destroyed", TR_COPY_DATA, 1, 0, W_GONE, 0, 0, 64, TRIAD_S_NO_WINDOW,
-	  TR_COPY_LEG_AT_DST },
+	  TR_COPY_LEG_AT_DST, 0 },
 	{ "data: past the end", TR_COPY_DATA, 1, 0, W_RW, 0, WLEN - 1, 2, TRIAD_S_OUT_OF_BOUNDS,
-	  TR_COPY_LEG_AT_DST },
+	  TR_COPY_LEG_AT_DST, 0 },
 	{ "data: offset + length overflows", TR_COPY_DATA, 1, 0, W_RW, 0, BIG_OFF, 32,
-	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST },
+	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST, 0 },
 	{ "data: without WRITE", TR_COPY_DATA, 1, 0, W_RO, 0, 0, 64, TRIAD_S_ACCESS,
-	  TR_COPY_LEG_AT_DST },
+	  TR_COPY_LEG_AT_DST, 0 },
+	/* the same carrying data: not a byte of it lands */
+	{ "data carried: window unknown", TR_COPY_DATA, 1, 0, W_NONE, 0, 0, 64,
+	  TRIAD_S_NO_WINDOW, TR_COPY_LEG_AT_DST, 1 },
+	{ "data carried: window destroyed", TR_COPY_DATA, 1, 0, W_GONE, 0, 0, 64,
+	  TRIAD_S_NO_WINDOW, TR_COPY_LEG_AT_DST, 1 },
+	{ "data carried: past the end", TR_COPY_DATA, 1, 0, W_RW, 0, WLEN - 1, 2,
+	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST, 1 },
+	{ "data carried: offset + length overflows", TR_COPY_DATA, 1, 0, W_RW, 0, BIG_OFF, 32,
+	  TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST, 1 },
+	{ "data carried: without WRITE", TR_COPY_DATA, 1, 0, W_RO, 0, 0, 64, TRIAD_S_ACCESS,
+	  TR_COPY_LEG_AT_DST, 1 },
 	/* in range: D answers OK and writes nothing itself (the data would
 	 * have come by RDMA, bounded by its registration) */
-	{ "data: in range", TR_COPY_DATA, 1, 0, W_RW, 0, 0, 64, TRIAD_S_OK, TR_COPY_LEG_NONE },
+	{ "data: in range", TR_COPY_DATA, 1, 0, W_RW, 0, 0, 64, TRIAD_S_OK, TR_COPY_LEG_NONE, 0 },
 };
 #define NCOPY (sizeof(copy_cases) / sizeof(copy_cases[0]))
 #define OP_BASE 0x7e5700000000ull
@@ -347,8 +367,14 @@ static void check_copy_answer(size_t i)
 	const struct copy_case *c = &copy_cases[i];
 	struct tr_copy_hdr h = case_hdr(i);
 	/* The answer: from S a COPY_DONE (DIRECT and OK: D's COPY_RESP);
-	 * to a COPY_DATA, D's COPY_RESP. */
-	int direct_ok = h.mode == TR_COPY_DIRECT && c->want == TRIAD_S_OK;
+	 * to a COPY_DATA, D's COPY_RESP.  A small copy carries its data
+	 * (TRIAD_COPY_EAGER): then D, not S's lookup, finds a fault of its
+	 * window, and in DIRECT mode answers I itself. */
+	const char *eager_s = getenv("TRIAD_COPY_EAGER");
+	uint64_t eager = eager_s ? strtoull(eager_s, NULL, 0) : 2048;
+	int carried = c->kind == TR_COPY_START && c->dst_rank != 1 && c->len && c->len <= eager;
+	int direct_ok = h.mode == TR_COPY_DIRECT &&
+			(c->want == TRIAD_S_OK || (carried && c->want_leg == TR_COPY_LEG_AT_DST));
 	enum tr_copy_msg kind = c->kind == TR_COPY_DATA || direct_ok ? TR_COPY_RESP : TR_COPY_DONE;
 	int from = c->kind == TR_COPY_DATA || direct_ok ? (int)h.destination : 1;
 	struct seen s;
@@ -392,20 +418,20 @@ static void rank0_forge(void)
 	for (size_t i = 0; i < NCOPY; i++) {
 		struct tr_copy_hdr h = case_hdr(i);
 
-		send_copy(1, copy_cases[i].kind, &h);
+		send_copy(1, copy_cases[i].kind, &h, copy_cases[i].carry);
 	}
 	/* answers for no order: rank 1 as the source (RESP), as the initiator (DONE) */
 	struct tr_copy_hdr h = {
 		.op_id = OP_BASE + 1000, .initiator = 2, .source = 1, .destination = 0,
 		.src_win = W_RW, .dst_win = W_RW, .len = 64, .mode = TR_COPY_RELAY,
 	};
-	send_copy(1, TR_COPY_RESP, &h);
+	send_copy(1, TR_COPY_RESP, &h, 0);
 	h = (struct tr_copy_hdr){
 		.op_id = OP_BASE + 1001, .initiator = 1, .source = 0, .destination = 2,
 		.src_win = W_RW, .dst_win = W_RW, .len = 64, .mode = TR_COPY_RELAY,
 		.status = TRIAD_S_OK, .leg = TR_COPY_LEG_NONE,
 	};
-	send_copy(1, TR_COPY_DONE, &h);
+	send_copy(1, TR_COPY_DONE, &h, 0);
 	/* a description nobody asked for: all of memory, read and write */
 	m = (struct tr_msg){ .type = TR_MSG_WIN_INFO };
 	m.u.win_info.qid = 1;
@@ -543,7 +569,7 @@ static void shrink_phase(void)
 		pthread_mutex_unlock(&ctx->lock);
 	} else if (rank == 0) {
 		if (flag_wait("held"))
-			send_copy(1, TR_COPY_START, &h);
+			send_copy(1, TR_COPY_START, &h, 0);
 		if (!wait_seen(copy_op_is, SHRINK_OP, &s)) {
 			FT_CHECK(0, "the shrunk source's order: no answer");
 			return;

@@ -50,7 +50,10 @@ static int same_msg(const struct tr_msg *a, const struct tr_msg *b)
 		       a->u.bcast_done.status == b->u.bcast_done.status;
 	case TR_MSG_COPY:
 		return a->u.copy.kind == b->u.copy.kind &&
-		       !memcmp(&a->u.copy.hdr, &b->u.copy.hdr, sizeof(a->u.copy.hdr));
+		       !memcmp(&a->u.copy.hdr, &b->u.copy.hdr, sizeof(a->u.copy.hdr)) &&
+		       a->u.copy.carried == b->u.copy.carried &&
+		       (!a->u.copy.carried ||
+			!memcmp(a->u.copy.data, b->u.copy.data, a->u.copy.carried));
 	case TR_MSG_AM:
 		return a->u.am.id == b->u.am.id && a->u.am.len == b->u.am.len &&
 		       (!a->u.am.len || !memcmp(a->u.am.data, b->u.am.data, a->u.am.len));
@@ -92,6 +95,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		memcpy(payload, m.u.am.data, m.u.am.len);
 		m.u.am.data = payload;
+	}
+	if (m.type == TR_MSG_COPY && m.u.copy.carried) { /* the same for a copy's data */
+		if ((const uint8_t *)m.u.copy.data != data + TR_WIRE_HDR_LEN + TR_WIRE_COPY_LEN ||
+		    m.u.copy.carried != size - TR_WIRE_HDR_LEN - TR_WIRE_COPY_LEN ||
+		    m.u.copy.kind != TR_COPY_DATA || m.u.copy.carried != m.u.copy.hdr.len)
+			abort();
+		memcpy(payload, m.u.copy.data, m.u.copy.carried);
+		m.u.copy.data = payload;
 	}
 	n = tr_msg_encode(&m, buf, sizeof(buf));
 	if (n < 0 || (size_t)n != size || memcmp(buf, data, size))

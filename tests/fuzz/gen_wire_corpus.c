@@ -214,6 +214,13 @@ int main(int argc, char **argv)
 	m.u.copy.hdr.status = TRIAD_S_OUT_OF_BOUNDS;
 	m.u.copy.hdr.leg = TR_COPY_LEG_AT_DST;
 	bad |= emit(argv[1], "copy_done_error", &m);
+	m.u.copy.kind = TR_COPY_DATA;
+	m.u.copy.hdr.status = TRIAD_S_OK;
+	m.u.copy.hdr.leg = TR_COPY_LEG_NONE;
+	m.u.copy.hdr.len = 12;
+	m.u.copy.carried = 12;
+	m.u.copy.data = "copied bytes";
+	bad |= emit(argv[1], "copy_data_carried", &m);
 	bad |= emit_priv(argv[1], "conn_priv");
 	return bad;
 }

@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "base/log.h"
 
-#define NVARS 30
+#define NVARS 31
 #define TRIAD_MAX_PLANES_TEST 9
 
 static const char *const all_vars[NVARS] = {
@@ -27,6 +27,7 @@ static const char *const all_vars[NVARS] = {
 	"TRIAD_BG_SPIN_US", "TRIAD_BCAST_PIPELINE", "TRIAD_TRACE", "TRIAD_ORDER",
 	"TRIAD_STRIPE_MIN", "TRIAD_ADAPTIVE", "TRIAD_ADAPTIVE_T", "TRIAD_ADAPTIVE_ALPHA",
 	"TRIAD_DAEMON",	     "TRIAD_DEVICES", "TRIAD_REG_CACHE", "TRIAD_CONNECT",
+	"TRIAD_COPY_EAGER",
 };
 
 struct fake_env {
@@ -70,6 +71,7 @@ static void assert_defaults(const struct tr_config *c)
 	assert_int_equal(c->order, TR_ORDER_STRICT);
 	assert_true(c->stripe_min == 256 * 1024);
 	assert_true(c->reg_cache == 0);
+	assert_true(c->copy_eager == 2048);
 	assert_int_equal(c->adaptive, 1); /* occ */
 	assert_int_equal(c->connect, TR_CONNECT_EAGER);
 	assert_int_equal(c->adaptive_t, 8);
@@ -375,6 +377,14 @@ static void test_reg_cache(void **state)
 	load_bad("TRIAD_REG_CACHE", "-1", "TRIAD_REG_CACHE=-1: not a size (examples: 4096, 64k, 1M)");
 }
 
+static void test_copy_eager(void **state)
+{
+	(void)state;
+	assert_true(load1("TRIAD_COPY_EAGER", "0").copy_eager == 0);
+	assert_true(load1("TRIAD_COPY_EAGER", "8k").copy_eager == 8192);
+	load_bad("TRIAD_COPY_EAGER", "64k", "TRIAD_COPY_EAGER=64k: out of range [0, 65535]");
+}
+
 static void test_one_bad_variable_among_good(void **state)
 {
 	static const char *const kv[] = {
@@ -599,6 +609,7 @@ int main(void)
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_stripe_min),
 		cmocka_unit_test(test_reg_cache),
+		cmocka_unit_test(test_copy_eager),
 		cmocka_unit_test(test_adaptive),
 		cmocka_unit_test(test_connect),
 		cmocka_unit_test(test_one_bad_variable_among_good),

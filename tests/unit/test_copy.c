@@ -123,6 +123,8 @@ struct item {
 	uint64_t chunk, src_off, dst_off, len;
 	enum triad_status status;
 	uint32_t gone; /* IT_GONE */
+	uint64_t carried; /* IT_MSG: COPY_DATA with the data in it (malloc'd data) */
+	uint8_t *data;
 };
 
 struct world {
@@ -138,6 +140,8 @@ struct world {
 	uint64_t chunk;
 	unsigned inflight;
 	uint64_t dst_size; /* of W_DST and W_STALE */
+	uint64_t eager;	   /* every engine's cfg.eager */
+	const uint8_t *placing; /* the data of the COPY_DATA being handled */
 };
 
 static int win_lookup(void *arg, uint32_t id, struct tr_copy_win *out)
@@ -218,11 +222,35 @@ static struct world *world_new(unsigned nr, uint64_t chunk, unsigned inflight,
 	return world_new_sized(nr, chunk, inflight, src_timeout, DST_SIZE);
 }
 
+/* Copies of 1..eager bytes carry their data in COPY_DATA from now on. */
+static void world_eager(struct world *w, uint64_t eager)
+{
+	w->eager = eager;
+	for (unsigned i = 0; i < w->nr; i++) {
+		struct rank *r = &w->r[i];
+		struct tr_copy_cfg cfg = rank_cfg(r, w->nr, w->chunk, w->inflight,
+						  r->c.cfg.src_timeout);
+
+		assert_int_equal(tr_copy_requests_live(&r->c) + tr_copy_orders_live(&r->c), 0);
+		cfg.eager = eager;
+		assert_int_equal(tr_copy_init(&r->c, &cfg), 0);
+	}
+}
+
+/* Would the copy q orders carry its data? */
+static bool carries(const struct world *w, const struct req *q)
+{
+	return q->order.len && q->order.len <= w->eager &&
+	       q->order.mode != TR_COPY_TRANSPORT_ACK && q->order.source != q->order.destination;
+}
+
 static void world_free(struct world *w)
 {
 	for (unsigned i = 0; i < NR; i++)
 		for (unsigned j = 0; j < NW; j++)
 			free(w->r[i].wins[j].buf);
+	for (size_t i = 0; i < w->nitems; i++)
+		free(w->items[i].data);
 	free(w->items);
 	free(w);
 }
@@ -309,6 +337,43 @@ static void run_acts(struct world *w, uint32_t r, const struct tr_copy_act *a, i
 			it.gone = x->to;
 			push(w, &it);
 			break;
+		case TR_COPY_ACT_CARRY: {
+			struct win *s = win_of(rk, x->hdr.src_win);
+
+			assert_true(x->to != r && x->to == x->hdr.destination);
+			assert_true(x->hdr.source == r && x->hdr.mode != TR_COPY_TRANSPORT_ACK);
+			assert_true(x->chunk == 0 && x->len == x->hdr.len && x->len > 0 &&
+				    x->len <= w->eager);
+			assert_true(x->src_off == x->hdr.src_off && x->dst_off == x->hdr.dst_off);
+			assert_non_null(s);
+			assert_true(tr_range_ok(s->size, x->src_off, x->len));
+			if (q) {
+				assert_true(q->posted == 0 && !q->data_sent);
+				q->nchunks = 1; /* the message is the only chunk */
+				q->posted = 1;
+				q->data_sent = true;
+				if (q->inflight_max < 1)
+					q->inflight_max = 1;
+			}
+			it.kind = IT_MSG;
+			it.msg = TR_COPY_DATA;
+			it.carried = x->len;
+			it.data = malloc(x->len);
+			assert_non_null(it.data);
+			memcpy(it.data, s->buf + x->src_off, x->len);
+			push(w, &it);
+			break;
+		}
+		case TR_COPY_ACT_PLACE: {
+			struct win *d = win_of(rk, x->hdr.dst_win);
+
+			assert_true(x->hdr.destination == r && x->len == x->hdr.len);
+			assert_non_null(w->placing);
+			assert_non_null(d);
+			assert_true(tr_range_ok(d->size, x->dst_off, x->len));
+			memcpy(d->buf + x->dst_off, w->placing, x->len);
+			break;
+		}
 		case TR_COPY_ACT_NOTIFY:
 			assert_true(x->hdr.destination == r);
 			rk->notified++;
@@ -444,8 +509,10 @@ static void kill_rank(struct world *w, uint32_t x)
 		struct item *it = &w->items[i];
 		bool chan = it->kind == IT_MSG || it->kind == IT_WRITE;
 
-		if ((chan && (it->from == x || it->to == x)) || (!chan && it->to == x))
+		if ((chan && (it->from == x || it->to == x)) || (!chan && it->to == x)) {
+			free(it->data);
 			continue;
+		}
 		w->items[j++] = *it;
 	}
 	w->nitems = j;
@@ -515,10 +582,28 @@ static bool step(struct world *w)
 
 			push(w, &dl);
 		}
-		if ((it.msg == TR_COPY_DATA && q && q->qp_broken) || w->r[it.to].mute)
+		if (it.carried) { /* its send completion is chunk 0's */
+			struct item cqe = { .kind = IT_CQE, .to = it.from, .from = it.to,
+					    .hdr = it.hdr, .status = TRIAD_S_OK };
+
+			if (q && (q->qp_broken || q->fault_chunk == 0)) {
+				cqe.status = TRIAD_S_TRANSPORT; /* lost with the QP */
+				q->qp_broken = true;
+			}
+			push(w, &cqe);
+			if (cqe.status != TRIAD_S_OK || w->r[it.to].mute) {
+				free(it.data);
+				return true;
+			}
+		} else if ((it.msg == TR_COPY_DATA && q && q->qp_broken) || w->r[it.to].mute) {
 			return true; /* flushed with the QP, or ignored */
-		n = tr_copy_recv(&w->r[it.to].c, it.msg, it.from, &it.hdr, a, TR_COPY_ACTS);
+		}
+		w->placing = it.data;
+		n = tr_copy_recv(&w->r[it.to].c, it.msg, it.from, &it.hdr, it.carried, a,
+				 TR_COPY_ACTS);
 		run_acts(w, it.to, a, n);
+		w->placing = NULL;
+		free(it.data);
 		break;
 	case IT_WRITE: {
 		struct item cqe = { .kind = IT_CQE, .to = it.from, .from = it.to, .hdr = it.hdr,
@@ -702,7 +787,10 @@ static enum tr_copy_istate istate(struct rank *r, uint64_t op_id)
 #define REQUEST(rk, ord, req, dl, op_p, x) \
 	((x)->n = tr_copy_request(&(rk)->c, (ord), (req), (dl), (op_p), (x)->a, TR_COPY_ACTS))
 #define RECV(rk, msg, from, h, x) \
-	((x)->n = tr_copy_recv(&(rk)->c, (msg), (from), (h), (x)->a, TR_COPY_ACTS))
+	((x)->n = tr_copy_recv(&(rk)->c, (msg), (from), (h), 0, (x)->a, TR_COPY_ACTS))
+#define RECV_CARRIED(rk, from, h, carried, x) \
+	((x)->n = tr_copy_recv(&(rk)->c, TR_COPY_DATA, (from), (h), (carried), (x)->a, \
+			       TR_COPY_ACTS))
 #define DESC(rk, i, op, st, d, x) \
 	((x)->n = tr_copy_desc(&(rk)->c, (i), (op), (st), (d), (x)->a, TR_COPY_ACTS))
 #define CHUNK(rk, i, op, k, st, x) \
@@ -927,6 +1015,100 @@ static void test_transport_ack_steps(void **state)
 	world_free(w);
 }
 
+/* Carried data, RELAY: no descriptor, no WRITE; COPY_DATA carries the bytes,
+ * D places them before it answers, and the message's send completion is
+ * chunk 0. */
+static void test_carried_steps(void **state)
+{
+	struct world *w = world_new(3, 1000, 4, 0);
+	struct tr_copy_hdr o = order_of(1, 2, 100, TR_COPY_RELAY), start, data, resp;
+	const struct tr_copy_stats *s2 = tr_copy_stats(&w->r[2].c);
+	struct acts x;
+	uint64_t op;
+	int req;
+
+	(void)state;
+	world_eager(w, 1000);
+	REQUEST(&w->r[0], &o, &req, TR_COPY_NO_DEADLINE, &op, &x);
+	start = x.a[0].hdr;
+	RECV(&w->r[1], TR_COPY_START, 0, &start, &x);
+	assert_int_equal(x.n, 1);
+	assert_int_equal(x.a[0].type, TR_COPY_ACT_CARRY);
+	assert_int_equal(x.a[0].to, 2);
+	assert_int_equal(x.a[0].chunk, 0);
+	assert_int_equal(x.a[0].src_off, 100);
+	assert_int_equal(x.a[0].dst_off, 200);
+	assert_int_equal(x.a[0].len, 100);
+	assert_int_equal(sstate(&w->r[1], 0, op), TR_COPY_S_WRITE);
+	assert_true(tr_copy_stats(&w->r[1].c)->carried == 1);
+	assert_true(tr_copy_stats(&w->r[1].c)->chunks == 0);
+	data = x.a[0].hdr;
+
+	/* D: the count must be the copy's length, and only COPY_DATA carries. */
+	RECV_CARRIED(&w->r[2], 1, &data, 99, &x);
+	assert_int_equal(x.n, 0);
+	x.n = tr_copy_recv(&w->r[2].c, TR_COPY_START, 0, &start, 100, x.a, TR_COPY_ACTS);
+	assert_int_equal(x.n, 0);
+	assert_true(s2->inconsistent == 2 && s2->answered == 0);
+	RECV_CARRIED(&w->r[2], 1, &data, 100, &x); /* place, notify, answer */
+	assert_int_equal(x.n, 3);
+	assert_int_equal(x.a[0].type, TR_COPY_ACT_PLACE);
+	assert_int_equal(x.a[0].dst_off, 200);
+	assert_int_equal(x.a[0].len, 100);
+	assert_int_equal(x.a[1].type, TR_COPY_ACT_NOTIFY);
+	expect_send(&x.a[2], TR_COPY_RESP, 1, op, TRIAD_S_OK, TR_COPY_LEG_NONE);
+	resp = x.a[2].hdr;
+
+	/* The answer may come before the send completion: S waits for both. */
+	RECV(&w->r[1], TR_COPY_RESP, 2, &resp, &x);
+	assert_int_equal(x.n, 0);
+	CHUNK(&w->r[1], 0, op, 0, TRIAD_S_OK, &x);
+	assert_int_equal(x.n, 1);
+	expect_send(&x.a[0], TR_COPY_DONE, 0, op, TRIAD_S_OK, TR_COPY_LEG_NONE);
+	RECV(&w->r[0], TR_COPY_DONE, 1, &x.a[0].hdr, &x);
+	expect_complete(&x.a[0], &req, TRIAD_S_OK, TR_COPY_LEG_NONE);
+	assert_int_equal(tr_copy_orders_live(&w->r[1].c), 0);
+
+	/* D's window refuses the range: no PLACE, the error on leg AT_DST. */
+	o = order_of(1, 2, 100, TR_COPY_DIRECT);
+	o.dst_off = DST_SIZE - 50;
+	REQUEST(&w->r[0], &o, &req, TR_COPY_NO_DEADLINE, &op, &x);
+	RECV(&w->r[1], TR_COPY_START, 0, &x.a[0].hdr, &x);
+	assert_int_equal(x.a[0].type, TR_COPY_ACT_CARRY);
+	RECV_CARRIED(&w->r[2], 1, &x.a[0].hdr, 100, &x);
+	assert_int_equal(x.n, 1);
+	expect_send(&x.a[0], TR_COPY_RESP, 0, op, TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST);
+	RECV(&w->r[0], TR_COPY_RESP, 2, &x.a[0].hdr, &x);
+	expect_complete(&x.a[0], &req, TRIAD_S_OUT_OF_BOUNDS, TR_COPY_LEG_AT_DST);
+	CHUNK(&w->r[1], 0, op, 0, TRIAD_S_OK, &x); /* DIRECT: S ends silently */
+	assert_int_equal(x.n, 0);
+	assert_int_equal(tr_copy_orders_live(&w->r[1].c), 0);
+
+	/* The message is lost: S reports the send's error on leg S_D. */
+	o = order_of(1, 2, 1000, TR_COPY_RELAY);
+	REQUEST(&w->r[0], &o, &req, TR_COPY_NO_DEADLINE, &op, &x);
+	RECV(&w->r[1], TR_COPY_START, 0, &x.a[0].hdr, &x);
+	assert_int_equal(x.a[0].type, TR_COPY_ACT_CARRY);
+	CHUNK(&w->r[1], 0, op, 0, TRIAD_S_TRANSPORT, &x);
+	assert_int_equal(x.n, 1);
+	expect_send(&x.a[0], TR_COPY_DONE, 0, op, TRIAD_S_TRANSPORT, TR_COPY_LEG_S_D);
+
+	/* Not carried: longer than eager, empty, TRANSPORT_ACK (D's software
+	 * takes no part), or S == D (a local copy). */
+	for (int i = 0; i < 4; i++) {
+		uint64_t lens[] = { 1001, 0, 10, 10 };
+		unsigned m = i == 2 ? TR_COPY_TRANSPORT_ACK : TR_COPY_RELAY;
+
+		o = order_of(1, i == 3 ? 1 : 2, lens[i], m);
+		REQUEST(&w->r[0], &o, &req, TR_COPY_NO_DEADLINE, &op, &x);
+		RECV(&w->r[1], TR_COPY_START, 0, &x.a[0].hdr, &x);
+		assert_true(x.n >= 1);
+		assert_int_equal(x.a[0].type, i == 3 ? TR_COPY_ACT_LOCAL : TR_COPY_ACT_LOOKUP);
+	}
+	assert_true(tr_copy_stats(&w->r[1].c)->carried == 3);
+	world_free(w);
+}
+
 /* ---- flows through the router ------------------------------------------------- */
 
 static const unsigned modes[] = { TR_COPY_RELAY, TR_COPY_DIRECT, TR_COPY_TRANSPORT_ACK };
@@ -935,21 +1117,29 @@ static const unsigned modes[] = { TR_COPY_RELAY, TR_COPY_DIRECT, TR_COPY_TRANSPO
 static void test_flows_ok(void **state)
 {
 	(void)state;
-	for (size_t m = 0; m < NMODES; m++) {
+	for (size_t m = 0; m < 2 * NMODES; m++) {
 		struct world *w = world_new(3, 4096, 4, 0);
-		uint64_t lens[] = { 0, 1, 4095, 4096, 4097, 40000 };
+		uint64_t lens[] = { 0, 1, 4095, 4096, 4097, 40000 }, carried = 0;
 
+		if (m >= NMODES) /* the same with copies of up to 4096 bytes carried */
+			world_eager(w, 4096);
 		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 			uint64_t len = lens[i], so = rnd_below(SRC_SIZE - len);
 			struct req *q = issue(w, 0, 1, 2, W_SRC, so, W_DST,
-					      dst_region(w, 2, len), len, modes[m],
+					      dst_region(w, 2, len), len, modes[m % NMODES],
 					      TR_COPY_NO_DEADLINE);
+			carried += carries(w, q);
 			run(w);
 			check_ok(w, q);
 		}
 		check_idle(w);
+		/* relay and direct carry 1, 4095 and 4096 bytes */
+		assert_int_equal(STAT(w, carried), carried);
+		assert_int_equal(carried, m >= NMODES && modes[m % NMODES] != TR_COPY_TRANSPORT_ACK
+						  ? 3 : 0);
 		/* W_DST asks to be told, except that D takes no part in TRANSPORT_ACK. */
-		assert_int_equal(w->r[2].notified, modes[m] == TR_COPY_TRANSPORT_ACK ? 0 : 6);
+		assert_int_equal(w->r[2].notified,
+				 modes[m % NMODES] == TR_COPY_TRANSPORT_ACK ? 0 : 6);
 		assert_true(STAT(w, unknown) + STAT(w, duplicate) + STAT(w, inconsistent) == 0);
 		world_free(w);
 	}
@@ -1569,11 +1759,11 @@ static void test_drops(void **state)
 			fail_msg("mangle %zu not counted", i);
 	}
 	RECV(&w->r[1], TR_COPY_START, 17, &start, &x); /* sender out of range */
-	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_NMSGS, 0, &start, x.a, TR_COPY_ACTS),
+	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_NMSGS, 0, &start, 0, x.a, TR_COPY_ACTS),
 			 -EINVAL);
-	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_START, 0, &start, x.a,
+	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_START, 0, &start, 0, x.a,
 				      TR_COPY_ACTS - 1), -EINVAL);
-	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_START, 0, NULL, x.a, TR_COPY_ACTS),
+	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_START, 0, NULL, 0, x.a, TR_COPY_ACTS),
 			 -EINVAL);
 
 	/* at D: DATA from a rank that is not S, in TRANSPORT_ACK mode, with a status */
@@ -2141,11 +2331,13 @@ struct rreq {
 	enum fault f;
 };
 
-/* The outcome when nothing goes away: the first fault on the path. */
-static void expected(const struct req *q, enum fault f, enum triad_status *st,
-		     enum tr_copy_leg *leg)
+/* The outcome when nothing goes away: the first fault on the path.  A
+ * copy that carries its data asks for no descriptor, and its one message
+ * stands for chunk 0. */
+static void expected(const struct world *w, const struct req *q, enum fault f,
+		     enum triad_status *st, enum tr_copy_leg *leg)
 {
-	bool local = q->order.source == q->order.destination;
+	bool local = q->order.source == q->order.destination, carried = carries(w, q);
 
 	*st = TRIAD_S_OK;
 	*leg = TR_COPY_LEG_NONE;
@@ -2163,13 +2355,16 @@ static void expected(const struct req *q, enum fault f, enum triad_status *st,
 		}
 		break;
 	case F_CHUNK:
-		if (!local && q->nchunks > 0) {
+		if (carried && q->fault_chunk == 0) {
+			*st = TRIAD_S_TRANSPORT;
+			*leg = TR_COPY_LEG_S_D;
+		} else if (!local && !carried && q->nchunks > 0) {
 			*st = TRIAD_S_REMOTE_ACCESS;
 			*leg = TR_COPY_LEG_S_D;
 		}
 		break;
 	case F_LOOKUP:
-		if (!local) {
+		if (!local && !carried) {
 			*st = TRIAD_S_UNREACHABLE;
 			*leg = TR_COPY_LEG_S_D;
 		}
@@ -2211,6 +2406,7 @@ static void random_run(uint64_t seed, unsigned *stats)
 	unsigned nr, nreq, nkill, killed = 0;
 	uint64_t chunk;
 	static const uint64_t chunks[] = { 1, 64, 256, 1000 };
+	static const uint64_t eagers[] = { 0, 0, 1, 100, 1000, 4096 };
 
 	rng_state = seed;
 	if (getenv("COPY_SEED_TRACE")) /* to replay a failing run */
@@ -2218,6 +2414,7 @@ static void random_run(uint64_t seed, unsigned *stats)
 	nr = 2 + (unsigned)rnd_below(5);
 	chunk = chunks[rnd_below(4)];
 	w = world_new_sized(nr, chunk, 1 + (unsigned)rnd_below(6), 0, RND_DST_SIZE);
+	world_eager(w, eagers[rnd_below(6)]);
 	nreq = 1 + (unsigned)rnd_below(40);
 	nkill = (unsigned)rnd_below(3);
 	if (nkill >= nr)
@@ -2275,7 +2472,7 @@ static void random_run(uint64_t seed, unsigned *stats)
 			fail_msg("seed %llu: op %llu completed %d times",
 				 (unsigned long long)seed, (unsigned long long)q->op_id,
 				 q->ncomplete);
-		expected(q, rq[k].f, &st, &leg);
+		expected(w, q, rq[k].f, &st, &leg);
 		if (q->status == st && q->leg == leg) {
 			if (st == TRIAD_S_OK)
 				check_data(w, q);
@@ -2322,6 +2519,7 @@ int main(void)
 		cmocka_unit_test(test_window_out_of_order),
 		cmocka_unit_test(test_direct_steps),
 		cmocka_unit_test(test_transport_ack_steps),
+		cmocka_unit_test(test_carried_steps),
 		cmocka_unit_test(test_flows_ok),
 		cmocka_unit_test(test_zero_length),
 		cmocka_unit_test(test_source_window_errors),

@@ -125,6 +125,9 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 	case TR_MSG_COPY:
 		assert_int_equal(a->u.copy.kind, b->u.copy.kind);
 		assert_memory_equal(&a->u.copy.hdr, &b->u.copy.hdr, sizeof(a->u.copy.hdr));
+		assert_int_equal(a->u.copy.carried, b->u.copy.carried);
+		if (a->u.copy.carried)
+			assert_memory_equal(a->u.copy.data, b->u.copy.data, a->u.copy.carried);
 		break;
 	case TR_MSG_BSM:
 	case TR_MSG_BYE:
@@ -152,7 +155,7 @@ static size_t wire_len(const struct tr_msg *m)
 	case TR_MSG_BARRIER_FAIL:
 	case TR_MSG_PLANE_DOWN:
 	case TR_MSG_WIN_GONE: return 32 + 4;
-	case TR_MSG_COPY: return 32 + 64;
+	case TR_MSG_COPY: return 32 + 64 + (size_t)m->u.copy.carried;
 	case TR_MSG_BCAST_DONE:
 	case TR_MSG_PLANE_DRAIN: return 32 + 8;
 	case TR_MSG_SEQ_SKIP: return 32 + 4 + 4 * (size_t)m->u.seq_skip.count;
@@ -357,6 +360,11 @@ static struct tr_msg random_msg(void)
 		m.u.copy.hdr.mode = (uint8_t)(rnd() % TR_COPY_NMODES);
 		m.u.copy.hdr.leg = (uint8_t)(rnd() % TR_COPY_NLEGS);
 		m.u.copy.hdr.status = (uint16_t)(rnd() % TRIAD_S_MAX);
+		if (m.u.copy.kind == TR_COPY_DATA && rnd() % 2) { /* with its data */
+			m.u.copy.carried = (uint32_t)(1 + rnd() % 300);
+			m.u.copy.hdr.len = m.u.copy.carried;
+			m.u.copy.data = pool + rnd() % 64;
+		}
 		break;
 	case TR_MSG_BSM:
 	case TR_MSG_BYE:
@@ -386,7 +394,7 @@ static int pool_setup(void **state)
 static void test_layout_win_query(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x02, 0x01, 40, 0, 0, 0, /* magic, version, type, length, slot, flags */
+		0x72, 0x54, 0x03, 0x01, 40, 0, 0, 0, /* magic, version, type, length, slot, flags */
 		0x44, 0x33, 0x22, 0x11, 0, 0, 0, 0, /* seq, rsvd */
 		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_n */
 		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_c */
@@ -404,7 +412,7 @@ static void test_layout_win_query(void **state)
 static void test_layout_link_fields(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x02, 0x03, 36, 0, 63, 0x06, /* slot 63, prio 2 | BSM */
+		0x72, 0x54, 0x03, 0x03, 36, 0, 63, 0x06, /* slot 63, prio 2 | BSM */
 		0x01, 0, 0, 0, 0, 0, 0, 0,
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* bsm_n */
 		0xf0, 0xde, 0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12, /* bsm_c */
@@ -433,7 +441,7 @@ static void test_layout_link_fields(void **state)
 static void test_layout_win_info(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x02, 0x02, 72, 0, 3, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x03, 0x02, 72, 0, 3, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x0a, 0, 0, 0,				/* qid */
 		0x0b, 0, 0, 0,				/* win */
@@ -465,7 +473,7 @@ static void test_layout_win_info(void **state)
 static void test_layout_barrier(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x02, 0x04, 36, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+		0x72, 0x54, 0x03, 0x04, 36, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x78, 0x56, 0x34, 0x12,
 	};
@@ -483,7 +491,7 @@ static void test_layout_barrier(void **state)
 static void test_layout_bsm(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x02, 0x05, 32, 0, 0xff, 0x04, 0x07, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x03, 0x05, 32, 0, 0xff, 0x04, 0x07, 0, 0, 0, 0, 0, 0, 0,
 		0xff, 0, 0, 0, 0, 0, 0, 0x80, /* bsm_n */
 		0x01, 0, 0, 0, 0, 0, 0, 0,    /* bsm_c */
 	};
@@ -501,7 +509,7 @@ static void test_layout_bsm(void **state)
 static void test_layout_am(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x02, 0x06, 39, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x03, 0x06, 39, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0xef, 0xbe, 0, 0, 'a', 'b', 'c', /* id, ord, payload */
 	};
@@ -531,6 +539,70 @@ static void test_layout_am(void **state)
 	assert_int_equal(buf_a[OFF_LEN], 0xff);
 	assert_int_equal(buf_a[OFF_LEN + 1], 0xff);
 	assert_memory_equal(buf_a + BODY + TR_WIRE_AM_HDR_LEN, pool, AM_MAX);
+}
+
+/* A COPY_DATA that carries the copy's data: the bytes follow the 64 of the
+ * copy header, exactly hdr.len of them; no other copy message carries. */
+static void test_copy_carried(void **state)
+{
+	struct tr_msg m = { .type = TR_MSG_COPY }, out;
+	int n;
+
+	(void)state;
+	m.u.copy.kind = TR_COPY_DATA;
+	m.u.copy.hdr = (struct tr_copy_hdr){ .op_id = 9, .initiator = 1, .source = 2,
+					     .destination = 3, .len = 5 };
+	m.u.copy.carried = 5;
+	m.u.copy.data = "hello";
+	n = encode(&m, buf_a);
+	assert_int_equal(n, 32 + 64 + 5);
+	assert_int_equal(buf_a[OFF_LEN], 101);
+	assert_memory_equal(buf_a + BODY + TR_WIRE_COPY_LEN, "hello", 5);
+	assert_true(buf_a[BODY + 56] == 5); /* hdr.len */
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_int_equal(out.u.copy.carried, 5);
+	assert_ptr_equal(out.u.copy.data, buf_a + BODY + TR_WIRE_COPY_LEN);
+	/* Without data: no pointer, and 96 bytes as before. */
+	m.u.copy.carried = 0;
+	n = encode(&m, buf_a);
+	assert_int_equal(n, 96);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_int_equal(out.u.copy.carried, 0);
+	assert_null(out.u.copy.data);
+
+	/* The encoder: not all of the copy, not a COPY_DATA, no data. */
+	m.u.copy.carried = 4;
+	m.u.copy.data = "hello";
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	m.u.copy.carried = 5;
+	m.u.copy.kind = TR_COPY_START;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	m.u.copy.kind = TR_COPY_DATA;
+	m.u.copy.data = NULL;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	/* The largest: what the length field leaves. */
+	m.u.copy.carried = TR_WIRE_MAX_LEN - 96;
+	m.u.copy.hdr.len = m.u.copy.carried;
+	m.u.copy.data = pool;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), TR_WIRE_MAX_LEN);
+	m.u.copy.carried++;
+	m.u.copy.hdr.len++;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+
+	/* The decoder: trailing bytes that are not the whole copy, or after
+	 * a message that is not a COPY_DATA. */
+	m.u.copy.carried = 5;
+	m.u.copy.hdr.len = 5;
+	m.u.copy.data = "hello";
+	n = encode(&m, buf_a);
+	put16(buf_a + OFF_LEN, (uint16_t)(n - 1));
+	decode_bad(buf_a, (size_t)n - 1, -EPROTO); /* 4 bytes of a 5-byte copy */
+	put16(buf_a + OFF_LEN, (uint16_t)n);
+	buf_a[BODY] = TR_COPY_RESP;
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	/* A short copy header is malformed, not a copy with less data. */
+	put16(buf_a + OFF_LEN, 32 + 63);
+	decode_bad(buf_a, 32 + 63, -EBADMSG);
 }
 
 static void test_ctrl_len(void **state)
@@ -1711,6 +1783,11 @@ static void test_priv_bad(void **state)
 	memcpy(bad, buf, sizeof(buf));
 	bad[7] = 2;
 	assert_int_equal(tr_conn_priv_decode(bad, 36, &e), -EPROTONOSUPPORT);
+	/* version 3 (this layout, wire version 2: no data in a COPY_DATA) is named */
+	memcpy(bad, buf, sizeof(buf));
+	bad[7] = 3;
+	assert_int_equal(tr_conn_priv_version(bad, sizeof(bad)), 3);
+	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTONOSUPPORT);
 }
 
 int main(void)
@@ -1723,6 +1800,7 @@ int main(void)
 		cmocka_unit_test(test_layout_bsm),
 		cmocka_unit_test(test_layout_am),
 		cmocka_unit_test(test_ctrl_len),
+		cmocka_unit_test(test_copy_carried),
 		cmocka_unit_test(test_round_trip_each_type),
 		cmocka_unit_test(test_round_trip_link_fields),
 		cmocka_unit_test(test_round_trip_am),
