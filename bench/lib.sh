@@ -50,15 +50,20 @@ PORT=18515
 # goes to $OUT/TAG.out.  A failed run is not retried here (the callers do,
 # from scratch): a server whose client died can hang, so it is killed.
 perftest() {
-    local tool=$1 tag=$2 srv rc
-    shift 2
+    perftest_between "$DEV0" "$ADDR0" 0 "$DEV1" "$ADDR1" 1 "$@"
+}
+# perftest_between CDEV CADDR CCPU SDEV SADDR SCPU NAME TAG ARGS...: the same
+# between any two devices, the client on vCPU CCPU, the server on SCPU.
+perftest_between() {
+    local cdev=$1 caddr=$2 ccpu=$3 sdev=$4 saddr=$5 scpu=$6 tool=$7 tag=$8 srv rc
+    shift 8
     PORT=$((PORT + 1))
-    timeout "$TOOL_TIMEOUT" taskset -c 1 "$tool" -R -F -d "$DEV1" --source_ip "$ADDR1" \
+    timeout "$TOOL_TIMEOUT" taskset -c "$scpu" "$tool" -R -F -d "$sdev" --source_ip "$saddr" \
         -p "$PORT" "$@" >"$OUT/$tag.server" 2>&1 &
     srv=$!
     sleep 2 # the server needs a moment to listen
-    timeout "$TOOL_TIMEOUT" taskset -c 0 "$tool" -R -F -d "$DEV0" --source_ip "$ADDR0" \
-        -p "$PORT" "$@" "$ADDR1" >"$OUT/$tag.out" 2>&1
+    timeout "$TOOL_TIMEOUT" taskset -c "$ccpu" "$tool" -R -F -d "$cdev" --source_ip "$caddr" \
+        -p "$PORT" "$@" "$saddr" >"$OUT/$tag.out" 2>&1
     rc=$?
     ((rc == 0)) || kill "$srv" 2>/dev/null
     wait "$srv" 2>/dev/null
@@ -129,6 +134,10 @@ json_num() {
 median() {
     printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
         awk '{ a[NR] = $1 } END { if (NR == 0) print "NA"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+# minimum V...: the smallest of the numbers given, or NA.
+minimum() {
+    printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | awk 'NR == 1 { v = $1 } END { print (NR ? v : "NA") }'
 }
 # valid V: a finite number >= 0 (perftest prints "inf" when its CPU clock
 # estimate fails, which happens under TCG); positive unless ZERO_OK=1.
