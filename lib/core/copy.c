@@ -42,17 +42,32 @@ static int win_cb(void *arg, uint32_t id, struct tr_copy_win *out)
 	return 0;
 }
 
+/* What a COPY_DATA to rank may carry: its receive slots' room beside the
+ * headers, the smallest its connections announced (TRIAD_SLOT_SIZE may
+ * differ between ranks), or ours while it has none. */
+static uint64_t carry_max(void *arg, uint32_t rank)
+{
+	struct triad_ctx *ctx = arg;
+	uint64_t slot = ctx->cfg.slot_size;
+
+	for (int q = 0; ctx->peers && q < ctx->nplanes; q++) {
+		unsigned peer_slot = ctx->peers[rank].lane[q].peer_slot_size;
+
+		if (peer_slot && peer_slot < slot)
+			slot = peer_slot;
+	}
+	return slot > TR_WIRE_HDR_LEN + TR_WIRE_COPY_LEN ? slot - TR_WIRE_HDR_LEN - TR_WIRE_COPY_LEN
+							  : 0;
+}
+
 int tr_copy_setup(struct triad_ctx *ctx)
 {
 	struct tr_copy_cfg cfg = {
 		.rank = (uint32_t)ctx->rank,
 		.nranks = (uint32_t)ctx->size,
 		.chunk = ctx->cfg.chunk_size,
-		/* What a slot holds beside the headers (every rank's slot
-		 * size is the same, checked at connection). */
-		.eager = ctx->cfg.copy_eager < ctx->cfg.slot_size - TR_WIRE_HDR_LEN - TR_WIRE_COPY_LEN
-				 ? ctx->cfg.copy_eager
-				 : ctx->cfg.slot_size - TR_WIRE_HDR_LEN - TR_WIRE_COPY_LEN,
+		.eager = ctx->cfg.copy_eager,
+		.carry_max = carry_max,
 		.inflight = 16,
 		.src_timeout = (uint64_t)ctx->cfg.copy_timeout_ms * 1000000,
 		.niops = (uint32_t)ctx->cfg.copy_ops,
@@ -309,9 +324,19 @@ static void act_carry(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	m.u.copy.hdr = a->hdr;
 	m.u.copy.carried = (uint32_t)a->len;
 	m.u.copy.data = sw->base + a->src_off;
-	if (tr_peer_send(ctx, (int)a->to, &m, TR_FC_MEDIUM, req)) {
+	n = tr_peer_send(ctx, (int)a->to, &m, TR_FC_MEDIUM, req);
+	if (n == -ENOTCONN) {
 		free(req);
 		tr_copy_peer_lost(ctx, (int)a->to);
+	} else if (n) { /* no memory; too big for a slot the peer announced late */
+		free(req);
+		tr_warn("copy %llu of rank %u: cannot send its %llu bytes to rank %u: %s",
+			(unsigned long long)a->hdr.op_id, a->hdr.initiator,
+			(unsigned long long)a->len, a->to, strerror(-n));
+		n = tr_copy_chunk_done(&ctx->copy, a->hdr.initiator, a->hdr.op_id, 0,
+				       n == -ENOMEM ? TRIAD_S_NO_MEMORY : TRIAD_S_TRANSPORT, acts,
+				       TR_COPY_ACTS);
+		exec(ctx, acts, n);
 	}
 }
 

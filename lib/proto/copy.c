@@ -452,7 +452,8 @@ static void on_start(struct tr_copy *c, uint32_t from, const struct tr_copy_hdr 
 	*e = (struct tr_copy_sop){ .hdr = *h, .bucket = e->bucket,
 				   .deadline = TR_COPY_NO_DEADLINE, .state = TR_COPY_S_FREE };
 	c->stats.orders++;
-	if (h->len && h->len <= c->cfg.eager && h->mode != TR_COPY_TRANSPORT_ACK) {
+	if (h->len && h->len <= c->cfg.eager && h->mode != TR_COPY_TRANSPORT_ACK &&
+	    (!c->cfg.carry_max || h->len <= c->cfg.carry_max(c->cfg.win_arg, h->destination))) {
 		/* Carried: COPY_DATA is the only chunk, and D checks its window. */
 		e->nchunks = e->next = 1;
 		e->inflight = 1;

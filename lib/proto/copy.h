@@ -26,7 +26,8 @@
  *     S takes the RC completions of all its chunks as the reception
  *     response and sends COPY_DONE -> I; no COPY_DATA, D's software is not
  *     involved at all (hence no notification at D either).
- *   Carried data (RELAY and DIRECT, S != D, 0 < len <= cfg.eager): S asks
+ *   Carried data (RELAY and DIRECT, S != D, 0 < len <= cfg.eager and
+ *     cfg.carry_max's answer for D): S asks
  *     for no descriptor and posts no WRITE; COPY_DATA carries the bytes
  *     (action CARRY) and D places them itself (action PLACE) once its
  *     window has passed the same checks, before it answers.  The message
@@ -317,6 +318,10 @@ struct tr_copy_cfg {
 	uint32_t nranks;
 	uint64_t chunk;	       /* bytes per WRITE, >= 1 */
 	uint64_t eager;	       /* COPY_DATA carries copies of 1..eager bytes; 0: never */
+	/* The most a COPY_DATA to rank may carry (what the rank's receive
+	 * slots hold), called with win_arg; the smaller of it and eager
+	 * applies.  NULL: eager for every rank. */
+	uint64_t (*carry_max)(void *arg, uint32_t rank);
 	unsigned inflight;     /* chunk window per op, 1..TR_COPY_MAX_INFLIGHT */
 	uint64_t src_timeout;  /* source op lifetime (tick units), 0: none */
 	struct tr_copy_iop *iops; /* initiator table storage, niops >= 1 */

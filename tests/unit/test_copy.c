@@ -1015,6 +1015,13 @@ static void test_transport_ack_steps(void **state)
 	world_free(w);
 }
 
+/* Rank 2's slots hold 50 bytes of data, the others' any. */
+static uint64_t carry_max_2(void *arg, uint32_t rank)
+{
+	(void)arg;
+	return rank == 2 ? 50 : UINT64_MAX;
+}
+
 /* Carried data, RELAY: no descriptor, no WRITE; COPY_DATA carries the bytes,
  * D places them before it answers, and the message's send completion is
  * chunk 0. */
@@ -1106,6 +1113,21 @@ static void test_carried_steps(void **state)
 		assert_int_equal(x.a[0].type, i == 3 ? TR_COPY_ACT_LOCAL : TR_COPY_ACT_LOOKUP);
 	}
 	assert_true(tr_copy_stats(&w->r[1].c)->carried == 3);
+
+	/* What the destination's slots hold bounds it too (cfg.carry_max). */
+	{
+		struct tr_copy_cfg cfg = rank_cfg(&w->r[1], 3, 1000, 4, 0);
+
+		cfg.eager = 1000;
+		cfg.carry_max = carry_max_2;
+		assert_int_equal(tr_copy_init(&w->r[1].c, &cfg), 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		o = order_of(1, 2, i ? 50 : 51, TR_COPY_RELAY);
+		REQUEST(&w->r[0], &o, &req, TR_COPY_NO_DEADLINE, &op, &x);
+		RECV(&w->r[1], TR_COPY_START, 0, &x.a[0].hdr, &x);
+		assert_int_equal(x.a[0].type, i ? TR_COPY_ACT_CARRY : TR_COPY_ACT_LOOKUP);
+	}
 	world_free(w);
 }
 
