@@ -501,7 +501,7 @@ static void handle(struct sim *s, const struct ev *e)
 	switch (e->type) {
 	case EV_MSG:
 		copy_exec(s, e->rank, acts,
-			  tr_copy_recv(c, (enum tr_copy_msg)e->msg, e->from, &e->hdr, 0, acts,
+			  tr_copy_recv(c, (enum tr_copy_msg)e->msg, e->from, &e->hdr, NULL, 0, acts,
 				       TR_COPY_ACTS));
 		break;
 	case EV_WRITE_DONE:

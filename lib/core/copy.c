@@ -50,14 +50,14 @@ static uint64_t carry_max(void *arg, uint32_t rank)
 	struct triad_ctx *ctx = arg;
 	uint64_t slot = ctx->cfg.slot_size;
 
-	for (int q = 0; ctx->peers && q < ctx->nplanes; q++) {
+	for (int q = 0; q < ctx->nplanes; q++) {
 		unsigned peer_slot = ctx->peers[rank].lane[q].peer_slot_size;
 
 		if (peer_slot && peer_slot < slot)
 			slot = peer_slot;
 	}
-	return slot > TR_WIRE_HDR_LEN + TR_WIRE_COPY_LEN ? slot - TR_WIRE_HDR_LEN - TR_WIRE_COPY_LEN
-							  : 0;
+	/* Slots are at least 512 bytes (TRIAD_SLOT_SIZE, the private data). */
+	return slot - TR_WIRE_HDR_LEN - TR_WIRE_COPY_LEN;
 }
 
 int tr_copy_setup(struct triad_ctx *ctx)
@@ -248,13 +248,28 @@ static enum triad_status chunk_source(struct triad_ctx *ctx, const struct tr_cop
 	return TRIAD_S_OK;
 }
 
+/* A chunk (a WRITE, or a carried COPY_DATA) that never reached the NIC:
+ * its window can no longer serve it (leg AT_SRC), or the rank had no
+ * memory or the send failed (leg S_D). */
+static void chunk_unposted(struct triad_ctx *ctx, const struct tr_copy_act *a,
+			   enum triad_status st)
+{
+	struct tr_copy_act acts[TR_COPY_ACTS];
+	int window = st == TRIAD_S_NO_WINDOW || st == TRIAD_S_ACCESS ||
+		     st == TRIAD_S_OUT_OF_BOUNDS;
+	int n = window ? tr_copy_chunk_refused(&ctx->copy, a->hdr.initiator, a->hdr.op_id,
+					       a->chunk, st, acts, TR_COPY_ACTS)
+		       : tr_copy_chunk_done(&ctx->copy, a->hdr.initiator, a->hdr.op_id, a->chunk,
+					    st, acts, TR_COPY_ACTS);
+
+	exec(ctx, acts, n);
+}
+
 static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 {
 	struct triad_req *req = internal_req(ctx, TR_REQ_CHUNK, a);
 	struct triad_win *sw = NULL;
 	enum triad_status st = req ? chunk_source(ctx, a, &sw) : TRIAD_S_NO_MEMORY;
-	struct tr_copy_act acts[TR_COPY_ACTS];
-	int n;
 
 	if (st != TRIAD_S_OK) {
 		if (st != TRIAD_S_NO_MEMORY)
@@ -263,12 +278,8 @@ static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 				a->hdr.src_win, (unsigned long long)a->src_off,
 				(unsigned long long)a->len, triad_status_str(st));
 		chunk_failed(ctx, a->hdr.initiator, a->hdr.op_id);
-		n = req ? tr_copy_chunk_refused(&ctx->copy, a->hdr.initiator, a->hdr.op_id,
-						a->chunk, st, acts, TR_COPY_ACTS)
-			: tr_copy_chunk_done(&ctx->copy, a->hdr.initiator, a->hdr.op_id, a->chunk,
-					     st, acts, TR_COPY_ACTS);
 		free(req);
-		exec(ctx, acts, n);
+		chunk_unposted(ctx, a, st);
 		return;
 	}
 	/* Transport-ack sends no COPY_DATA after the chunks: any lane will do. */
@@ -307,16 +318,11 @@ static void act_carry(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	struct triad_win *sw = NULL;
 	enum triad_status st = req ? chunk_source(ctx, a, &sw) : TRIAD_S_NO_MEMORY;
 	struct tr_msg m = { .type = TR_MSG_COPY };
-	struct tr_copy_act acts[TR_COPY_ACTS];
-	int n;
+	int ret;
 
 	if (st != TRIAD_S_OK) {
-		n = req ? tr_copy_chunk_refused(&ctx->copy, a->hdr.initiator, a->hdr.op_id, 0, st,
-						acts, TR_COPY_ACTS)
-			: tr_copy_chunk_done(&ctx->copy, a->hdr.initiator, a->hdr.op_id, 0, st, acts,
-					     TR_COPY_ACTS);
 		free(req);
-		exec(ctx, acts, n);
+		chunk_unposted(ctx, a, st);
 		return;
 	}
 	req->on_done = carry_done;
@@ -324,20 +330,19 @@ static void act_carry(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	m.u.copy.hdr = a->hdr;
 	m.u.copy.carried = (uint32_t)a->len;
 	m.u.copy.data = sw->base + a->src_off;
-	n = tr_peer_send(ctx, (int)a->to, &m, TR_FC_MEDIUM, req);
-	if (n == -ENOTCONN) {
-		free(req);
+	ret = tr_peer_send(ctx, (int)a->to, &m, TR_FC_MEDIUM, req);
+	if (!ret)
+		return;
+	free(req);
+	if (ret == -ENOTCONN) {
 		tr_copy_peer_lost(ctx, (int)a->to);
-	} else if (n) { /* no memory; too big for a slot the peer announced late */
-		free(req);
-		tr_warn("copy %llu of rank %u: cannot send its %llu bytes to rank %u: %s",
-			(unsigned long long)a->hdr.op_id, a->hdr.initiator,
-			(unsigned long long)a->len, a->to, strerror(-n));
-		n = tr_copy_chunk_done(&ctx->copy, a->hdr.initiator, a->hdr.op_id, 0,
-				       n == -ENOMEM ? TRIAD_S_NO_MEMORY : TRIAD_S_TRANSPORT, acts,
-				       TR_COPY_ACTS);
-		exec(ctx, acts, n);
+		return;
 	}
+	/* no memory; too big for a slot the peer announced late */
+	tr_warn("copy %llu of rank %u: cannot send its %llu bytes to rank %u: %s",
+		(unsigned long long)a->hdr.op_id, a->hdr.initiator, (unsigned long long)a->len,
+		a->to, strerror(-ret));
+	chunk_unposted(ctx, a, ret == -ENOMEM ? TRIAD_S_NO_MEMORY : TRIAD_S_TRANSPORT);
 }
 
 static void act_place(struct triad_ctx *ctx, const struct tr_copy_act *a)
@@ -345,8 +350,8 @@ static void act_place(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	struct triad_win *dw = tr_win_find(ctx, a->hdr.dst_win);
 
 	/* The engine checked the window and the range in this same call. */
-	if (dw && ctx->copy_placing)
-		memcpy(dw->base + a->dst_off, ctx->copy_placing, a->len);
+	if (dw)
+		memcpy(dw->base + a->dst_off, a->data, a->len);
 }
 
 static void act_local(struct triad_ctx *ctx, const struct tr_copy_act *a)
@@ -438,13 +443,11 @@ void tr_copy_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 {
 	struct tr_copy_act acts[TR_COPY_ACTS];
 	int n = tr_copy_recv(&ctx->copy, (enum tr_copy_msg)m->u.copy.kind, (uint32_t)peer,
-			     &m->u.copy.hdr, m->u.copy.carried, acts, TR_COPY_ACTS);
+			     &m->u.copy.hdr, m->u.copy.data, m->u.copy.carried, acts, TR_COPY_ACTS);
 
 	TR_EV(ctx, "copy_rx", peer, m->u.copy.kind);
-	ctx->copy_placing = m->u.copy.data;
 	if (n > 0)
 		exec(ctx, acts, n);
-	ctx->copy_placing = NULL;
 }
 
 /* ---- API -------------------------------------------------------------------------*/

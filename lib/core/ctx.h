@@ -287,8 +287,6 @@ struct triad_ctx {
 	 * (in DIRECT its OK would race S's error to I).  copy.c. */
 	uint64_t copy_failed_op;
 	uint32_t copy_failed_init;
-	/* The data of the COPY_DATA being handled, for its PLACE action. */
-	const void *copy_placing;
 	struct triad_copy_event *cevents; /* copy notifications, a ring */
 	unsigned ev_head, ev_count, ev_cap;
 	uint64_t ev_dropped;

@@ -154,11 +154,6 @@ void tr_lane_init(struct triad_ctx *ctx, struct tr_lane *l, int peer, int plane)
 	l->retry_w.data = l;
 }
 
-static void conn_priv(const struct tr_lane *l, uint8_t buf[TR_WIRE_PRIV_LEN])
-{
-	tr_conn_priv_ours(l->ctx, l->plane, l->peer, buf);
-}
-
 /* ---- resources -----------------------------------------------------------------*/
 /* The free slots each priority needs (TRIAD_FC_NEED_*), for nslots slots:
  * with fewer slots than a threshold, every priority may use all of them. */
@@ -349,7 +344,7 @@ int tr_lane_connect(struct tr_lane *l)
 		l->deadline = ev_now(ctx->loop) + ctx->cfg.connect_timeout_ms / 1000.0;
 	l->attempts++;
 	l->stats.connects++;
-	conn_priv(l, priv);
+	tr_conn_priv_ours(l->ctx, l->plane, l->peer, priv);
 	ret = tr_fab_connect(ctx->fab, l->plane, ctx->world.addr[l->peer][l->plane],
 			     tr_world_port(&ctx->world, l->peer), priv, sizeof(priv), l, &l->qp);
 	if (ret == -EAGAIN) {
@@ -584,7 +579,8 @@ void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t 
 	}
 	l = &ctx->peers[d.rank].lane[plane];
 	if (!same_run(l, &d, "asks to connect")) {
-		conn_priv(l, reply); /* what we know goes back: the requester can tell */
+		/* what we know goes back: the requester can tell */
+		tr_conn_priv_ours(l->ctx, l->plane, l->peer, reply);
 		*reply_len = TR_WIRE_PRIV_LEN;
 		return NULL;
 	}
@@ -611,7 +607,7 @@ void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t 
 	default:
 		break;
 	}
-	conn_priv(l, reply);
+	tr_conn_priv_ours(l->ctx, l->plane, l->peer, reply);
 	*reply_len = TR_WIRE_PRIV_LEN;
 	return l;
 }

@@ -169,7 +169,8 @@ static bool hdr_sane(const struct tr_copy *c, const struct tr_copy_hdr *h)
 }
 
 static void dispatch(struct tr_copy *c, enum tr_copy_msg msg, uint32_t from,
-		     const struct tr_copy_hdr *h, uint64_t carried, struct out *o);
+		     const struct tr_copy_hdr *h, const void *data, uint64_t carried,
+		     struct out *o);
 
 /* A message: to another rank an action, to this rank handled at once. */
 static void send_msg(struct tr_copy *c, struct out *o, enum tr_copy_msg msg, uint32_t to,
@@ -181,7 +182,7 @@ static void send_msg(struct tr_copy *c, struct out *o, enum tr_copy_msg msg, uin
 	m.status = (uint16_t)status;
 	m.leg = (uint8_t)leg;
 	if (to == c->cfg.rank) {
-		dispatch(c, msg, c->cfg.rank, &m, 0, o);
+		dispatch(c, msg, c->cfg.rank, &m, NULL, 0, o);
 		return;
 	}
 	a = out_add(c, o, TR_COPY_ACT_SEND, &m);
@@ -476,7 +477,7 @@ static void on_start(struct tr_copy *c, uint32_t from, const struct tr_copy_hdr 
  * in this message (carried); check that it was allowed to land (place it)
  * and answer. */
 static void on_data(struct tr_copy *c, uint32_t from, const struct tr_copy_hdr *h,
-		    uint64_t carried, struct out *o)
+		    const void *data, uint64_t carried, struct out *o)
 {
 	uint32_t self = c->cfg.rank;
 	struct tr_copy_win w;
@@ -493,6 +494,7 @@ static void on_data(struct tr_copy *c, uint32_t from, const struct tr_copy_hdr *
 	if (st == TRIAD_S_OK && carried) {
 		struct tr_copy_act *a = out_add(c, o, TR_COPY_ACT_PLACE, h);
 
+		a->data = data;
 		a->dst_off = h->dst_off;
 		a->len = h->len;
 	}
@@ -587,7 +589,8 @@ static void on_resp_relay(struct tr_copy *c, uint32_t from, const struct tr_copy
 }
 
 static void dispatch(struct tr_copy *c, enum tr_copy_msg msg, uint32_t from,
-		     const struct tr_copy_hdr *h, uint64_t carried, struct out *o)
+		     const struct tr_copy_hdr *h, const void *data, uint64_t carried,
+		     struct out *o)
 {
 	/* Only COPY_DATA carries data. */
 	if (from >= c->cfg.nranks || !hdr_sane(c, h) || (carried && msg != TR_COPY_DATA)) {
@@ -599,7 +602,7 @@ static void dispatch(struct tr_copy *c, enum tr_copy_msg msg, uint32_t from,
 		on_start(c, from, h, o);
 		break;
 	case TR_COPY_DATA:
-		on_data(c, from, h, carried, o);
+		on_data(c, from, h, data, carried, o);
 		break;
 	case TR_COPY_RESP:
 		if (h->mode == TR_COPY_RELAY)
@@ -674,7 +677,7 @@ int tr_copy_request(struct tr_copy *c, const struct tr_copy_hdr *order, void *re
 		struct tr_copy_hdr h = e->hdr;
 
 		iop_set_state(c, e, TR_COPY_I_DELIVERED);
-		dispatch(c, TR_COPY_START, self, &h, 0, &o);
+		dispatch(c, TR_COPY_START, self, &h, NULL, 0, &o);
 	} else {
 		iop_set_state(c, e, TR_COPY_I_ORDERED);
 		send_msg(c, &o, TR_COPY_START, order->source, &e->hdr, TRIAD_S_OK,
@@ -694,14 +697,14 @@ int tr_copy_start_delivered(struct tr_copy *c, uint64_t op_id)
 }
 
 int tr_copy_recv(struct tr_copy *c, enum tr_copy_msg msg, uint32_t from,
-		 const struct tr_copy_hdr *hdr, uint64_t carried, struct tr_copy_act *acts,
-		 unsigned cap)
+		 const struct tr_copy_hdr *hdr, const void *data, uint64_t carried,
+		 struct tr_copy_act *acts, unsigned cap)
 {
 	struct out o;
 
 	if (out_init(&o, acts, cap) || !hdr || (unsigned)msg >= TR_COPY_NMSGS)
 		return -EINVAL;
-	dispatch(c, msg, from, hdr, carried, &o);
+	dispatch(c, msg, from, hdr, data, carried, &o);
 	return (int)o.n;
 }
 

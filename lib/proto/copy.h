@@ -80,9 +80,10 @@
  *             with tr_copy_chunk_done() (OK once the message is in D's
  *             receive queue), or tr_copy_chunk_refused() if the window can
  *             no longer serve the range, exactly once.
- *   PLACE     D: copy the len bytes the COPY_DATA being handled carried into
- *             window hdr.dst_win at dst_off, now, before the actions after
- *             it (its NOTIFY, its answer); the window was checked.
+ *   PLACE     D: copy the len bytes at data (what the COPY_DATA carried, as
+ *             given to tr_copy_recv()) into window hdr.dst_win at dst_off,
+ *             now, before the actions after it (its NOTIFY, its answer);
+ *             the window was checked.
  *   NOTIFY    D's window hdr.dst_win asked to be told: [dst_off, dst_off +
  *             len) was written by copy hdr.op_id of hdr.initiator.
  *   COMPLETE  request req finished with hdr.status, failed leg hdr.leg.
@@ -246,6 +247,7 @@ struct tr_copy_act {
 	uint32_t to;	      /* SEND, WRITE, LOOKUP: the peer */
 	struct tr_copy_hdr hdr;
 	void *req;	      /* COMPLETE */
+	const void *data;     /* PLACE */
 	uint64_t chunk;	      /* WRITE, CARRY */
 	uint64_t src_off;     /* WRITE, LOCAL, CARRY: absolute offsets in the windows */
 	uint64_t dst_off;     /* WRITE, LOCAL, CARRY, PLACE, NOTIFY */
@@ -376,12 +378,13 @@ int tr_copy_start_delivered(struct tr_copy *c, uint64_t op_id);
 
 /* A copy message arrived from rank from (the wire's sender, authenticated
  * by the connection, never taken from the header), carrying carried bytes
- * of data (0, or hdr->len for a COPY_DATA that carries them: any other
- * count is inconsistent).  Returns the number of actions; a dropped
- * message returns 0 and is counted.  -EINVAL only for a bad msg or array. */
+ * of data at data (0, or hdr->len for a COPY_DATA that carries them: any
+ * other count is inconsistent).  The engine reads no byte of it: PLACE
+ * hands data on.  Returns the number of actions; a dropped message returns
+ * 0 and is counted.  -EINVAL only for a bad msg or array. */
 int tr_copy_recv(struct tr_copy *c, enum tr_copy_msg msg, uint32_t from,
-		 const struct tr_copy_hdr *hdr, uint64_t carried, struct tr_copy_act *acts,
-		 unsigned cap);
+		 const struct tr_copy_hdr *hdr, const void *data, uint64_t carried,
+		 struct tr_copy_act *acts, unsigned cap);
 
 /* At S: the answer to LOOKUP for op (initiator, op_id): status OK and D's
  * window in desc, or the reason there is none (a window error: leg

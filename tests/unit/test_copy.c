@@ -141,7 +141,6 @@ struct world {
 	unsigned inflight;
 	uint64_t dst_size; /* of W_DST and W_STALE */
 	uint64_t eager;	   /* every engine's cfg.eager */
-	const uint8_t *placing; /* the data of the COPY_DATA being handled */
 };
 
 static int win_lookup(void *arg, uint32_t id, struct tr_copy_win *out)
@@ -368,10 +367,10 @@ static void run_acts(struct world *w, uint32_t r, const struct tr_copy_act *a, i
 			struct win *d = win_of(rk, x->hdr.dst_win);
 
 			assert_true(x->hdr.destination == r && x->len == x->hdr.len);
-			assert_non_null(w->placing);
+			assert_non_null(x->data);
 			assert_non_null(d);
 			assert_true(tr_range_ok(d->size, x->dst_off, x->len));
-			memcpy(d->buf + x->dst_off, w->placing, x->len);
+			memcpy(d->buf + x->dst_off, x->data, x->len);
 			break;
 		}
 		case TR_COPY_ACT_NOTIFY:
@@ -598,11 +597,9 @@ static bool step(struct world *w)
 		} else if ((it.msg == TR_COPY_DATA && q && q->qp_broken) || w->r[it.to].mute) {
 			return true; /* flushed with the QP, or ignored */
 		}
-		w->placing = it.data;
-		n = tr_copy_recv(&w->r[it.to].c, it.msg, it.from, &it.hdr, it.carried, a,
+		n = tr_copy_recv(&w->r[it.to].c, it.msg, it.from, &it.hdr, it.data, it.carried, a,
 				 TR_COPY_ACTS);
 		run_acts(w, it.to, a, n);
-		w->placing = NULL;
 		free(it.data);
 		break;
 	case IT_WRITE: {
@@ -787,9 +784,9 @@ static enum tr_copy_istate istate(struct rank *r, uint64_t op_id)
 #define REQUEST(rk, ord, req, dl, op_p, x) \
 	((x)->n = tr_copy_request(&(rk)->c, (ord), (req), (dl), (op_p), (x)->a, TR_COPY_ACTS))
 #define RECV(rk, msg, from, h, x) \
-	((x)->n = tr_copy_recv(&(rk)->c, (msg), (from), (h), 0, (x)->a, TR_COPY_ACTS))
+	((x)->n = tr_copy_recv(&(rk)->c, (msg), (from), (h), NULL, 0, (x)->a, TR_COPY_ACTS))
 #define RECV_CARRIED(rk, from, h, carried, x) \
-	((x)->n = tr_copy_recv(&(rk)->c, TR_COPY_DATA, (from), (h), (carried), (x)->a, \
+	((x)->n = tr_copy_recv(&(rk)->c, TR_COPY_DATA, (from), (h), placed_bytes, (carried), (x)->a, \
 			       TR_COPY_ACTS))
 #define DESC(rk, i, op, st, d, x) \
 	((x)->n = tr_copy_desc(&(rk)->c, (i), (op), (st), (d), (x)->a, TR_COPY_ACTS))
@@ -1015,6 +1012,9 @@ static void test_transport_ack_steps(void **state)
 	world_free(w);
 }
 
+/* What the single-step tests' carried COPY_DATAs carry. */
+static const uint8_t placed_bytes[1000];
+
 /* Rank 2's slots hold 50 bytes of data, the others' any. */
 static uint64_t carry_max_2(void *arg, uint32_t rank)
 {
@@ -1054,7 +1054,8 @@ static void test_carried_steps(void **state)
 	/* D: the count must be the copy's length, and only COPY_DATA carries. */
 	RECV_CARRIED(&w->r[2], 1, &data, 99, &x);
 	assert_int_equal(x.n, 0);
-	x.n = tr_copy_recv(&w->r[2].c, TR_COPY_START, 0, &start, 100, x.a, TR_COPY_ACTS);
+	x.n = tr_copy_recv(&w->r[2].c, TR_COPY_START, 0, &start, placed_bytes, 100, x.a,
+			   TR_COPY_ACTS);
 	assert_int_equal(x.n, 0);
 	assert_true(s2->inconsistent == 2 && s2->answered == 0);
 	RECV_CARRIED(&w->r[2], 1, &data, 100, &x); /* place, notify, answer */
@@ -1781,12 +1782,12 @@ static void test_drops(void **state)
 			fail_msg("mangle %zu not counted", i);
 	}
 	RECV(&w->r[1], TR_COPY_START, 17, &start, &x); /* sender out of range */
-	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_NMSGS, 0, &start, 0, x.a, TR_COPY_ACTS),
-			 -EINVAL);
-	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_START, 0, &start, 0, x.a,
+	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_NMSGS, 0, &start, NULL, 0, x.a,
+				      TR_COPY_ACTS), -EINVAL);
+	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_START, 0, &start, NULL, 0, x.a,
 				      TR_COPY_ACTS - 1), -EINVAL);
-	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_START, 0, NULL, 0, x.a, TR_COPY_ACTS),
-			 -EINVAL);
+	assert_int_equal(tr_copy_recv(&w->r[1].c, TR_COPY_START, 0, NULL, NULL, 0, x.a,
+				      TR_COPY_ACTS), -EINVAL);
 
 	/* at D: DATA from a rank that is not S, in TRANSPORT_ACK mode, with a status */
 	RECV(&w->r[2], TR_COPY_DATA, 3, &data, &x);
