@@ -751,10 +751,31 @@ static int orphan(struct tr_lane *l)
 	return 0;
 }
 
+/* A broken lane's messages still waiting for a slot go to another lane,
+ * once everything it had posted has come back: a message given back
+ * earlier could overtake what was posted before it, and a copy's COPY_DATA
+ * the chunks it follows, still in flight here (the destination would
+ * answer before its data is written).  So they follow the posted
+ * messages and the chunks done again elsewhere (tr_peer_msg_lost). */
+static void give_back_queued(struct tr_lane *l)
+{
+	for (int p = 0; p < TR_FC_NPRIO; p++) {
+		while (!tr_list_empty(&l->msgq[p])) {
+			struct queued_msg *q = tr_list_first(&l->msgq[p], struct queued_msg, link);
+
+			tr_list_del(&q->link);
+			l->nqueued--;
+			tr_peer_msg_lost(l, q->data, q->len, (unsigned)p, q->req);
+			qnode_put(l->ctx, q);
+		}
+	}
+}
+
 static void check_drained(struct tr_lane *l)
 {
 	if (l->state != TR_LANE_DRAINING || l->sq_posted || l->rq_posted)
 		return;
+	give_back_queued(l);
 	/* At close, buffers a handler kept are taken back. */
 	if (l->rx_held && !l->ctx->closing && orphan(l))
 		return; /* no memory: the lane waits for them */
@@ -770,17 +791,7 @@ static void lane_break(struct tr_lane *l, enum triad_status why)
 	/* Error state flushes everything posted, and the peer is told. */
 	tr_fab_qp_break(l->qp);
 	lane_set_state(l, TR_LANE_DRAINING);
-	/* Messages still waiting for a slot go to another lane. */
-	for (int p = 0; p < TR_FC_NPRIO; p++) {
-		while (!tr_list_empty(&l->msgq[p])) {
-			struct queued_msg *q = tr_list_first(&l->msgq[p], struct queued_msg, link);
-
-			tr_list_del(&q->link);
-			l->nqueued--;
-			tr_peer_msg_lost(l, q->data, q->len, (unsigned)p, q->req);
-			qnode_put(l->ctx, q);
-		}
-	}
+	/* What waits for a slot goes elsewhere once the lane is drained. */
 	check_drained(l);
 }
 
