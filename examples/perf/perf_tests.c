@@ -202,7 +202,8 @@ static int reap(struct perf_run *r, triad_req_t **req_p, const char *what)
 	return ret;
 }
 
-/* Polls the byte at p until it holds v, reaping *req_p meanwhile. */
+/* Polls the byte at p until it holds v, reaping *req_p meanwhile (req_p
+ * NULL: request-less operations, and triad_progress reaps them). */
 static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_t **req_p,
 		     const char *what, long iter)
 {
@@ -212,7 +213,7 @@ static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_
 	int ret;
 
 	while (*vp != v) {
-		ret = reap(r, req_p, what);
+		ret = req_p ? reap(r, req_p, what) : triad_progress(r->ctx);
 		if (ret)
 			return ret;
 		if (++spins % 1024)
@@ -371,11 +372,29 @@ static void report_bw(struct perf_run *r, const char *test, size_t size, long it
 
 /* ---- put_lat: ping-pong of puts, like ib_write_lat ------------------------------------*/
 /* Client: put ping i, poll for pong i; one sample = the whole round trip. */
+/* --no-req: the puts to peer are complete (a flush), 0 or a negative errno. */
+static int flush_puts(struct perf_run *r, int peer, const char *what)
+{
+	triad_req_t *req = NULL;
+	int ret;
+
+	if (!r->o->no_req)
+		return 0;
+	ret = triad_flush(r->ctx, peer, &req);
+	if (ret) {
+		perf_err(r, "triad_flush", ret);
+		return ret;
+	}
+	return wait_req(r, req, what);
+}
+
+/* Client: put ping i, wait for pong i.  Each put's request is tested while
+ * the pong is awaited; with --no-req the puts have none. */
 static int put_lat_client(struct perf_run *r, size_t size, long iters, long warmup,
 			  uint64_t *t)
 {
 	uint8_t *out = perf_send_area(r) + size - 1, *in = perf_recv_area(r) + size - 1;
-	triad_req_t *req = NULL;
+	triad_req_t *req = NULL, **req_p = r->o->no_req ? NULL : &req;
 	int ret;
 
 	for (long i = 0; i < warmup + iters; i++) {
@@ -384,12 +403,12 @@ static int put_lat_client(struct perf_run *r, size_t size, long iters, long warm
 
 		*out = v;
 		ret = triad_put(r->ctx, perf_send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0, r->flags,
-				&req);
+				req_p);
 		if (ret) {
 			perf_err(r, "triad_put", ret);
 			return ret;
 		}
-		ret = wait_byte(r, in, v, &req, "put (ping)", i);
+		ret = wait_byte(r, in, v, req_p, "put (ping)", i);
 		if (!ret && req)
 			ret = wait_req(r, req, "put (ping)");
 		if (ret)
@@ -398,34 +417,38 @@ static int put_lat_client(struct perf_run *r, size_t size, long iters, long warm
 		if (i >= warmup)
 			t[i - warmup] = perf_now_ns() - t0;
 	}
-	return 0;
+	return flush_puts(r, PERF_SERVER, "flush (pings)");
 }
 
 /* Server: poll for ping i, put pong i back. */
 static int put_lat_server(struct perf_run *r, size_t size, long iters, long warmup)
 {
 	uint8_t *out = perf_send_area(r) + size - 1, *in = perf_recv_area(r) + size - 1;
-	triad_req_t *req = NULL;
+	triad_req_t *req = NULL, **req_p = r->o->no_req ? NULL : &req;
 	int ret;
 
 	for (long i = 0; i < warmup + iters; i++) {
 		uint8_t v = perf_iter_value(i);
 
-		ret = wait_byte(r, in, v, &req, "put (pong)", i);
+		ret = wait_byte(r, in, v, req_p, "put (pong)", i);
 		if (!ret && req)
 			ret = wait_req(r, req, "put (pong)"); /* its buffer is rewritten below */
 		if (ret)
 			return ret;
 		req = NULL;
+		/* --no-req: pong i - 1 has arrived (the client saw it before it
+		 * sent ping i), so its bytes have left this buffer. */
 		*out = v;
 		ret = triad_put(r->ctx, perf_send_area(r), size, PERF_CLIENT, PERF_WIN_ID, 0, r->flags,
-				&req);
+				req_p);
 		if (ret) {
 			perf_err(r, "triad_put", ret);
 			return ret;
 		}
 	}
-	return req ? wait_req(r, req, "put (pong)") : 0;
+	if (req)
+		return wait_req(r, req, "put (pong)");
+	return flush_puts(r, PERF_CLIENT, "flush (pongs)");
 }
 
 static int put_lat(struct perf_run *r, size_t size, long iters, long warmup)

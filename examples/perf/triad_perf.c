@@ -40,6 +40,7 @@ enum opt_id {
 	OPT_ROOT,
 	OPT_MODE,
 	OPT_SERVE,
+	OPT_NO_REQ,
 	OPT_PLANES,
 	OPT_FAULT,
 	OPT_FAULT_NODE,
@@ -108,6 +109,12 @@ static const struct opt_def opt_defs[] = {
 	  "the progress threads serve) or poll (the\n"
 	  "application threads call triad_progress in a loop,\n"
 	  "as perftest and ucx_perftest busy-poll)" },
+	{ "no-req", no_argument, OPT_NO_REQ, NULL,
+	  "put_lat: puts with no request (req_p NULL), the\n"
+	  "ranks calling triad_progress while they wait, one\n"
+	  "triad_flush at the end (as ucx_perftest's\n"
+	  "ucp_put_lat); default: a request per put, tested\n"
+	  "until complete" },
 	{ "planes", required_argument, OPT_PLANES, "K",
 	  "mp_bw: spread over 1, 2 .. K planes (default: all)" },
 	{ "fault", required_argument, OPT_FAULT, "HOW",
@@ -457,6 +464,9 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 				return usage_error("--serve '%s': not wait or poll", arg);
 			serve_given = 1;
 			break;
+		case OPT_NO_REQ:
+			o->no_req = 1;
+			break;
 		case OPT_PLANES:
 			if (parse_long(arg, 1, TRIAD_MAX_PLANES, &v))
 				return usage_error("--planes '%s': not a number from 1 to %d", arg,
@@ -529,6 +539,8 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		return usage_error("--mode: only for copy_lat and copy_bw");
 	if (o->cmd && !(o->cmd->flags & (PERF_CMD_COPY | PERF_CMD_AM)) && serve_given)
 		return usage_error("--serve: only for copy_lat, copy_bw, am_lat and am_bw");
+	if (o->cmd && strcmp(o->cmd->name, "put_lat") && o->no_req)
+		return usage_error("--no-req: only for put_lat");
 	if (o->cmd && !(o->cmd->flags & PERF_CMD_MP) && planes_given)
 		return usage_error("--planes: only for mp_bw");
 	if (o->cmd && (o->cmd->flags & (PERF_CMD_MP | PERF_CMD_FAULT)) && o->plane >= 0)

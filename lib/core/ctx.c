@@ -107,16 +107,21 @@ struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int p
 	if (req) {
 		c->head = (struct triad_req *)(void *)req->ctx;
 		c->n--;
-		memset(req, 0, sizeof(*req));
-	} else if (!(req = calloc(1, sizeof(*req)))) {
+	} else if (!(req = malloc(sizeof(*req)))) {
 		return NULL;
 	}
+	tr_req_init(req, ctx, kind, peer);
+	return req;
+}
+
+void tr_req_init(struct triad_req *req, struct triad_ctx *ctx, enum tr_req_kind kind, int peer)
+{
+	memset(req, 0, sizeof(*req));
 	req->ctx = ctx;
 	req->kind = kind;
 	req->status = TRIAD_S_OK;
 	req->peer = peer;
 	tr_list_init(&req->link);
-	return req;
 }
 
 /* What the fabric reports, and to whom in core.  A local port that goes
@@ -705,7 +710,7 @@ void triad_fini(triad_ctx_t *ctx)
 		tr_lane_orphans_free(&ctx->orphans);
 	tr_lane_qcache_free(ctx);
 	tr_wins_destroy_all(ctx);
-	tr_rma_cache_teardown(ctx);
+	tr_rma_teardown(ctx);
 	tr_planes_teardown(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	tr_reaper_stop(&ctx->reaper); /* every QP gone before the planes' PDs and CQs */

@@ -217,6 +217,27 @@ struct tr_epoch {
 	struct tr_list flushes; /* the flush requests waiting for it */
 };
 
+/* A light put: a put issued with no request (req_p NULL) that rides in its
+ * work request, to a window already described, on a live lane with nothing
+ * queued ahead (rma.c, lput_post).  It is posted at once with this record
+ * as its cookie instead of a request: what its completion needs, and its
+ * bytes, since the caller's buffer is theirs again when triad_put returns.
+ * Should its work request fail, the record becomes the request it stands
+ * for (req, tr_rma_lput_req) and takes the general path from there: done
+ * again on a live plane, or its error kept for the next flush. */
+#define TR_LPUT_MAX 64
+struct tr_lput {
+	struct tr_lput *next; /* in the context's cache of free ones */
+	struct tr_lane *lane;
+	struct tr_rwin *rwin;
+	struct tr_epoch *ep;
+	uint64_t off;
+	uint32_t win, len;
+	unsigned flags;
+	char data[TR_LPUT_MAX];
+	struct triad_req req; /* only once its work request failed */
+};
+
 /* An encoded message waiting to be queued. */
 struct tr_raw_msg {
 	int len;
@@ -267,6 +288,8 @@ struct triad_ctx {
 	int nwins, wins_cap;
 	uint32_t next_qid;
 	int nqueries;
+	struct tr_lput *lputs;	/* free light puts (rma.c), under the lock */
+	unsigned nlputs;
 
 	struct tr_am_entry am[TRIAD_AM_MAX_ID + 1];
 	ev_timer fc_timer_w;
@@ -428,6 +451,9 @@ struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id);
 struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size_t len);
 void tr_win_on_query(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
+/* peer's window id as described and still good, or NULL (not asked yet,
+ * being asked, gone). */
+struct tr_rwin *tr_rwin_ready(struct triad_ctx *ctx, int peer, uint32_t id);
 /* Resolve req->rwin, then start it; completes req on error. */
 void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
 /* No plane to peer is left (or none could be connected): its lookups fail with st. */
@@ -452,6 +478,8 @@ void tr_conn_priv_ours(const struct triad_ctx *ctx, int plane, int peer,
 /* Requests (ctx.c, rma.c) */
 /* The one request constructor: zeroed, status OK, of kind for peer. */
 struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int peer);
+/* The same in place, for a request held inside another record. */
+void tr_req_init(struct triad_req *req, struct triad_ctx *ctx, enum tr_req_kind kind, int peer);
 /* Frees a request of tr_req_new (kept in the calling thread's cache). */
 void tr_req_free(struct triad_req *req);
 void tr_req_complete(struct triad_req *req, enum triad_status st);
@@ -460,18 +488,27 @@ void tr_rma_start(struct triad_req *req);
 /* triad_flush's bookkeeping: a put or get counted in its peer's open
  * epoch (lock held), its completion, and what is left at triad_fini. */
 void tr_epoch_count(struct triad_ctx *ctx, struct triad_req *req);
+/* The same for a light put: the epoch it counts in (NULL: out of memory,
+ * a flush will not wait for it, as the warning says). */
+struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer);
 /* err: the operation's status if it had no request, else OK. */
 void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum triad_status err);
 void tr_rma_peer_free(struct tr_peer *p);
 /* The per-plane registration caches (TRIAD_REG_CACHE), once the planes are open. */
 void tr_rma_cache_setup(struct triad_ctx *ctx);
-void tr_rma_cache_teardown(struct triad_ctx *ctx);
+/* At close: those caches and the free light puts. */
+void tr_rma_teardown(struct triad_ctx *ctx);
 /* Post what the lane's send queue takes of its queued operations. */
 void tr_rma_pump(struct tr_lane *l);
 /* One WRITE or READ of req completed; conn_fault: its connection failed
  * it (flushed, retries exceeded, an invalid-request NAK: fabric/wc.h), so
  * it may be done again elsewhere. */
 void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault);
+/* A light put's WRITE completed OK: its epoch counts it done. */
+void tr_rma_lput_done(struct tr_lput *lp);
+/* A light put's WRITE failed: the request-less put request it stands for,
+ * as posted once on its lane (then tr_rma_done, as for any). */
+struct triad_req *tr_rma_lput_req(struct tr_lput *lp);
 /* Connect on first use: req waits on its peer's await_rma; what waits
  * there goes now if its lane is up, stays while that is being set up,
  * fails otherwise (all: fail every one with st). */

@@ -1134,9 +1134,8 @@ int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio)
 	return 0;
 }
 
-int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
-		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
-		     struct triad_req *req)
+static int post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
+		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie)
 {
 	int ret;
 
@@ -1150,7 +1149,7 @@ int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t
 	/* With tx_write/tx_read after it: how long the post itself takes (rxe
 	 * does the request inside it, bench/README.md). */
 	TR_EV(l->ctx, "rma_post", l->peer, len);
-	ret = tr_fab_post_rma(l->qp, op, laddr, len, mr, raddr, rkey, (uintptr_t)req | TR_CK_RMA);
+	ret = tr_fab_post_rma(l->qp, op, laddr, len, mr, raddr, rkey, cookie);
 	if (ret)
 		return ret;
 	l->sq_avail--;
@@ -1158,6 +1157,23 @@ int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t
 	l->rma_posted++;
 	TR_EV(l->ctx, op == TR_RMA_WRITE ? "tx_write" : "tx_read", l->peer, len);
 	return 0;
+}
+
+int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
+		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
+		     struct triad_req *req)
+{
+	return post_rma(l, op, laddr, len, mr, raddr, rkey, (uintptr_t)req | TR_CK_RMA);
+}
+
+int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uint32_t rkey)
+{
+	int ret = post_rma(l, TR_RMA_WRITE, lp->data, lp->len, NULL, raddr, rkey,
+			   (uintptr_t)lp | TR_CK_LPUT);
+
+	if (!ret)
+		l->stats.puts++;
+	return ret;
 }
 
 /* ---- completions and arrivals -----------------------------------------------------------*/
@@ -1302,9 +1318,12 @@ void tr_lane_pump(struct tr_lane *l)
 	pump(l);
 }
 
-static void on_rma(struct triad_req *req, const struct tr_fab_wc *wc)
+/* A WRITE or READ came back: of req, or of the light put lp (the other
+ * NULL).  A light put that failed becomes its request here, and everything
+ * after is the same for both. */
+static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
+		   const struct tr_fab_wc *wc)
 {
-	struct tr_lane *l = req->lane;
 	enum triad_status st = wc->status;
 
 	TR_EV(l->ctx, "rma_done", l->peer, wc->status);
@@ -1312,6 +1331,8 @@ static void on_rma(struct triad_req *req, const struct tr_fab_wc *wc)
 	l->sq_avail++;
 	l->rma_posted--;
 	if (st != TRIAD_S_OK) {
+		if (lp)
+			req = tr_rma_lput_req(lp);
 		flushed_while_up(l, wc);
 		if (wc->flushed) {
 			st = l->down_status;
@@ -1332,7 +1353,12 @@ static void on_rma(struct triad_req *req, const struct tr_fab_wc *wc)
 	 * done again on another plane.  CI once saw rxe NAK a copy chunk's
 	 * WRITE as an invalid request: final, it failed the copy although
 	 * two planes were live. */
-	tr_rma_done(req, st, wc->conn_fault);
+	if (req) {
+		tr_rma_done(req, st, wc->conn_fault);
+	} else {
+		l->stats.tx_bytes += lp->len;
+		tr_rma_lput_done(lp);
+	}
 	if (l->state == TR_LANE_UP) {
 		pump(l);
 		tr_rma_pump(l);
@@ -1343,12 +1369,21 @@ static void on_rma(struct triad_req *req, const struct tr_fab_wc *wc)
 void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc)
 {
 	void *ptr = (void *)(uintptr_t)(wc->cookie & ~(uint64_t)TR_CK_TAG_MASK);
+	struct triad_req *req = ptr;
+	struct tr_lput *lp = ptr;
 
 	(void)arg;
-	if ((wc->cookie & TR_CK_TAG_MASK) == TR_CK_SEND)
+	switch (wc->cookie & TR_CK_TAG_MASK) {
+	case TR_CK_SEND:
 		on_send(ptr, wc);
-	else
-		on_rma(ptr, wc);
+		break;
+	case TR_CK_LPUT:
+		on_rma(lp->lane, NULL, lp, wc);
+		break;
+	default:
+		on_rma(req->lane, req, NULL, wc);
+		break;
+	}
 }
 
 void tr_lane_fc_tick(struct tr_lane *l)

@@ -108,7 +108,7 @@ struct tr_lane {
 };
 
 /* Completion cookies: pointer | tag; every pointer is 8-byte aligned. */
-enum { TR_CK_RMA = 0, TR_CK_SEND = 1, TR_CK_RECV = 2, TR_CK_TAG_MASK = 7 };
+enum { TR_CK_RMA = 0, TR_CK_SEND = 1, TR_CK_RECV = 2, TR_CK_LPUT = 3, TR_CK_TAG_MASK = 7 };
 
 void tr_lane_init(struct triad_ctx *ctx, struct tr_lane *l, int peer, int plane);
 int tr_lane_connect(struct tr_lane *l); /* active side: start an attempt */
@@ -179,6 +179,10 @@ uint32_t tr_lane_max_inline(const struct tr_lane *l);
 int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
 		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
 		     struct triad_req *req);
+/* Post a light put's WRITE (its bytes inline, from the record); the same
+ * results. */
+struct tr_lput;
+int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uint32_t rkey);
 
 /* The counters (triad_conn_stats) have one writer, lane.c: an operation
  * issued (done = 0) or completed OK (done = 1: its bytes); a message

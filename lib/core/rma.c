@@ -3,7 +3,8 @@
  * An operation goes: argument checks -> plane choice -> window lookup
  * (cached after the first) -> bounds and access checks -> registration of
  * a buffer outside every window -> the lane's queue -> chunks of at most TRIAD_CHUNK_SIZE posted as
- * long as the send queue has room -> complete when every chunk completed. */
+ * long as the send queue has room -> complete when every chunk completed.
+ * A small request-less put skips all of it when it can (light puts, below). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +38,18 @@ void tr_rma_cache_setup(struct triad_ctx *ctx)
 	}
 }
 
-void tr_rma_cache_teardown(struct triad_ctx *ctx)
+void tr_rma_teardown(struct triad_ctx *ctx)
 {
 	for (int p = 0; p < ctx->nplanes; p++)
 		if (ctx->rcache[p].ctx) /* set up */
 			tr_rc_fini(&ctx->rcache[p].rc);
+	while (ctx->lputs) {
+		struct tr_lput *lp = ctx->lputs;
+
+		ctx->lputs = lp->next;
+		free(lp);
+	}
+	ctx->nlputs = 0;
 }
 
 /* The registration of req's buffer on its lane's plane: from the cache
@@ -114,10 +122,10 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 	peer = req->peer;
 	err = req->flags & TR_F_NO_REQ ? st : TRIAD_S_OK;
 	req->ep = NULL;
-	if (req->flags & TR_F_NO_REQ) /* nobody holds it: a flush reports its error */
-		tr_req_free(req);
-	else if (req->on_done) /* internal: the owner takes it from here */
+	if (req->on_done) /* internal: the owner takes it from here */
 		req->on_done(req);
+	else if (req->flags & TR_F_NO_REQ) /* nobody holds it: a flush reports its error */
+		tr_req_free(req);
 	else
 		atomic_store_explicit(&req->done, 1, memory_order_release);
 	if (ep)
@@ -539,6 +547,98 @@ void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum 
 	}
 }
 
+/* ---- light puts ------------------------------------------------------------------*/
+/* A cache of free records keeps malloc off the path; bounded like the
+ * request cache, freed at close. */
+#define LPUT_CACHE 256
+
+static void lput_free(struct triad_ctx *ctx, struct tr_lput *lp)
+{
+	if (ctx->nlputs >= LPUT_CACHE) {
+		free(lp);
+		return;
+	}
+	lp->next = ctx->lputs;
+	ctx->lputs = lp;
+	ctx->nlputs++;
+}
+
+static void lput_req_done(struct triad_req *req)
+{
+	lput_free(req->ctx, tr_container_of(req, struct tr_lput, req));
+}
+
+/* The common small put of a request-less stream, posted here with no
+ * request (struct tr_lput).  1 when posted; 0 when it takes the general
+ * path, which then reports whatever is wrong with it (an unknown window,
+ * its bounds, a lane being set up or broken) or queues it. */
+static int lput_post(struct triad_ctx *ctx, const void *buf, uint32_t len, int rank,
+		     uint32_t win, uint64_t off, unsigned flags)
+{
+	struct tr_lane *l = tr_peer_lane(ctx, rank, flags | TR_F_NO_DETOUR);
+	struct tr_lput *lp;
+	struct tr_rwin *rw;
+
+	if (l->state != TR_LANE_UP || !tr_list_empty(&l->rmaq) || len > tr_lane_max_inline(l) ||
+	    !tr_fab_plane_port_up(ctx->fab, l->plane))
+		return 0;
+	rw = tr_rwin_ready(ctx, rank, win);
+	if (!rw || !(rw->access & TRIAD_WIN_WRITE) || !tr_range_ok(rw->len, off, len))
+		return 0;
+	if (ctx->lputs) {
+		lp = ctx->lputs;
+		ctx->lputs = lp->next;
+		ctx->nlputs--;
+	} else if (!(lp = malloc(sizeof(*lp)))) {
+		return 0;
+	}
+	lp->lane = l;
+	lp->rwin = rw;
+	lp->off = off;
+	lp->win = win;
+	lp->len = len;
+	lp->flags = flags;
+	memcpy(lp->data, buf, len);
+	if (tr_lane_post_lput(l, lp, rw->base + off, rw->rkey[l->plane])) {
+		lput_free(ctx, lp); /* no room, or the post failed: the general path decides */
+		return 0;
+	}
+	lp->ep = tr_epoch_take(ctx, rank); /* its completion comes under this lock */
+	return 1;
+}
+
+void tr_rma_lput_done(struct tr_lput *lp)
+{
+	struct triad_ctx *ctx = lp->lane->ctx;
+	struct tr_epoch *ep = lp->ep;
+	int peer = lp->lane->peer;
+
+	lput_free(ctx, lp);
+	if (ep)
+		tr_epoch_done(ctx, peer, ep, TRIAD_S_OK);
+}
+
+struct triad_req *tr_rma_lput_req(struct tr_lput *lp)
+{
+	struct triad_req *req = &lp->req;
+	struct tr_lane *l = lp->lane;
+
+	tr_req_init(req, l->ctx, TR_REQ_PUT, l->peer);
+	req->win = lp->win;
+	req->off = lp->off;
+	req->len = lp->len;
+	req->buf = lp->data;
+	req->flags = lp->flags | TR_F_NO_REQ;
+	req->lane = l;
+	req->plane = l->plane;
+	req->rwin = lp->rwin;
+	req->ep = lp->ep;
+	req->posted = lp->len;
+	req->inflight = 1;
+	req->on_done = lput_req_done;
+	return req;
+}
+
 static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, size_t len,
 		      int rank, uint32_t win, uint64_t off, unsigned flags, triad_req_t **req_p)
 {
@@ -560,9 +660,15 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		tr_debug("%s: bad flags 0x%x (%d planes)", what, flags, ctx->nplanes);
 		return -EINVAL;
 	}
+	pthread_mutex_lock(&ctx->lock);
+	if (!req_p && kind == TR_REQ_PUT && rank != ctx->rank && len && len <= TR_LPUT_MAX &&
+	    !(flags & TRIAD_F_STRIPE) && lput_post(ctx, buf, (uint32_t)len, rank, win, off, flags))
+		goto out;
 	req = tr_req_new(ctx, kind, rank);
-	if (!req)
+	if (!req) {
+		pthread_mutex_unlock(&ctx->lock);
 		return -ENOMEM;
+	}
 	req->win = win;
 	req->off = off;
 	req->len = len;
@@ -572,14 +678,11 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		*req_p = req;
 	else
 		req->flags |= TR_F_NO_REQ;
-
-	pthread_mutex_lock(&ctx->lock);
 	tr_epoch_count(ctx, req);
-	if (rank == ctx->rank) {
+	if (rank == ctx->rank)
 		rma_self(ctx, req);
-		goto out;
-	}
-	rma_issue(ctx, req, 1);
+	else
+		rma_issue(ctx, req, 1);
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
@@ -617,17 +720,22 @@ static struct tr_epoch *epoch_new(void)
 	return ep;
 }
 
-void tr_epoch_count(struct triad_ctx *ctx, struct triad_req *req)
+struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer)
 {
-	struct tr_peer *p = &ctx->peers[req->peer];
+	struct tr_peer *p = &ctx->peers[peer];
 
 	if (!p->ep_open && !(p->ep_open = epoch_new())) {
 		tr_warn("put/get to rank %d: out of memory for its flush epoch: "
-			"a triad_flush will not wait for it", req->peer);
-		return;
+			"a triad_flush will not wait for it", peer);
+		return NULL;
 	}
 	p->ep_open->out++;
-	req->ep = p->ep_open;
+	return p->ep_open;
+}
+
+void tr_epoch_count(struct triad_ctx *ctx, struct triad_req *req)
+{
+	req->ep = tr_epoch_take(ctx, req->peer);
 }
 
 /* A flush reports the first error of a request-less operation to its rank

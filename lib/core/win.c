@@ -193,7 +193,13 @@ static struct tr_rwin **rwin_slot(struct tr_peer *p, uint32_t id)
 	return s;
 }
 
-/* Unlinks *slot and fails everyone waiting for it. */
+struct tr_rwin *tr_rwin_ready(struct triad_ctx *ctx, int peer, uint32_t id)
+{
+	struct tr_rwin *rw = *rwin_slot(&ctx->peers[peer], id);
+
+	return rw && rw->state == TR_RWIN_READY ? rw : NULL;
+}
+
 /* Fails everyone waiting for rw's description; the next access asks
  * again (not cached: the window may be created later).  rw stays listed:
  * requests in flight may still point at it. */

@@ -12,6 +12,10 @@
  *            verifies every byte of its slots.
  *   gets     N request-less gets of the same slots back into unregistered
  *            memory, one flush, every byte verified at r.
+ *   small    N request-less puts of 1 to 64 bytes (light puts: no request,
+ *            their bytes in the work request), alternating planes, each into
+ *            its own 64-byte slot of t's cleared window; one flush; after a
+ *            barrier t finds every slot holding its bytes and zeros after.
  *   idle     a flush to t with nothing outstanding, and one to r itself,
  *            are complete when triad_flush returns, status OK.
  *   errors   request-less puts out of bounds and to an unknown window
@@ -104,6 +108,37 @@ static void phase_gets(triad_ctx_t *ctx, char *back)
 	ft_barrier(ctx);
 }
 
+#define SMALL 64
+
+static void phase_small(triad_ctx_t *ctx, char *win_buf, char *own)
+{
+	int t = (rank + 1) % size, from = (rank + size - 1) % size;
+	char want[SMALL];
+	enum triad_status st;
+	int wrong = 0;
+
+	memset(win_buf, 0, (size_t)count * SMALL);
+	ft_fill(own, (uint64_t)count * SMALL, (uint32_t)rank + 100, 0);
+	ft_barrier(ctx); /* every window cleared before anyone writes it */
+	for (int i = 0; i < count; i++) {
+		int ret = triad_put(ctx, own + (size_t)i * SMALL, 1 + i % SMALL, t, WIN,
+				    (uint64_t)i * SMALL, plane_flag(i), NULL);
+
+		FT_CHECK(ret == 0, "small request-less put %d: %s", i, strerror(-ret));
+	}
+	st = flush_wait(ctx, t, NULL);
+	FT_CHECK(st == TRIAD_S_OK, "flush after %d small puts: %s", count, triad_status_str(st));
+	ft_barrier(ctx);
+	for (int i = 0; i < count; i++) {
+		memset(want, 0, sizeof(want));
+		ft_fill(want, 1 + i % SMALL, (uint32_t)from + 100, (uint64_t)i * SMALL);
+		if (memcmp(win_buf + (size_t)i * SMALL, want, SMALL) && !wrong++)
+			FT_CHECK(0, "small put %d from rank %d: its slot is wrong", i, from);
+	}
+	FT_CHECK(!wrong, "%d of %d small puts from rank %d wrong", wrong, count, from);
+	ft_barrier(ctx);
+}
+
 static void phase_idle(triad_ctx_t *ctx)
 {
 	int t = (rank + 1) % size, pending = 1;
@@ -130,6 +165,8 @@ static void phase_errors(triad_ctx_t *ctx, char *own)
 	for (int i = 0; i < 8; i++)
 		FT_CHECK(triad_put(ctx, own, SLOT, t, WIN, (uint64_t)i * SLOT, 0, NULL) == 0,
 			 "good put %d", i);
+	FT_CHECK(triad_put(ctx, own, 8, t, WIN, win_len - 4, 0, NULL) == 0,
+		 "small out-of-bounds put: not refused at once");
 	FT_CHECK(triad_put(ctx, own, SLOT, t, WIN, win_len - 1, 0, NULL) == 0,
 		 "out-of-bounds put: not refused at once");
 	FT_CHECK(triad_put(ctx, own, SLOT, t, WIN + 100, 0, 0, NULL) == 0,
@@ -200,6 +237,7 @@ int main(int argc, char **argv)
 	if (size > 1) {
 		phase_stream(ctx, win_buf, own);
 		phase_gets(ctx, own);
+		phase_small(ctx, win_buf, own);
 	}
 	phase_idle(ctx);
 	if (size > 1)

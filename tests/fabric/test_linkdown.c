@@ -19,7 +19,13 @@
  * (done again, whole, on plane L + 1) with their bytes in place; an unpinned
  * put during the fault takes the switch's failover plane L + 1 (plane 0 with
  * 2 planes); after the reconnect the pair is back on
- * its home plane L (the per-plane put counters show it).
+ * its home plane L (the per-plane put counters show it).  Between those
+ * puts go small request-less ones (1 to 64 bytes, light puts: no request,
+ * their bytes in the work request), each into its own slot: those the
+ * fault flushes are done again too, and after one flush every slot holds
+ * its bytes, and nothing but them.  Then the same for small puts alone at a
+ * cut of the home plane (frames vanish, the port stays up), where every one
+ * posted waits in flight until the RC retries break the lane.
  * Every plane down at once (rank 0's links on both): every request
  * completes, OK or with an error, nothing hangs; the pair reconnects when
  * the links return (the side that could not hear of it finds its
@@ -74,6 +80,8 @@ static void put_takes(triad_ctx_t *ctx, int peer, int want, const char *when)
 }
 
 #define NFLY 512 /* 32 MiB: about a second of streaming, the fault lands in it */
+#define FLY (1 << 16) /* bytes of each */
+#define SMALL 64      /* the slot of a small put; put i carries 1 + i % SMALL bytes */
 
 static int is_failure(enum triad_status st)
 {
@@ -263,9 +271,68 @@ static int clean_exit(triad_ctx_t *ctx, int peer, int nplanes)
 	return ft_failures ? 1 : 0;
 }
 
+static void wait_reconnect(triad_ctx_t *ctx, int rank, int peer, int plane)
+{
+	struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
+	int waited = 0;
+
+	for (; waited < 600; waited++) {
+		if (triad_conn_stats(ctx, peer, plane, &cs) == 0 && cs.up && cs.tx_slots_busy == 0)
+			break;
+		usleep(100000);
+	}
+	FT_CHECK(cs.up && cs.tx_slots_busy == 0, "plane %d after the link came back: up %d, "
+		 "%u of the peer's slots still busy", plane, cs.up, cs.tx_slots_busy);
+	printf("rank %d: plane %d reconnected after %.1f s, every slot free again\n", rank, plane,
+	       waited / 10.0);
+}
+
+/* Light puts in flight when their plane breaks: rank 0's port on its home
+ * plane is cut (frames vanish, the port stays up), so every put posted
+ * there waits for an acknowledgement until the RC retries give up and the
+ * lane breaks; each is then done again on the other plane.  One flush
+ * reports them all OK, and rank 1 finds every slot holding its bytes. */
+static void small_puts_at_cut(triad_ctx_t *ctx, int rank, int peer, int plane, char *slots)
+{
+	static char src[NFLY * SMALL], want[SMALL];
+	triad_req_t *fl = NULL;
+	enum triad_status st;
+	int wrong = 0;
+
+	if (rank == 1)
+		memset(slots, 0, NFLY * SMALL);
+	ft_barrier(ctx);
+	if (rank == 0) {
+		ft_fill(src, sizeof(src), 4444, 0);
+		FT_CHECK(ctl("cut", 0, plane) == 0, "fabric-ctl cut 0 %d", plane);
+		for (int i = 0; i < NFLY; i++)
+			FT_CHECK(triad_put(ctx, src + i * SMALL, 1 + i % SMALL, peer, 1,
+					   FLY + (uint64_t)i * SMALL, 0, NULL) == 0,
+				 "small put %d at the cut", i);
+		FT_CHECK(triad_flush(ctx, peer, &fl) == 0, "flush");
+		st = ft_wait(fl, 60000);
+		FT_CHECK(st == TRIAD_S_OK, "flush of %d small puts in flight at the cut: %s", NFLY,
+			 triad_status_str(st));
+		FT_CHECK(ctl("heal", 0, plane) == 0, "fabric-ctl heal 0 %d", plane);
+		printf("rank 0: %d small puts at the cut of plane %d: flushed, %s\n", NFLY, plane,
+		       triad_status_str(st));
+	}
+	ft_barrier(ctx); /* on the other plane */
+	for (int i = 0; rank == 1 && i < NFLY; i++) {
+		memset(want, 0, sizeof(want));
+		ft_fill(want, 1 + i % SMALL, 4444, (uint64_t)i * SMALL);
+		if (memcmp(slots + i * SMALL, want, SMALL) && !wrong++)
+			FT_CHECK(0, "small put %d in flight at the cut: its slot is wrong", i);
+	}
+	FT_CHECK(!wrong, "%d of %d small puts in flight at the cut wrong", wrong, NFLY);
+	wait_reconnect(ctx, rank, peer, plane);
+	ft_barrier(ctx);
+}
+
 int main(void)
 {
-	static char win_buf[1 << 16];
+	/* [0, FLY): the big puts; [FLY, +NFLY * SMALL): the small ones' slots. */
+	static char win_buf[FLY + NFLY * SMALL];
 	triad_ctx_t *ctx = ft_init();
 	int rank = triad_rank(ctx), peer = !rank, nplanes = triad_nplanes(ctx);
 	int last = 1 % nplanes;		     /* the home plane of the pair (0, 1) */
@@ -288,23 +355,31 @@ int main(void)
 	if (rank == 0) {
 		/* In flight on the home plane (`last`, for the pair 0-1) when it
 		 * goes down. */
-		static char fly[sizeof(win_buf)];
+		static char fly[FLY], small[NFLY * SMALL];
 		triad_req_t *req[NFLY];
 		int ok = 0;
 
 		struct triad_plane_info pi = { .field_mask = TRIAD_PLANE_INFO_ALL };
 
 		ft_fill(fly, sizeof(fly), 4242, 0);
+		ft_fill(small, sizeof(small), 4343, 0);
 		/* The link goes down while the puts stream. */
 		FT_CHECK(ctl_run("down", 0, last, 1) == 0, "fabric-ctl down 0 %d", last);
-		for (int i = 0; i < NFLY; i++)
+		for (int i = 0; i < NFLY; i++) {
 			FT_CHECK(triad_put(ctx, fly, sizeof(fly), peer, 1, 0, 0, &req[i]) == 0, "put");
+			FT_CHECK(triad_put(ctx, small + i * SMALL, 1 + i % SMALL, peer, 1,
+					   FLY + (uint64_t)i * SMALL, 0, NULL) == 0, "small put %d", i);
+		}
 		for (int i = 0; i < NFLY; i++) {
 			st = ft_wait(req[i], 60000);
 			ok += st == TRIAD_S_OK;
 			FT_CHECK(st == TRIAD_S_OK, "unpinned put %d in flight at the fault: %s", i,
 				 triad_status_str(st));
 		}
+		FT_CHECK(triad_flush(ctx, peer, &req[0]) == 0, "flush");
+		st = ft_wait(req[0], 60000);
+		FT_CHECK(st == TRIAD_S_OK, "flush of the small puts in flight at the fault: %s",
+			 triad_status_str(st));
 		for (int i = 0; i < 100 && triad_plane_info(ctx, last, &pi) == 0 && pi.port_up; i++)
 			usleep(100000);
 		FT_CHECK(!pi.port_up, "plane %d: the port is still up 10 s after fabric-ctl down",
@@ -314,10 +389,21 @@ int main(void)
 	}
 	ft_barrier(ctx); /* travels on plane 0 */
 	if (rank == 1) {
-		int64_t bad = ft_verify(win_buf, sizeof(win_buf), 4242, 0);
+		static char want[SMALL];
+		int64_t bad = ft_verify(win_buf, FLY, 4242, 0);
 
 		FT_CHECK(bad < 0, "the puts in flight at the fault: wrong bytes from offset %lld",
 			 (long long)bad);
+		int wrong = 0;
+
+		for (int i = 0; i < NFLY; i++) {
+			memset(want, 0, sizeof(want));
+			ft_fill(want, 1 + i % SMALL, 4343, (uint64_t)i * SMALL);
+			if (memcmp(win_buf + FLY + i * SMALL, want, SMALL) && !wrong++)
+				FT_CHECK(0, "small put %d in flight at the fault: its slot is wrong",
+					 i);
+		}
+		FT_CHECK(!wrong, "%d of %d small puts in flight at the fault wrong", wrong, NFLY);
 	}
 	ft_barrier(ctx); /* before anything writes the window again */
 
@@ -336,23 +422,13 @@ int main(void)
 
 	/* The plane comes back: the pair reconnects by itself, flow control
 	 * restarts from state III and the receiver's first BSM frees every slot. */
-	struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
-	int waited = 0;
-
-	for (; waited < 600; waited++) {
-		if (triad_conn_stats(ctx, peer, last, &cs) == 0 && cs.up && cs.tx_slots_busy == 0)
-			break;
-		usleep(100000);
-	}
-	FT_CHECK(cs.up && cs.tx_slots_busy == 0, "plane %d after the link came back: up %d, "
-		 "%u of the peer's slots still busy", last, cs.up, cs.tx_slots_busy);
-	printf("rank %d: plane %d reconnected after %.1f s, every slot free again\n", rank, last,
-	       waited / 10.0);
+	wait_reconnect(ctx, rank, peer, last);
 	ft_barrier(ctx);
 	st = put_on(ctx, peer, last, 60000);
 	FT_CHECK(st == TRIAD_S_OK, "put on plane %d after the reconnect: %s", last,
 		 triad_status_str(st));
 	put_takes(ctx, peer, last, "after the reconnect (the home plane)");
+	small_puts_at_cut(ctx, rank, peer, last, win_buf + FLY);
 	all_planes_down(ctx, rank, peer, nplanes);
 	return clean_exit(ctx, peer, nplanes);
 }
