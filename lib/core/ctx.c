@@ -114,15 +114,6 @@ struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int p
 	return req;
 }
 
-void tr_req_init(struct triad_req *req, struct triad_ctx *ctx, enum tr_req_kind kind, int peer)
-{
-	memset(req, 0, sizeof(*req));
-	req->ctx = ctx;
-	req->kind = kind;
-	req->status = TRIAD_S_OK;
-	req->peer = peer;
-	tr_list_init(&req->link);
-}
 
 /* What the fabric reports, and to whom in core.  A local port that goes
  * down switches every peer off the plane at once. */

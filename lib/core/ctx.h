@@ -26,6 +26,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "base/list.h"
 #include "base/reaper.h"
@@ -479,7 +480,16 @@ void tr_conn_priv_ours(const struct triad_ctx *ctx, int plane, int peer,
 /* The one request constructor: zeroed, status OK, of kind for peer. */
 struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int peer);
 /* The same in place, for a request held inside another record. */
-void tr_req_init(struct triad_req *req, struct triad_ctx *ctx, enum tr_req_kind kind, int peer);
+static inline void tr_req_init(struct triad_req *req, struct triad_ctx *ctx,
+			       enum tr_req_kind kind, int peer)
+{
+	memset(req, 0, sizeof(*req));
+	req->ctx = ctx;
+	req->kind = kind;
+	req->status = TRIAD_S_OK;
+	req->peer = peer;
+	tr_list_init(&req->link);
+}
 /* Frees a request of tr_req_new (kept in the calling thread's cache). */
 void tr_req_free(struct triad_req *req);
 void tr_req_complete(struct triad_req *req, enum triad_status st);

@@ -579,7 +579,7 @@ static int lput_post(struct triad_ctx *ctx, const void *buf, uint32_t len, int r
 	struct tr_lput *lp;
 	struct tr_rwin *rw;
 
-	if (l->state != TR_LANE_UP || !tr_list_empty(&l->rmaq) || len > tr_lane_max_inline(l) ||
+	if (!l || l->state != TR_LANE_UP || !tr_list_empty(&l->rmaq) || len > tr_lane_max_inline(l) ||
 	    !tr_fab_plane_port_up(ctx->fab, l->plane))
 		return 0;
 	rw = tr_rwin_ready(ctx, rank, win);
