@@ -454,6 +454,8 @@ static void skip_flush(struct tr_lane *l)
 		struct tr_skips *k = &p->skip[q];
 		unsigned sent = 0;
 
+		if (!k->n) /* (and k->seq may be NULL: nothing to sort or move) */
+			continue;
 		qsort(k->seq, k->n, sizeof(*k->seq), serial_cmp);
 		while (sent < k->n) {
 			struct tr_msg m = { .type = TR_MSG_SEQ_SKIP, .prio = (uint8_t)q };
