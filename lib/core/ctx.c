@@ -114,7 +114,6 @@ struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int p
 	return req;
 }
 
-
 /* What the fabric reports, and to whom in core.  A local port that goes
  * down switches every peer off the plane at once. */
 static void on_port(void *arg, int plane, int up)

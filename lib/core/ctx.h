@@ -221,9 +221,10 @@ struct tr_epoch {
 /* A light put: a put issued with no request (req_p NULL) that rides in its
  * work request, to a window already described, on a live lane with nothing
  * queued ahead (rma.c, lput_post).  It is posted at once with this record
- * as its cookie instead of a request: what its completion needs, and its
- * bytes, since the caller's buffer is theirs again when triad_put returns.
- * Should its work request fail, the record becomes the request it stands
+ * as its cookie instead of a request: what its completion needs, and a copy
+ * of its bytes (the WRITE took them inline at the post; a redo takes them
+ * from here, not from a buffer the caller may have reused, as UCX's short
+ * puts allow).  Should its work request fail, the record becomes the request it stands
  * for (req, tr_rma_lput_req) and takes the general path from there: done
  * again on a live plane, or its error kept for the next flush. */
 #define TR_LPUT_MAX 64
