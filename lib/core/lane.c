@@ -1277,18 +1277,31 @@ void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc)
 	on_recv((struct tr_buf *)(uintptr_t)(wc->cookie & ~(uint64_t)TR_CK_TAG_MASK), wc);
 }
 
-static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
+/* b's message is handled: its buffer is free again, and counted so. */
+static void send_buf_done(struct tr_lane *l, struct tr_buf *b)
 {
-	struct tr_lane *l = b->lane;
-	int bsm = b->slot == NO_SLOT;
-
 	l->sq_posted--;
 	l->sq_avail++;
 	b->next_free = l->tx_free;
 	l->tx_free = b;
+}
+
+/* b stays ours (not free, still counted as posted) until its message is
+ * handled: what runs meanwhile may post on l (a sequence number done
+ * pumps every lane of the peer, l too) or break it, and must neither take
+ * b for another message, nor release the lane's buffers under us.  (CI
+ * caught the first: b, given back first, carried the next message, whose
+ * request this completion then completed before it had arrived.) */
+static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
+{
+	struct tr_lane *l = b->lane;
+	struct triad_req *req = b->req;
+	int bsm = b->slot == NO_SLOT;
+
+	b->req = NULL;
 	if (bsm)
 		l->bsm_inflight--;
-	if (b->req)
+	if (req)
 		l->req_msgs--;
 	if (wc->status != TRIAD_S_OK) {
 		if (!wc->flushed) {
@@ -1301,16 +1314,19 @@ static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
 		 * another lane and the receiver drops a duplicate by its sequence
 		 * number.  A BSM belongs to this lane: it dies with it. */
 		if (!bsm)
-			tr_peer_msg_lost(l, b->data, b->len, b->prio, b->req);
+			tr_peer_msg_lost(l, b->data, b->len, b->prio, req);
+		send_buf_done(l, b);
 		check_drained(l);
 		return;
 	}
 	if (!bsm)
 		tr_peer_seq_done(l, b->data, b->len);
-	if (b->req)
-		tr_req_complete(b->req, TRIAD_S_OK);
+	send_buf_done(l, b);
+	if (req)
+		tr_req_complete(req, TRIAD_S_OK);
 	pump(l);
 	tr_rma_pump(l);
+	check_drained(l); /* a post of the pumps above may have broken it */
 }
 
 void tr_lane_pump(struct tr_lane *l)
