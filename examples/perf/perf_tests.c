@@ -371,7 +371,6 @@ static void report_bw(struct perf_run *r, const char *test, size_t size, long it
 }
 
 /* ---- put_lat: ping-pong of puts, like ib_write_lat ------------------------------------*/
-/* Client: put ping i, poll for pong i; one sample = the whole round trip. */
 /* --no-req: the puts to peer are complete (a flush), 0 or a negative errno. */
 static int flush_puts(struct perf_run *r, int peer, const char *what)
 {
@@ -388,8 +387,9 @@ static int flush_puts(struct perf_run *r, int peer, const char *what)
 	return wait_req(r, req, what);
 }
 
-/* Client: put ping i, wait for pong i.  Each put's request is tested while
- * the pong is awaited; with --no-req the puts have none. */
+/* Client: put ping i, wait for pong i; one sample = the whole round trip.
+ * Each put's request is tested while the pong is awaited; with --no-req the
+ * puts have none. */
 static int put_lat_client(struct perf_run *r, size_t size, long iters, long warmup,
 			  uint64_t *t)
 {

@@ -498,10 +498,7 @@ void tr_req_complete(struct triad_req *req, enum triad_status st);
 void tr_rma_start(struct triad_req *req);
 /* triad_flush's bookkeeping: a put or get counted in its peer's open
  * epoch (lock held), its completion, and what is left at triad_fini. */
-void tr_epoch_count(struct triad_ctx *ctx, struct triad_req *req);
-/* The same for a light put: the epoch it counts in (NULL: out of memory,
- * a flush will not wait for it, as the warning says). */
-struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer);
+struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer); /* NULL: no memory (warned) */
 /* err: the operation's status if it had no request, else OK. */
 void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum triad_status err);
 void tr_rma_peer_free(struct tr_peer *p);

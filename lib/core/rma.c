@@ -579,7 +579,7 @@ static int lput_post(struct triad_ctx *ctx, const void *buf, uint32_t len, int r
 	struct tr_lput *lp;
 	struct tr_rwin *rw;
 
-	if (!l || l->state != TR_LANE_UP || !tr_list_empty(&l->rmaq) || len > tr_lane_max_inline(l) ||
+	if (l->state != TR_LANE_UP || !tr_list_empty(&l->rmaq) || len > tr_lane_max_inline(l) ||
 	    !tr_fab_plane_port_up(ctx->fab, l->plane))
 		return 0;
 	rw = tr_rwin_ready(ctx, rank, win);
@@ -678,7 +678,7 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		*req_p = req;
 	else
 		req->flags |= TR_F_NO_REQ;
-	tr_epoch_count(ctx, req);
+	req->ep = tr_epoch_take(ctx, rank);
 	if (rank == ctx->rank)
 		rma_self(ctx, req);
 	else
@@ -733,10 +733,6 @@ struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer)
 	return p->ep_open;
 }
 
-void tr_epoch_count(struct triad_ctx *ctx, struct triad_req *req)
-{
-	req->ep = tr_epoch_take(ctx, req->peer);
-}
 
 /* A flush reports the first error of a request-less operation to its rank
  * since the last flush there completed (an operation with a request

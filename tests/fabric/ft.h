@@ -43,6 +43,26 @@ static inline void ft_fill(void *buf, uint64_t len, uint32_t seed, uint64_t base
 		p[i] = ft_pattern(seed, base + i);
 }
 
+/* Slots of `slot` bytes (at most 256), the i-th written by a put of the
+ * first 1 + i % slot bytes of pattern seed at offset i * slot, zeros after
+ * them: how many of the n slots are wrong, the first in *first (-1: none). */
+static inline int ft_small_slots_wrong(const void *buf, int n, int slot, uint32_t seed,
+				       int *first)
+{
+	uint8_t want[256];
+	int wrong = 0;
+
+	*first = -1;
+	for (int i = 0; i < n; i++) {
+		memset(want, 0, (size_t)slot);
+		ft_fill(want, (uint64_t)(1 + i % slot), seed, (uint64_t)i * (uint64_t)slot);
+		if (memcmp((const uint8_t *)buf + (size_t)i * (size_t)slot, want, (size_t)slot) &&
+		    !wrong++)
+			*first = i;
+	}
+	return wrong;
+}
+
 /* Returns the index of the first wrong byte, or -1 when all match. */
 static inline int64_t ft_verify(const void *buf, uint64_t len, uint32_t seed, uint64_t base)
 {

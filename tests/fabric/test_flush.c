@@ -113,9 +113,8 @@ static void phase_gets(triad_ctx_t *ctx, char *back)
 static void phase_small(triad_ctx_t *ctx, char *win_buf, char *own)
 {
 	int t = (rank + 1) % size, from = (rank + size - 1) % size;
-	char want[SMALL];
 	enum triad_status st;
-	int wrong = 0;
+	int wrong, first;
 
 	memset(win_buf, 0, (size_t)count * SMALL);
 	ft_fill(own, (uint64_t)count * SMALL, (uint32_t)rank + 100, 0);
@@ -129,13 +128,9 @@ static void phase_small(triad_ctx_t *ctx, char *win_buf, char *own)
 	st = flush_wait(ctx, t, NULL);
 	FT_CHECK(st == TRIAD_S_OK, "flush after %d small puts: %s", count, triad_status_str(st));
 	ft_barrier(ctx);
-	for (int i = 0; i < count; i++) {
-		memset(want, 0, sizeof(want));
-		ft_fill(want, 1 + i % SMALL, (uint32_t)from + 100, (uint64_t)i * SMALL);
-		if (memcmp(win_buf + (size_t)i * SMALL, want, SMALL) && !wrong++)
-			FT_CHECK(0, "small put %d from rank %d: its slot is wrong", i, from);
-	}
-	FT_CHECK(!wrong, "%d of %d small puts from rank %d wrong", wrong, count, from);
+	wrong = ft_small_slots_wrong(win_buf, count, SMALL, (uint32_t)from + 100, &first);
+	FT_CHECK(!wrong, "%d of %d small puts from rank %d wrong, the first %d", wrong, count,
+		 from, first);
 	ft_barrier(ctx);
 }
 
