@@ -20,7 +20,15 @@
  * description before posting it, so it says nothing about the window, and
  * it moves both ends of the connection to the error state.  Only
  * REM_ACCESS_ERR is the window's answer (stale keys, docs/design.md):
- * REMOTE_ACCESS, final. */
+ * REMOTE_ACCESS, final.
+ *
+ * Two more say that the requester met a response it cannot match to the
+ * work request at the head of its queue, which is the packet stream's
+ * fault, not the request's: FATAL_ERR (rxe: a READ response arrived while
+ * the head is a WRITE; CI saw it fail a copy chunk's WRITE, and with it the
+ * copy, in a storm whose plane was being failed, with two planes live) and
+ * BAD_RESP_ERR (an unexpected opcode from the responder).  Both move the
+ * QP to the error state; done again elsewhere, as the others. */
 static inline void tr_fab_wc_classify(enum ibv_wc_status s, struct tr_fab_wc *w)
 {
 	w->flushed = s == IBV_WC_WR_FLUSH_ERR;
@@ -33,6 +41,8 @@ static inline void tr_fab_wc_classify(enum ibv_wc_status s, struct tr_fab_wc *w)
 		w->status = TRIAD_S_REMOTE_ACCESS;
 		break;
 	case IBV_WC_REM_INV_REQ_ERR:
+	case IBV_WC_FATAL_ERR:
+	case IBV_WC_BAD_RESP_ERR:
 		w->status = TRIAD_S_TRANSPORT;
 		w->conn_fault = 1;
 		break;
