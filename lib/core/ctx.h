@@ -300,6 +300,7 @@ struct triad_ctx {
 	int linger_wanted;	  /* an application thread asked for linger_w (kick_w) */
 	int linger_on;		  /* linger_w runs (set and cleared under the lock) */
 	uint64_t app_poll_ns;	  /* when an application thread last polled */
+	uint64_t rx_msgs;	  /* messages received on every lane (the spin's measure) */
 	int rearm_on;		  /* rearm_w runs (set and cleared under the lock) */
 	int rearm_asked;	  /* an application thread asked for it (kick_w) */
 	struct tr_trace *trace;	  /* TRIAD_TRACE, or NULL */

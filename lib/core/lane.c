@@ -1228,6 +1228,7 @@ static void on_recv(struct tr_buf *b, const struct tr_fab_wc *wc)
 		return;
 	}
 	l->stats.rx_msgs++;
+	l->ctx->rx_msgs++;
 	l->stats.rx_bytes += wc->len;
 	ret = tr_msg_decode(b->data, wc->len, &m);
 	if (ret) {

@@ -130,11 +130,30 @@ static int plane_of(const ev_io *w, const ev_io *arr)
 	return (int)(w - arr);
 }
 
+/* Whether the progress thread, having served a wake-up that received rx
+ * messages, should poll on before it sleeps again (TRIAD_BG_SPIN_US): only
+ * when something is on its way to it.  A wake-up costs far more than tens
+ * of microseconds of polling, but a spin that waits for nothing takes the
+ * CPU from whoever shares it: on a vCPU shared by a copy's source and
+ * destination, the destination spinning after its answer delayed the
+ * source that the answer was for (relay copy_lat about 1.6x, bench/README.md).
+ *   - an answer to a copy this rank initiated or serves as the source (the
+ *     copy engine's tables hold it: START's RESP or DONE, a WRITE's
+ *     completion);
+ *   - more of a stream: this wake-up found more than one message waiting.
+ * A rank that has only answered (a copy's destination, a window's owner)
+ * sleeps at once. */
+static int spin_wanted(const struct triad_ctx *ctx, uint64_t rx)
+{
+	return ctx->copy.ilive + ctx->copy.slive > 0 || rx > 1;
+}
+
 static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct triad_ctx *ctx = w->data;
 	int plane = plane_of(w, ctx->cq_w);
 	unsigned which;
+	uint64_t rx0;
 
 	(void)loop;
 	(void)revents;
@@ -152,25 +171,28 @@ static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 		else
 			rearm_later(ctx);
 	}
+	rx0 = ctx->rx_msgs;
 	tr_progress(ctx);
 	TR_EV(ctx, "cq_served", plane, 0);
-	/* Serving a remote request usually brings a completion of our own or
-	 * the next message within tens of microseconds (a copy's WRITE, the
-	 * destination's answer): poll a little longer before sleeping, since a
-	 * wake-up costs far more than that (TRIAD_BG_SPIN_US).  The budget is
-	 * this thread's CPU time since it last found work, not wall time: on a
-	 * CPU shared with computing threads the yields hand them the CPU, and
-	 * what a fruitless spin takes from them stays TRIAD_BG_SPIN_US per
-	 * wake-up.  (Counted in wall time, a broadcast root that kept finding
-	 * a message now and then spun through most of the broadcast.) */
-	if (ctx->cfg.bg_spin_us && !app_polling(ctx)) {
+	/* Poll a little longer before sleeping when something is on its way
+	 * (spin_wanted).  The budget is this thread's CPU time since it last
+	 * found something, not wall time: on a CPU shared with computing
+	 * threads the yields hand them the CPU, and what a fruitless spin
+	 * takes from them stays TRIAD_BG_SPIN_US per wake-up.  (Counted in
+	 * wall time, a broadcast root that kept finding a message now and
+	 * then spun through most of the broadcast.)  What renews it: a
+	 * message, or a completion while a copy is awaited; not the
+	 * completion of an answer's own send, which nobody waits for. */
+	if (ctx->cfg.bg_spin_us && !app_polling(ctx) && spin_wanted(ctx, ctx->rx_msgs - rx0)) {
 		uint64_t budget = (uint64_t)ctx->cfg.bg_spin_us * 1000, from = tr_thread_cpu_ns();
 
 		while (tr_thread_cpu_ns() - from < budget && !app_polling(ctx)) {
 			pthread_mutex_unlock(&ctx->lock);
 			sched_yield();
 			pthread_mutex_lock(&ctx->lock);
-			if (tr_progress(ctx) > 0)
+			rx0 = ctx->rx_msgs;
+			if (tr_progress(ctx) > 0 &&
+			    (ctx->rx_msgs != rx0 || ctx->copy.ilive + ctx->copy.slive > 0))
 				from = tr_thread_cpu_ns();
 		}
 		TR_EV(ctx, "bg_spin_end", plane, 0);
