@@ -130,22 +130,28 @@ static int plane_of(const ev_io *w, const ev_io *arr)
 	return (int)(w - arr);
 }
 
+/* Does an answer to a copy this rank initiated or serves as the source
+ * still have to come (the copy engine's tables hold the op: START's RESP
+ * or DONE, a WRITE's completion)? */
+static int copy_awaited(const struct triad_ctx *ctx)
+{
+	return ctx->copy.ilive + ctx->copy.slive > 0;
+}
+
 /* Whether the progress thread, having served a wake-up that received rx
  * messages, should poll on before it sleeps again (TRIAD_BG_SPIN_US): only
- * when something is on its way to it.  A wake-up costs far more than tens
- * of microseconds of polling, but a spin that waits for nothing takes the
- * CPU from whoever shares it: on a vCPU shared by a copy's source and
- * destination, the destination spinning after its answer delayed the
- * source that the answer was for (relay copy_lat about 1.6x, bench/README.md).
- *   - an answer to a copy this rank initiated or serves as the source (the
- *     copy engine's tables hold it: START's RESP or DONE, a WRITE's
- *     completion);
- *   - more of a stream: this wake-up found more than one message waiting.
- * A rank that has only answered (a copy's destination, a window's owner)
- * sleeps at once. */
+ * when something is on its way to it, a copy's answer or more of a stream
+ * (this wake-up found more than one message waiting).  A wake-up costs far
+ * more than tens of microseconds of polling, but a spin that waits for
+ * nothing takes the CPU from whoever shares it: on a vCPU shared by a
+ * copy's source and destination, the destination spinning after its answer
+ * delays the source that the answer is for (per-rank settings, relay
+ * copy_lat: 1058 us with the destination spinning, 867 without;
+ * bench/README.md).  A rank that has only answered (a copy's destination,
+ * a window's owner) sleeps at once. */
 static int spin_wanted(const struct triad_ctx *ctx, uint64_t rx)
 {
-	return ctx->copy.ilive + ctx->copy.slive > 0 || rx > 1;
+	return copy_awaited(ctx) || rx > 1;
 }
 
 static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -191,8 +197,7 @@ static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 			sched_yield();
 			pthread_mutex_lock(&ctx->lock);
 			rx0 = ctx->rx_msgs;
-			if (tr_progress(ctx) > 0 &&
-			    (ctx->rx_msgs != rx0 || ctx->copy.ilive + ctx->copy.slive > 0))
+			if (tr_progress(ctx) > 0 && (ctx->rx_msgs != rx0 || copy_awaited(ctx)))
 				from = tr_thread_cpu_ns();
 		}
 		TR_EV(ctx, "bg_spin_end", plane, 0);

@@ -27,8 +27,9 @@
  * fault, not the request's: FATAL_ERR (rxe: a READ response arrived while
  * the head is a WRITE; CI saw it fail a copy chunk's WRITE, and with it the
  * copy, in a storm whose plane was being failed, with two planes live) and
- * BAD_RESP_ERR (an unexpected opcode from the responder).  Both move the
- * QP to the error state; done again elsewhere, as the others. */
+ * BAD_RESP_ERR (an unexpected opcode from the responder).  The lane
+ * breaks on either (lib/core/lane.c) and the request is done again
+ * elsewhere, as for the others. */
 static inline void tr_fab_wc_classify(enum ibv_wc_status s, struct tr_fab_wc *w)
 {
 	w->flushed = s == IBV_WC_WR_FLUSH_ERR;

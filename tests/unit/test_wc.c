@@ -28,6 +28,20 @@ static void test_success(void **state)
 	assert_int_equal(w.conn_fault, 0);
 }
 
+/* Every status of s[0..n) is classified as status, not flushed, with
+ * conn_fault as given. */
+static void check_all(const enum ibv_wc_status *s, size_t n, enum triad_status status,
+		      int conn_fault)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct tr_fab_wc w = classify(s[i]);
+
+		assert_int_equal(w.status, status);
+		assert_int_equal(w.flushed, 0);
+		assert_int_equal(w.conn_fault, conn_fault);
+	}
+}
+
 /* The QP was in the error state: the request never ran there. */
 static void test_flush_is_the_connections(void **state)
 {
@@ -45,13 +59,7 @@ static void test_retries_exceeded_are_the_connections(void **state)
 	static const enum ibv_wc_status s[] = { IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR };
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
-		struct tr_fab_wc w = classify(s[i]);
-
-		assert_int_equal(w.status, TRIAD_S_UNREACHABLE);
-		assert_int_equal(w.flushed, 0);
-		assert_int_equal(w.conn_fault, 1);
-	}
+	check_all(s, sizeof(s) / sizeof(s[0]), TRIAD_S_UNREACHABLE, 1);
 }
 
 /* The responder could not parse the packet stream (CI: rxe NAKed a copy
@@ -76,13 +84,7 @@ static void test_unmatched_response_is_the_connections(void **state)
 	static const enum ibv_wc_status s[] = { IBV_WC_FATAL_ERR, IBV_WC_BAD_RESP_ERR };
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
-		struct tr_fab_wc w = classify(s[i]);
-
-		assert_int_equal(w.status, TRIAD_S_TRANSPORT);
-		assert_int_equal(w.flushed, 0);
-		assert_int_equal(w.conn_fault, 1);
-	}
+	check_all(s, sizeof(s) / sizeof(s[0]), TRIAD_S_TRANSPORT, 1);
 }
 
 /* The NIC refused the keys: the window's answer (destroyed, its notice on
@@ -107,13 +109,7 @@ static void test_local_errors_are_final(void **state)
 	};
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
-		struct tr_fab_wc w = classify(s[i]);
-
-		assert_int_equal(w.status, TRIAD_S_TRANSPORT);
-		assert_int_equal(w.flushed, 0);
-		assert_int_equal(w.conn_fault, 0);
-	}
+	check_all(s, sizeof(s) / sizeof(s[0]), TRIAD_S_TRANSPORT, 0);
 }
 
 int main(void)
