@@ -1,6 +1,7 @@
 /* Third-party copy on a real fabric, every rank a process (4 ranks).
  *
- *   test_copy [--count N] [--kill | --fail-plane P | --refuse-writes P] [--phases LIST]
+ *   test_copy [--count N] [--kill | --kill-source | --fail-plane P | --refuse-writes P]
+ *             [--phases LIST]
  *
  *   storm    every rank initiates N copies (default 250: 1000 in all) with a
  *            random source, destination and mode, sizes from 1 B to 8 MiB
@@ -27,7 +28,13 @@
  *            destination with the copy's id, initiator, source and range.
  *   --kill   rank 3 dies in the middle of the storm: every request of the
  *            survivors completes (those that needed rank 3 with an error),
- *            and the others still verify.
+ *            and the others still verify.  A copy that reads back wrong
+ *            says how many bytes, whose they are, and whether a second
+ *            read sees them too.
+ *   --kill-source
+ *            instead of the storm: rank 3, the source of an 8 MiB copy into
+ *            rank 0, dies while it writes; nothing of it lands at rank 0
+ *            after the initiator (rank 2) was told the copy failed.
  *   --fail-plane P
  *            in the middle of the storm every rank in turn forces its
  *            connections on plane P into the error state (triad_plane_fail,
@@ -77,28 +84,85 @@ struct op {
 	uint64_t src_off, dst_off, len;
 };
 
-/* Checks the destination range holds the source's pattern. */
+/* Reads the destination range of o into buf; 0, or its status. */
+static enum triad_status read_back(triad_ctx_t *ctx, const struct op *o, char *buf)
+{
+	triad_req_t *req;
+
+	memset(buf, 0, o->len); /* a read that wrote nothing shows */
+	if (triad_get(ctx, buf, o->len, o->d, WIN, o->dst_off, 0, &req))
+		return TRIAD_S_TRANSPORT;
+	return ft_wait(req, 60000);
+}
+
+/* How many bytes of len differ from the pattern, and the last of them. */
+static uint64_t count_wrong(const char *buf, const struct op *o, int64_t *last)
+{
+	uint64_t n = 0;
+
+	*last = -1;
+	for (uint64_t i = 0; i < o->len; i++)
+		if ((uint8_t)buf[i] != ft_pattern((uint32_t)o->s, o->src_off + i)) {
+			n++;
+			*last = (int64_t)i;
+		}
+	return n;
+}
+
+/* Whose bytes these are: the seed (rank) and source offset of the first
+ * 16 bytes at p, if some rank's pattern holds them; 0 when none does. */
+static int whose(const char *p, uint64_t n, uint32_t *seed_p, uint64_t *off_p)
+{
+	if (n > 16)
+		n = 16;
+	for (uint32_t seed = 0; seed < (uint32_t)size; seed++)
+		for (uint64_t off = 0; off + n <= DATA_LEN; off++) {
+			uint64_t i = 0;
+
+			while (i < n && (uint8_t)p[i] == ft_pattern(seed, off + i))
+				i++;
+			if (i == n) {
+				*seed_p = seed;
+				*off_p = off;
+				return 1;
+			}
+		}
+	return 0;
+}
+
+/* Checks the destination range holds the source's pattern.  On a
+ * mismatch it says how much is wrong and reads the range once more: wrong
+ * again means the copy left it wrong, right means the first read did. */
 static void verify(triad_ctx_t *ctx, const struct op *o, char *buf)
 {
-	int64_t bad;
+	enum triad_status st = TRIAD_S_OK;
+	const char *got = buf;
+	int64_t bad, last;
+	uint64_t n, off;
+	uint32_t seed;
 
 	if (o->d == rank) {
-		bad = ft_verify(win + o->dst_off, o->len, (uint32_t)o->s, o->src_off);
-	} else {
-		triad_req_t *req;
-		enum triad_status st;
-
-		FT_CHECK(triad_get(ctx, buf, o->len, o->d, WIN, o->dst_off, 0, &req) == 0, "get");
-		st = ft_wait(req, 60000);
-		if (st != TRIAD_S_OK) {
-			FT_CHECK(kill_mode && o->d == 3, "read back from %d: %s", o->d,
-				 triad_status_str(st));
-			return;
-		}
-		bad = ft_verify(buf, o->len, (uint32_t)o->s, o->src_off);
+		got = win + o->dst_off;
+	} else if ((st = read_back(ctx, o, buf)) != TRIAD_S_OK) {
+		FT_CHECK(kill_mode && o->d == 3, "read back from %d: %s", o->d,
+			 triad_status_str(st));
+		return;
 	}
-	FT_CHECK(bad < 0, "copy %d -> %d of %llu B: byte %lld wrong", o->s, o->d,
-		 (unsigned long long)o->len, (long long)bad);
+	bad = ft_verify(got, o->len, (uint32_t)o->s, o->src_off);
+	if (bad < 0)
+		return;
+	n = count_wrong(got, o, &last);
+	FT_CHECK(bad < 0, "copy %d -> %d of %llu B at %llu: %llu bytes wrong, from %lld to %lld",
+		 o->s, o->d, (unsigned long long)o->len, (unsigned long long)o->dst_off,
+		 (unsigned long long)n, (long long)bad, (long long)last);
+	if (whose(got + bad, o->len - (uint64_t)bad, &seed, &off))
+		fprintf(stderr, "rank %d: byte %lld on are rank %u's, from its offset %llu\n", rank,
+			(long long)bad, seed, (unsigned long long)off);
+	if (o->d != rank && (st = read_back(ctx, o, buf)) == TRIAD_S_OK) {
+		n = count_wrong(buf, o, &last);
+		fprintf(stderr, "rank %d: read again: %llu bytes wrong%s\n", rank,
+			(unsigned long long)n, n ? "" : " (the first read was wrong, not the copy)");
+	}
 }
 
 static int involves_dead(const struct op *o)
@@ -251,6 +315,62 @@ static uint64_t sent_bytes(triad_ctx_t *ctx, uint64_t *copy_bytes)
 			}
 		}
 	return sum;
+}
+
+/* --kill-source: rank 2 orders rank 3 to copy 8 MiB into rank 0, and
+ * rank 3 dies as soon as it has written some of it.  Once rank 2's request
+ * has failed, rank 2 tells rank 0 (a flag), and rank 0 watches the range
+ * for half a second: the dead source's copy must not write into the
+ * destination after its initiator was told it failed, or the initiator
+ * could not reuse the range. */
+static void phase_kill_source(triad_ctx_t *ctx)
+{
+	const uint64_t off = region(2) + (uint64_t)NSLOT * SLOT, len = DATA_LEN;
+	volatile char *flag = win + FLAG_OFF;
+	enum triad_status st;
+	triad_req_t *req;
+	char one = 1;
+
+	if (rank == 3) {
+		uint64_t copied = 0;
+
+		for (int i = 0; i < 600000 && !copied; i++) {
+			sent_bytes(ctx, &copied);
+			if (!copied)
+				usleep(50);
+		}
+		printf("rank 3: dying after writing %llu bytes of the copy\n",
+		       (unsigned long long)copied);
+		fflush(stdout);
+		_exit(0);
+	}
+	if (rank == 2) {
+		FT_CHECK(triad_copy(ctx, 3, WIN, 0, 0, WIN, off, len, TRIAD_COPY_RELAY, &req) == 0,
+			 "copy 3 -> 0");
+		st = ft_wait(req, 60000);
+		FT_CHECK(st != TRIAD_S_OK && st != TRIAD_S_PENDING,
+			 "the copy whose source died: %s", triad_status_str(st));
+		FT_CHECK(triad_put(ctx, &one, 1, 0, WIN, FLAG_OFF, 0, &req) == 0, "put");
+		FT_CHECK(ft_wait(req, 60000) == TRIAD_S_OK, "'it failed' to rank 0");
+		printf("kill-source: the copy failed (%s)\n", triad_status_str(st));
+	} else if (rank == 0) {
+		char *then = malloc(len);
+		int64_t bad = -1;
+
+		for (int i = 0; i < 6000 && !*flag; i++)
+			usleep(10000);
+		FT_CHECK(*flag, "rank 2 never said the copy failed");
+		memcpy(then, win + off, len);
+		usleep(500000); /* what is still on its way lands meanwhile */
+		for (uint64_t i = 0; i < len && bad < 0; i++)
+			if (then[i] != win[off + i])
+				bad = (int64_t)i;
+		FT_CHECK(bad < 0, "the dead source's copy wrote at byte %lld after it failed",
+			 (long long)bad);
+		if (bad < 0)
+			printf("kill-source: nothing of the copy landed after it failed\n");
+		free(then);
+	}
 }
 
 static void phase_large(triad_ctx_t *ctx)
@@ -466,6 +586,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "count", required_argument, NULL, 'n' },
 					      { "kill", no_argument, NULL, 'k' },
+					      { "kill-source", no_argument, NULL, 'K' },
 					      { "fail-plane", required_argument, NULL, 'f' },
 					      { "refuse-writes", required_argument, NULL, 'w' },
 					      { "phases", required_argument, NULL, 'p' },
@@ -475,11 +596,13 @@ int main(int argc, char **argv)
 	triad_win_t *w;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:kf:w:p:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:kKf:w:p:", opts, NULL)) != -1) {
 		if (c == 'n')
 			count = atol(optarg);
 		else if (c == 'k')
 			kill_mode = 1;
+		else if (c == 'K')
+			kill_mode = 2;
 		else if (c == 'f')
 			fail_plane = atoi(optarg);
 		else if (c == 'w')
@@ -490,7 +613,7 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if ((kill_mode != 0) + (fail_plane >= 0) + (refuse_plane >= 0) > 1) {
-		fprintf(stderr, "test_copy: --kill, --fail-plane and --refuse-writes do not mix\n");
+		fprintf(stderr, "test_copy: --kill, --kill-source, --fail-plane and --refuse-writes do not mix\n");
 		return 2;
 	}
 	ctx = ft_init();
@@ -506,6 +629,7 @@ int main(int argc, char **argv)
 		return 1;
 	ft_fill(win, SRC_LEN, (uint32_t)rank, 0);
 	memset(win + DONE_OFF, 0, 32); /* the --kill "done" flags start clear */
+	win[FLAG_OFF] = 0;		/* and --kill-source's "it failed" */
 	memset(win + REFUSED_OFF, 0, (size_t)size * sizeof(uint64_t)); /* --refuse-writes counts */
 	FT_CHECK(triad_win_create(ctx, WIN, win, win_len, NULL, &w) == 0, "window");
 	ft_barrier(ctx);
@@ -514,7 +638,9 @@ int main(int argc, char **argv)
 	 * measures. */
 	if (strstr(phases, "small"))
 		phase_small(ctx);
-	if (strstr(phases, "storm"))
+	if (kill_mode == 2)
+		phase_kill_source(ctx);
+	else if (strstr(phases, "storm"))
 		phase_storm(ctx);
 	if (refuse_plane >= 0)
 		check_refused(ctx);
