@@ -613,7 +613,8 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	if ((kill_mode != 0) + (fail_plane >= 0) + (refuse_plane >= 0) > 1) {
-		fprintf(stderr, "test_copy: --kill, --kill-source, --fail-plane and --refuse-writes do not mix\n");
+		fprintf(stderr, "test_copy: --kill, --kill-source, --fail-plane and "
+				"--refuse-writes do not mix\n");
 		return 2;
 	}
 	ctx = ft_init();
