@@ -220,8 +220,9 @@ struct tr_epoch {
 
 /* A light put: a put issued with no request (req_p NULL) that rides in its
  * work request, to a window already described, on a live lane with nothing
- * queued ahead (rma.c, lput_post).  It is posted at once with this record
- * as its cookie instead of a request: what its completion needs, and a copy
+ * queued ahead (rma.c, lput_post).  It is posted at once (most of them
+ * unsignalled: lane.c, light puts) with this record as its cookie instead
+ * of a request: what its completion needs, and a copy
  * of its bytes (the WRITE took them inline at the post; a redo takes them
  * from here, not from a buffer the caller may have reused, as UCX's short
  * puts allow).  Should its work request fail, the record becomes the request it stands
@@ -229,8 +230,10 @@ struct tr_epoch {
  * again on a live plane, or its error kept for the next flush. */
 #define TR_LPUT_MAX 64
 struct tr_lput {
-	struct tr_lput *next; /* in the context's cache of free ones */
+	struct tr_lput *next; /* in the context's cache of free ones, or its lane's list */
 	struct tr_lane *lane;
+	uint8_t signalled;    /* its completion comes back even when it succeeds */
+	uint8_t fence;	      /* an empty WRITE that only retires those before it */
 	struct tr_rwin *rwin;
 	struct tr_epoch *ep;
 	uint64_t off;
@@ -514,7 +517,10 @@ void tr_rma_pump(struct tr_lane *l);
  * it may be done again elsewhere. */
 void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault);
 /* A light put's WRITE completed OK: its epoch counts it done. */
-void tr_rma_lput_done(struct tr_lput *lp);
+void tr_rma_lput_done(struct tr_lput *lp, enum triad_status st);
+/* A record for a lane's fence (lane.c), or NULL; given back with
+ * tr_rma_lput_done(). */
+struct tr_lput *tr_rma_lput_new(struct triad_ctx *ctx);
 /* A light put's WRITE failed: the request-less put request it stands for,
  * as posted once on its lane (then tr_rma_done, as for any). */
 struct triad_req *tr_rma_lput_req(struct tr_lput *lp);

@@ -94,6 +94,8 @@ void tr_lane_qcache_free(struct triad_ctx *ctx)
 
 static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void pump(struct tr_lane *l);
+static int lput_fence_needed(const struct tr_lane *l);
+static int post_fence(struct tr_lane *l);
 
 /* A lane that failed after start-up is rebuilt (by the lower rank): always
  * when connected eagerly; lazily, once it has been up, or when its first
@@ -280,6 +282,16 @@ static void release(struct tr_lane *l)
 	l->bufmem = NULL;
 	l->rx = l->tx = l->tx_free = NULL;
 	l->rma_posted = l->req_msgs = 0;
+	/* Light puts that never came back (a provider that would not flush a
+	 * fence, or the close): their flushes learn they failed. */
+	while (l->lp_head) {
+		struct tr_lput *lp = l->lp_head;
+
+		l->lp_head = lp->next;
+		tr_rma_lput_done(lp, lp->fence ? TRIAD_S_OK : TRIAD_S_CANCELLED);
+	}
+	l->lp_tail = NULL;
+	l->lp_unsig = l->lp_since_sig = l->fence_wanted = 0;
 	for (int p = 0; p < TR_FC_NPRIO; p++) {
 		while (!tr_list_empty(&l->msgq[p])) {
 			struct queued_msg *q = tr_list_first(&l->msgq[p], struct queued_msg, link);
@@ -791,6 +803,11 @@ static void lane_break(struct tr_lane *l, enum triad_status why)
 	/* Error state flushes everything posted, and the peer is told. */
 	tr_fab_qp_break(l->qp);
 	lane_set_state(l, TR_LANE_DRAINING);
+	/* Unsignalled light puts at the end of the list that succeeded would
+	 * never come back: a fence behind them does, flushed. */
+	if (lput_fence_needed(l) && post_fence(l))
+		tr_error("peer %d plane %d: no fence behind the last light puts on the broken "
+			 "connection: it cannot be released", l->peer, l->plane);
 	/* What waits for a slot goes elsewhere once the lane is drained. */
 	check_drained(l);
 }
@@ -829,9 +846,10 @@ void tr_lane_cancel(struct tr_lane *l)
 
 int tr_lane_send_wanted(const struct tr_lane *l)
 {
+	/* Unsignalled light puts alone raise no completion to wait for. */
 	return l->sq_posted &&
-	       (l->rma_posted || l->req_msgs || l->nqueued || !l->tx_free || l->bsm_linger ||
-		l->state == TR_LANE_DRAINING);
+	       (l->rma_posted > l->lp_unsig || l->req_msgs || l->nqueued || !l->tx_free ||
+		l->bsm_linger || l->state == TR_LANE_DRAINING);
 }
 
 void tr_lane_destroy(struct tr_lane *l)
@@ -1020,6 +1038,8 @@ static void pump(struct tr_lane *l)
 {
 	if (l->state != TR_LANE_UP)
 		return;
+	if (l->fence_wanted)
+		tr_lane_lput_fence(l);
 	if (l->nqueued && pump_msgs(l))
 		return;
 	if (tr_fc_rx_bsm_due(&l->fc_rx)) /* else proto/fc would decide: nothing new */
@@ -1135,21 +1155,23 @@ int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio)
 }
 
 static int post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
-		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie)
+		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie,
+		    int signalled)
 {
 	int ret;
 
 	if (l->state != TR_LANE_UP)
 		return -ENOTCONN;
 	/* Keep room in the send queue for every message the slots allow, so
-	 * that bulk transfers never hold acknowledgements back. */
-	if (l->sq_avail <= l->ntx)
+	 * that bulk transfers never hold acknowledgements back, and for a
+	 * fence behind the light puts. */
+	if (l->sq_avail <= l->ntx + 1)
 		return -EAGAIN;
 	tr_progress_want_send(l->ctx, l->plane);
 	/* With tx_write/tx_read after it: how long the post itself takes (rxe
 	 * does the request inside it, bench/README.md). */
 	TR_EV(l->ctx, "rma_post", l->peer, len);
-	ret = tr_fab_post_rma(l->qp, op, laddr, len, mr, raddr, rkey, cookie);
+	ret = tr_fab_post_rma(l->qp, op, laddr, len, mr, raddr, rkey, cookie, signalled);
 	if (ret)
 		return ret;
 	l->sq_avail--;
@@ -1163,17 +1185,122 @@ int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t
 		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
 		     struct triad_req *req)
 {
-	return post_rma(l, op, laddr, len, mr, raddr, rkey, (uintptr_t)req | TR_CK_RMA);
+	return post_rma(l, op, laddr, len, mr, raddr, rkey, (uintptr_t)req | TR_CK_RMA, 1);
+}
+
+/* ---- light puts ------------------------------------------------------------------*/
+/* One light put in this many is signalled (UCX's rc_verbs: one in 64):
+ * the others cost no completion to write, poll and handle. */
+#define TR_LPUT_SIGNAL 16
+
+static void lput_append(struct tr_lane *l, struct tr_lput *lp)
+{
+	lp->next = NULL;
+	if (l->lp_tail)
+		l->lp_tail->next = lp;
+	else
+		l->lp_head = lp;
+	l->lp_tail = lp;
+	if (lp->signalled) {
+		l->lp_since_sig = 0;
+	} else {
+		l->lp_since_sig++;
+		l->lp_unsig++;
+	}
+}
+
+/* lp came back: every light put posted before it has completed (one that
+ * failed would have come back first, in order), and they leave the list
+ * with it. */
+static void lput_unlink(struct tr_lane *l, struct tr_lput *lp)
+{
+	while (l->lp_head && l->lp_head != lp) {
+		struct tr_lput *done = l->lp_head;
+
+		l->lp_head = done->next;
+		l->lp_unsig -= !done->signalled;
+		l->sq_posted--;
+		l->sq_avail++;
+		l->rma_posted--;
+		l->stats.tx_bytes += done->len;
+		tr_rma_lput_done(done, TRIAD_S_OK);
+	}
+	if (l->lp_head == lp)
+		l->lp_head = lp->next;
+	if (!l->lp_head)
+		l->lp_tail = NULL;
+	l->lp_unsig -= !lp->signalled;
+}
+
+static int lput_fence_needed(const struct tr_lane *l)
+{
+	return l->lp_tail && !l->lp_tail->signalled;
+}
+
+/* Posts an empty signalled WRITE behind the light puts: once it comes
+ * back, they all have.  On a broken lane it comes back flushed, as any
+ * post to a QP in the error state (what ib_drain_sq relies on). */
+static int post_fence(struct tr_lane *l)
+{
+	struct tr_lput *lp;
+	int ret;
+
+	/* Up, messages keep their share of the send queue (post_rma keeps one
+	 * more slot for this); broken, nothing else is posted any more. */
+	if (l->sq_avail <= (l->state == TR_LANE_UP ? l->ntx : 0))
+		return -EAGAIN;
+	lp = tr_rma_lput_new(l->ctx);
+	if (!lp)
+		return -ENOMEM;
+	lp->lane = l;
+	lp->len = 0;
+	lp->fence = 1;
+	lp->signalled = 1;
+	ret = tr_fab_post_rma(l->qp, TR_RMA_WRITE, lp->data, 0, NULL, l->lp_raddr, l->lp_rkey,
+			      (uintptr_t)lp | TR_CK_LPUT, 1);
+	if (ret) {
+		tr_rma_lput_done(lp, TRIAD_S_OK);
+		return ret;
+	}
+	l->sq_avail--;
+	l->sq_posted++;
+	l->rma_posted++;
+	lput_append(l, lp);
+	tr_progress_want_send(l->ctx, l->plane);
+	return 0;
+}
+
+void tr_lane_lput_fence(struct tr_lane *l)
+{
+	int ret;
+
+	l->fence_wanted = 0;
+	if (l->state != TR_LANE_UP || !lput_fence_needed(l))
+		return; /* a broken lane put one there when it broke */
+	ret = post_fence(l);
+	if (ret == -EAGAIN || ret == -ENOMEM)
+		l->fence_wanted = 1; /* after the next completion (pump) */
+	else if (ret)
+		tr_lane_fail(l, TRIAD_S_TRANSPORT);
 }
 
 int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uint32_t rkey)
 {
+	/* Signalled: one in TR_LPUT_SIGNAL, and every one once the send queue
+	 * runs short, so that its slots come back soon. */
+	int sig = l->lp_since_sig + 1 >= TR_LPUT_SIGNAL ||
+		  l->sq_avail <= l->ntx + 2 + TR_LPUT_SIGNAL;
 	int ret = post_rma(l, TR_RMA_WRITE, lp->data, lp->len, NULL, raddr, rkey,
-			   (uintptr_t)lp | TR_CK_LPUT);
+			   (uintptr_t)lp | TR_CK_LPUT, sig);
 
-	if (!ret)
-		l->stats.puts++;
-	return ret;
+	if (ret)
+		return ret;
+	lp->signalled = (uint8_t)sig;
+	lput_append(l, lp);
+	l->lp_raddr = raddr;
+	l->lp_rkey = rkey;
+	l->stats.puts++;
+	return 0;
 }
 
 /* ---- completions and arrivals -----------------------------------------------------------*/
@@ -1344,9 +1471,22 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 	enum triad_status st = wc->status;
 
 	TR_EV(l->ctx, "rma_done", l->peer, wc->status);
+	if (lp)
+		lput_unlink(l, lp);
 	l->sq_posted--;
 	l->sq_avail++;
 	l->rma_posted--;
+	if (lp && lp->fence) {
+		/* It only stood behind the others. */
+		if (st != TRIAD_S_OK && !wc->flushed) {
+			l->stats.errors++;
+			tr_warn("peer %d plane %d: fence failed: %s", l->peer, l->plane, wc->why);
+			tr_lane_fail(l, st);
+		}
+		flushed_while_up(l, wc);
+		tr_rma_lput_done(lp, TRIAD_S_OK);
+		goto out;
+	}
 	if (st != TRIAD_S_OK) {
 		if (lp)
 			req = tr_rma_lput_req(lp);
@@ -1374,8 +1514,9 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 		tr_rma_done(req, st, wc->conn_fault);
 	} else {
 		l->stats.tx_bytes += lp->len;
-		tr_rma_lput_done(lp);
+		tr_rma_lput_done(lp, TRIAD_S_OK);
 	}
+out:
 	if (l->state == TR_LANE_UP) {
 		pump(l);
 		tr_rma_pump(l);

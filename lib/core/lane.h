@@ -95,6 +95,17 @@ struct tr_lane {
 	struct tr_list msgq[TR_FC_NPRIO]; /* encoded messages waiting for a slot */
 	unsigned nqueued;
 	struct tr_list rmaq; /* requests with chunks left to post */
+	/* Light puts posted (rma.c, ctx.h), oldest first, linked by their
+	 * next.  All but one in TR_LPUT_SIGNAL go unsignalled: one comes back
+	 * only if it fails, and is known complete once a light put posted
+	 * after it comes back.  Unsignalled ones at the tail (a flush waits
+	 * for them, a break must account for them) get a fence behind them. */
+	struct tr_lput *lp_head, *lp_tail;
+	int lp_unsig;	   /* unsignalled ones in the list */
+	int lp_since_sig;  /* posted since the last signalled one */
+	int fence_wanted;  /* a flush wants a fence that found no room yet */
+	uint64_t lp_raddr; /* where the last one went: its fence goes there */
+	uint32_t lp_rkey;
 	struct triad_conn_stats stats;
 	ev_timer retry_w;
 	ev_tstamp deadline;
@@ -183,6 +194,10 @@ int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t
  * results. */
 struct tr_lput;
 int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uint32_t rkey);
+/* triad_flush: every light put posted on l so far is to come back, the
+ * unsignalled ones at the end of its list too (a fence behind them, now
+ * or as soon as the send queue has room). */
+void tr_lane_lput_fence(struct tr_lane *l);
 
 /* The counters (triad_conn_stats) have one writer, lane.c: an operation
  * issued (done = 0) or completed OK (done = 1: its bytes); a message

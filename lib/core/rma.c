@@ -563,6 +563,21 @@ static void lput_free(struct triad_ctx *ctx, struct tr_lput *lp)
 	ctx->nlputs++;
 }
 
+struct tr_lput *tr_rma_lput_new(struct triad_ctx *ctx)
+{
+	struct tr_lput *lp = ctx->lputs;
+
+	if (lp) {
+		ctx->lputs = lp->next;
+		ctx->nlputs--;
+	} else if (!(lp = malloc(sizeof(*lp)))) {
+		return NULL;
+	}
+	lp->ep = NULL;
+	lp->fence = 0;
+	return lp;
+}
+
 static void lput_req_done(struct triad_req *req)
 {
 	lput_free(req->ctx, tr_container_of(req, struct tr_lput, req));
@@ -585,13 +600,8 @@ static int lput_post(struct triad_ctx *ctx, const void *buf, uint32_t len, int r
 	rw = tr_rwin_ready(ctx, rank, win);
 	if (!rw || !(rw->access & TRIAD_WIN_WRITE) || !tr_range_ok(rw->len, off, len))
 		return 0;
-	if (ctx->lputs) {
-		lp = ctx->lputs;
-		ctx->lputs = lp->next;
-		ctx->nlputs--;
-	} else if (!(lp = malloc(sizeof(*lp)))) {
+	if (!(lp = tr_rma_lput_new(ctx)))
 		return 0;
-	}
 	lp->lane = l;
 	lp->rwin = rw;
 	lp->off = off;
@@ -607,7 +617,7 @@ static int lput_post(struct triad_ctx *ctx, const void *buf, uint32_t len, int r
 	return 1;
 }
 
-void tr_rma_lput_done(struct tr_lput *lp)
+void tr_rma_lput_done(struct tr_lput *lp, enum triad_status st)
 {
 	struct triad_ctx *ctx = lp->lane->ctx;
 	struct tr_epoch *ep = lp->ep;
@@ -615,7 +625,7 @@ void tr_rma_lput_done(struct tr_lput *lp)
 
 	lput_free(ctx, lp);
 	if (ep)
-		tr_epoch_done(ctx, peer, ep, TRIAD_S_OK);
+		tr_epoch_done(ctx, peer, ep, st);
 }
 
 struct triad_req *tr_rma_lput_req(struct tr_lput *lp)
@@ -800,6 +810,10 @@ int triad_flush(triad_ctx_t *ctx, int rank, triad_req_t **req_p)
 	if (p->ep_open && p->ep_open->out) { /* close it: this flush waits for it */
 		tr_list_add_tail(&p->ep_closed, &p->ep_open->link);
 		p->ep_open = NULL;
+		/* Light puts that succeeded unsignalled come back only behind a
+		 * signalled one. */
+		for (int i = 0; i < ctx->nplanes; i++)
+			tr_lane_lput_fence(&p->lane[i]);
 	}
 	if (tr_list_empty(&p->ep_closed)) {
 		/* Nothing outstanding: done at once, with what failed since. */

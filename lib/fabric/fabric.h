@@ -170,14 +170,18 @@ uint32_t tr_fab_qp_num(const struct tr_qp *qp);
 uint32_t tr_fab_qp_max_inline(const struct tr_qp *qp);
 
 /* Posts.  Each returns 0 or a negative errno (logged); every post
- * completes exactly once through ops (flushed when the QP breaks).  mr may
- * be NULL for a payload that goes inline. */
+ * completes exactly once through ops (flushed when the QP breaks), except
+ * an unsignalled WRITE (signalled 0), which comes back only if it fails:
+ * it is known complete once a later work request of the same QP is.  A
+ * post to a QP in the error state completes flushed.  mr may be NULL for
+ * a payload that goes inline. */
 int tr_fab_post_recv(struct tr_qp *qp, void *addr, uint32_t len, const struct tr_mr *mr,
 		     uint64_t cookie);
 int tr_fab_post_send(struct tr_qp *qp, const void *addr, uint32_t len, const struct tr_mr *mr,
 		     uint64_t cookie);
 enum tr_rma_op { TR_RMA_WRITE, TR_RMA_READ };
 int tr_fab_post_rma(struct tr_qp *qp, enum tr_rma_op op, void *laddr, uint32_t len,
-		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie);
+		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie,
+		    int signalled);
 
 #endif

@@ -188,7 +188,8 @@ int tr_fab_post_send(struct tr_qp *qp, const void *addr, uint32_t len, const str
 }
 
 int tr_fab_post_rma(struct tr_qp *qp, enum tr_rma_op op, void *laddr, uint32_t len,
-		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie)
+		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie,
+		    int signalled)
 {
 	struct ibv_sge sge = { (uintptr_t)laddr, len, mr ? mr->mr->lkey : 0 };
 	struct ibv_send_wr wr = {
@@ -196,7 +197,7 @@ int tr_fab_post_rma(struct tr_qp *qp, enum tr_rma_op op, void *laddr, uint32_t l
 		.sg_list = &sge,
 		.num_sge = 1,
 		.opcode = op == TR_RMA_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
-		.send_flags = IBV_SEND_SIGNALED,
+		.send_flags = signalled || op == TR_RMA_READ ? IBV_SEND_SIGNALED : 0,
 		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
 	};
 

@@ -22,8 +22,14 @@
  *            between good ones: the flush reports the first error
  *            (OUT_OF_BOUNDS), the next flush OK; a put with a request that
  *            fails reports there, not in the flush; bad arguments -EINVAL.
+ *   broken   (2 planes or more) a few light puts on the last plane land,
+ *            then every rank fails that plane (triad_plane_fail): the
+ *            flush after still completes OK (the puts that succeeded
+ *            unsignalled are accounted for by a fence the break posts to
+ *            the broken QP), and every byte is there.
  */
 #include <getopt.h>
+#include <unistd.h>
 
 #include "ft.h"
 
@@ -134,6 +140,40 @@ static void phase_small(triad_ctx_t *ctx, char *win_buf, char *own)
 	ft_barrier(ctx);
 }
 
+/* broken: a few light puts to t on the last plane, given time to land,
+ * then this rank's connections on that plane fail (triad_plane_fail).  A
+ * light put that succeeded unsignalled never comes back by itself: the
+ * break puts a fence behind it on the broken QP, whose flushed completion
+ * accounts for it.  The flush completes OK, and t finds every byte. */
+static void phase_broken(triad_ctx_t *ctx, char *win_buf, char *own)
+{
+	int t = (rank + 1) % size, from = (rank + size - 1) % size, plane = nplanes - 1, n = 5;
+	enum triad_status st;
+	int wrong, first, ret;
+
+	memset(win_buf, 0, (size_t)n * SMALL);
+	ft_fill(own, (uint64_t)n * SMALL, (uint32_t)rank + 200, 0);
+	ft_barrier(ctx);
+	for (int i = 0; i < n; i++) {
+		ret = triad_put(ctx, own + (size_t)i * SMALL, 1 + i % SMALL, t, WIN,
+				(uint64_t)i * SMALL, TRIAD_F_PLANE(plane), NULL);
+		FT_CHECK(ret == 0, "small put %d before the break: %s", i, strerror(-ret));
+	}
+	usleep(200000); /* they land */
+	ret = triad_plane_fail(ctx, plane);
+	FT_CHECK(ret == 0, "triad_plane_fail(%d): %s", plane, strerror(-ret));
+	st = flush_wait(ctx, t, NULL);
+	FT_CHECK(st == TRIAD_S_OK, "flush of %d small puts that landed before their plane broke: "
+		 "%s", n, triad_status_str(st));
+	ft_barrier(ctx);
+	wrong = ft_small_slots_wrong(win_buf, n, SMALL, (uint32_t)from + 200, &first);
+	FT_CHECK(!wrong, "%d of %d small puts from rank %d before the break wrong, the first %d",
+		 wrong, n, from, first);
+	printf("rank %d: %d small puts, plane %d failed, flushed: %s\n", rank, n, plane,
+	       triad_status_str(st));
+	ft_barrier(ctx);
+}
+
 static void phase_idle(triad_ctx_t *ctx)
 {
 	int t = (rank + 1) % size, pending = 1;
@@ -237,6 +277,8 @@ int main(int argc, char **argv)
 	phase_idle(ctx);
 	if (size > 1)
 		phase_errors(ctx, own);
+	if (size > 1 && nplanes > 1)
+		phase_broken(ctx, win_buf, own);
 	triad_win_destroy(win);
 	ret = ft_finish(ctx, "test_flush");
 	free(win_buf);
