@@ -82,7 +82,7 @@ struct perf_opts {
 	int root;		    /* bcast: the root rank */
 	unsigned copy_mode;	    /* copy_*: enum triad_copy_flags */
 	int serve_poll;		    /* copy_*: ranks 1 and 2 poll triad_progress */
-	int no_req;		    /* put_lat: request-less puts, one flush at the end */
+	int no_req;		    /* put_lat, put_bw: request-less puts and flushes */
 	int planes;		    /* mp_bw: up to this many planes (0: all) */
 	int fault_cut;		    /* failover: cut/heal, else down/up */
 	int fault_node;		    /* failover: whose port */

@@ -609,6 +609,68 @@ static int post_put(struct perf_run *r, size_t size, long i, triad_req_t **req_p
 
 static const struct perf_stream_ops put_stream = { .what = "put", .post = post_put };
 
+/* --no-req: waits for flush fl, which covers the puts before index end;
+ * those from *covered on count as complete now. */
+static int flush_reap(struct perf_run *r, triad_req_t *fl, long end, long *covered,
+		      uint64_t *tcomp)
+{
+	int ret = wait_req(r, fl, "flush");
+	uint64_t t = perf_now_ns();
+
+	for (; tcomp && *covered < end; (*covered)++)
+		tcomp[*covered] = t;
+	*covered = end;
+	return ret;
+}
+
+/* --no-req: n puts with no request (req_p NULL), a flush after every half
+ * window and at most two flushes in flight, so that between half a
+ * window and a window of puts are outstanding (ucx_perftest's ucp_put_bw
+ * posts its puts with no request too).  A put counts as complete when the
+ * flush after it does. */
+static int put_stream_noreq(struct perf_run *r, size_t size, long n, uint64_t *tpost,
+			    uint64_t *tcomp, void *src)
+{
+	const long half = r->o->window > 1 ? r->o->window / 2 : 1;
+	triad_req_t *fl[2] = { NULL, NULL };
+	long end[2] = { 0, 0 }, posted = 0, covered = 0;
+	int k = 0, ret = 0, w;
+
+	while (posted < n) {
+		long stop = n - posted > half ? posted + half : n;
+
+		for (; posted < stop; posted++) {
+			if (tpost)
+				tpost[posted] = perf_now_ns();
+			ret = triad_put(r->ctx, src ? src : perf_send_area(r), size, PERF_SERVER,
+					PERF_WIN_ID, 0, r->flags, NULL);
+			if (ret) {
+				perf_err(r, "triad_put", ret);
+				goto drain;
+			}
+		}
+		if (fl[k]) { /* the older of the two */
+			ret = flush_reap(r, fl[k], end[k], &covered, tcomp);
+			fl[k] = NULL;
+			if (ret)
+				goto drain;
+		}
+		ret = triad_flush(r->ctx, PERF_SERVER, &fl[k]);
+		if (ret) {
+			perf_err(r, "triad_flush", ret);
+			fl[k] = NULL;
+			goto drain;
+		}
+		end[k] = posted;
+		k ^= 1;
+	}
+drain:
+	for (int i = 0; i < 2; i++, k ^= 1) /* oldest first */
+		if (fl[k] && (w = flush_reap(r, fl[k], end[k], &covered, tcomp)) && !ret)
+			ret = w;
+	return ret;
+}
+
 /* The stream of puts, from src (NULL: the send area, in the window). */
 static int put_bw_from(struct perf_run *r, const char *test, size_t size, long iters, long warmup,
 		       void *src)
@@ -625,7 +687,11 @@ static int put_bw_from(struct perf_run *r, const char *test, size_t size, long i
 	if (src)
 		memcpy(src, perf_send_area(r), size);
 	ret = perf_barrier(r, r->timeout_ms, "before put_bw");
-	if (!ret && r->rank == PERF_CLIENT) {
+	if (!ret && r->rank == PERF_CLIENT && r->o->no_req) {
+		ret = put_stream_noreq(r, size, warmup, NULL, NULL, src);
+		if (!ret)
+			ret = put_stream_noreq(r, size, iters, b.tpost, b.tcomp, src);
+	} else if (!ret && r->rank == PERF_CLIENT) {
 		ret = perf_stream(r, size, warmup, b.ring, NULL, NULL, &ops);
 		if (!ret)
 			ret = perf_stream(r, size, iters, b.ring, b.tpost, b.tcomp, &ops);

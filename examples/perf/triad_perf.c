@@ -114,7 +114,9 @@ static const struct opt_def opt_defs[] = {
 	  "ranks calling triad_progress while they wait, one\n"
 	  "triad_flush at the end (as ucx_perftest's\n"
 	  "ucp_put_lat); default: a request per put, tested\n"
-	  "until complete" },
+	  "until complete.  put_bw, put_bw_unreg: puts with\n"
+	  "no request, a flush after every half --window, at\n"
+	  "most two flushes in flight (as ucp_put_bw)" },
 	{ "planes", required_argument, OPT_PLANES, "K",
 	  "mp_bw: spread over 1, 2 .. K planes (default: all)" },
 	{ "fault", required_argument, OPT_FAULT, "HOW",
@@ -539,8 +541,9 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		return usage_error("--mode: only for copy_lat and copy_bw");
 	if (o->cmd && !(o->cmd->flags & (PERF_CMD_COPY | PERF_CMD_AM)) && serve_given)
 		return usage_error("--serve: only for copy_lat, copy_bw, am_lat and am_bw");
-	if (o->cmd && strcmp(o->cmd->name, "put_lat") && o->no_req)
-		return usage_error("--no-req: only for put_lat");
+	if (o->cmd && strcmp(o->cmd->name, "put_lat") && strcmp(o->cmd->name, "put_bw") &&
+	    strcmp(o->cmd->name, "put_bw_unreg") && o->no_req)
+		return usage_error("--no-req: only for put_lat, put_bw and put_bw_unreg");
 	if (o->cmd && !(o->cmd->flags & PERF_CMD_MP) && planes_given)
 		return usage_error("--planes: only for mp_bw");
 	if (o->cmd && (o->cmd->flags & (PERF_CMD_MP | PERF_CMD_FAULT)) && o->plane >= 0)

@@ -846,10 +846,11 @@ void tr_lane_cancel(struct tr_lane *l)
 
 int tr_lane_send_wanted(const struct tr_lane *l)
 {
-	/* Unsignalled light puts alone raise no completion to wait for. */
+	/* Unsignalled light puts alone raise no completion to wait for; a
+	 * fence that waits for room does. */
 	return l->sq_posted &&
 	       (l->rma_posted > l->lp_unsig || l->req_msgs || l->nqueued || !l->tx_free ||
-		l->bsm_linger || l->state == TR_LANE_DRAINING);
+		l->bsm_linger || l->fence_wanted || l->state == TR_LANE_DRAINING);
 }
 
 void tr_lane_destroy(struct tr_lane *l)
