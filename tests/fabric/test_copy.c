@@ -361,6 +361,13 @@ static void phase_kill_source(triad_ctx_t *ctx)
 			usleep(10000);
 		FT_CHECK(*flag, "rank 2 never said the copy failed");
 		memcpy(then, win + off, len);
+		/* The range starts as zeros: some of it must be rank 3's, or the
+		 * source died before it wrote and the check below proves nothing. */
+		for (uint64_t i = 0; i < len && bad < 0; i++)
+			if (then[i])
+				bad = (int64_t)i;
+		FT_CHECK(bad >= 0, "nothing of the copy landed before its source died");
+		bad = -1;
 		usleep(500000); /* what is still on its way lands meanwhile */
 		for (uint64_t i = 0; i < len && bad < 0; i++)
 			if (then[i] != win[off + i])
