@@ -617,8 +617,8 @@ static int flush_reap(struct perf_run *r, triad_req_t *fl, long end, long *cover
 	int ret = wait_req(r, fl, "flush");
 	uint64_t t = perf_now_ns();
 
-	for (; tcomp && *covered < end; (*covered)++)
-		tcomp[*covered] = t;
+	for (long i = *covered; tcomp && i < end; i++)
+		tcomp[i] = t;
 	*covered = end;
 	return ret;
 }

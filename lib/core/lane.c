@@ -288,7 +288,7 @@ static void release(struct tr_lane *l)
 		struct tr_lput *lp = l->lp_head;
 
 		l->lp_head = lp->next;
-		tr_rma_lput_done(lp, lp->fence ? TRIAD_S_OK : TRIAD_S_CANCELLED);
+		tr_rma_lput_done(lp, TRIAD_S_CANCELLED); /* a fence counts in no epoch */
 	}
 	l->lp_tail = NULL;
 	l->lp_unsig = l->lp_since_sig = l->fence_wanted = 0;
@@ -1210,6 +1210,13 @@ static void lput_append(struct tr_lane *l, struct tr_lput *lp)
 	}
 }
 
+/* A light put's WRITE completed OK: counted, and its record given back. */
+static void lput_ok(struct tr_lane *l, struct tr_lput *lp)
+{
+	l->stats.tx_bytes += lp->len;
+	tr_rma_lput_done(lp, TRIAD_S_OK);
+}
+
 /* lp came back: every light put posted before it has completed (one that
  * failed would have come back first, in order), and they leave the list
  * with it. */
@@ -1223,8 +1230,7 @@ static void lput_unlink(struct tr_lane *l, struct tr_lput *lp)
 		l->sq_posted--;
 		l->sq_avail++;
 		l->rma_posted--;
-		l->stats.tx_bytes += done->len;
-		tr_rma_lput_done(done, TRIAD_S_OK);
+		lput_ok(l, done);
 	}
 	if (l->lp_head == lp)
 		l->lp_head = lp->next;
@@ -1514,8 +1520,7 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 	if (req) {
 		tr_rma_done(req, st, wc->conn_fault);
 	} else {
-		l->stats.tx_bytes += lp->len;
-		tr_rma_lput_done(lp, TRIAD_S_OK);
+		lput_ok(l, lp);
 	}
 out:
 	if (l->state == TR_LANE_UP) {

@@ -84,26 +84,29 @@ struct op {
 	uint64_t src_off, dst_off, len;
 };
 
-/* Reads the destination range of o into buf; 0, or its status. */
+/* Reads the destination range of o into buf: the get's status. */
 static enum triad_status read_back(triad_ctx_t *ctx, const struct op *o, char *buf)
 {
 	triad_req_t *req;
+	int ret;
 
 	memset(buf, 0, o->len); /* a read that wrote nothing shows */
-	if (triad_get(ctx, buf, o->len, o->d, WIN, o->dst_off, 0, &req))
-		return TRIAD_S_TRANSPORT;
-	return ft_wait(req, 60000);
+	ret = triad_get(ctx, buf, o->len, o->d, WIN, o->dst_off, 0, &req);
+	FT_CHECK(ret == 0, "get");
+	return ret ? TRIAD_S_TRANSPORT : ft_wait(req, 60000);
 }
 
-/* How many bytes of len differ from the pattern, and the last of them. */
-static uint64_t count_wrong(const char *buf, const struct op *o, int64_t *last)
+/* How many bytes of o's range at buf differ from the source's pattern, the
+ * first and the last of them (-1: none). */
+static uint64_t count_wrong(const char *buf, const struct op *o, int64_t *first, int64_t *last)
 {
 	uint64_t n = 0;
 
-	*last = -1;
+	*first = *last = -1;
 	for (uint64_t i = 0; i < o->len; i++)
 		if ((uint8_t)buf[i] != ft_pattern((uint32_t)o->s, o->src_off + i)) {
-			n++;
+			if (!n++)
+				*first = (int64_t)i;
 			*last = (int64_t)i;
 		}
 	return n;
@@ -148,18 +151,17 @@ static void verify(triad_ctx_t *ctx, const struct op *o, char *buf)
 			 triad_status_str(st));
 		return;
 	}
-	bad = ft_verify(got, o->len, (uint32_t)o->s, o->src_off);
-	if (bad < 0)
-		return;
-	n = count_wrong(got, o, &last);
-	FT_CHECK(bad < 0, "copy %d -> %d of %llu B at %llu: %llu bytes wrong, from %lld to %lld",
+	n = count_wrong(got, o, &bad, &last);
+	FT_CHECK(n == 0, "copy %d -> %d of %llu B at %llu: %llu bytes wrong, from %lld to %lld",
 		 o->s, o->d, (unsigned long long)o->len, (unsigned long long)o->dst_off,
 		 (unsigned long long)n, (long long)bad, (long long)last);
+	if (!n)
+		return;
 	if (whose(got + bad, o->len - (uint64_t)bad, &seed, &off))
-		fprintf(stderr, "rank %d: byte %lld on are rank %u's, from its offset %llu\n", rank,
-			(long long)bad, seed, (unsigned long long)off);
+		fprintf(stderr, "rank %d: the bytes from %lld on are rank %u's, from its offset %llu\n",
+			rank, (long long)bad, seed, (unsigned long long)off);
 	if (o->d != rank && (st = read_back(ctx, o, buf)) == TRIAD_S_OK) {
-		n = count_wrong(buf, o, &last);
+		n = count_wrong(buf, o, &bad, &last);
 		fprintf(stderr, "rank %d: read again: %llu bytes wrong%s\n", rank,
 			(unsigned long long)n, n ? "" : " (the first read was wrong, not the copy)");
 	}
