@@ -328,6 +328,7 @@ static void established(struct tr_lane *l, const struct tr_conn_priv *peer)
 		lane_set_state(l, TR_LANE_FAILED);
 		return;
 	}
+	l->qpn = tr_fab_qp_num(l->qp);
 	lane_set_state(l, TR_LANE_UP);
 	for (int i = 0; i < l->nrx; i++) {
 		if (post_recv(&l->rx[i])) {
@@ -1478,6 +1479,20 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 	enum triad_status st = wc->status;
 
 	TR_EV(l->ctx, "rma_done", l->peer, wc->status);
+	/* A work request's cookie is its request (or light put), trusted to
+	 * be alive until its completion.  One compare each catches a cookie
+	 * that outlived its request (memory reused by another, which this
+	 * completion would then complete) or a request that moved lanes while
+	 * posted: bugs that showed once as a get reporting OK with its buffer
+	 * unwritten (CI, fabric/copy-plane-failed). */
+	if (wc->qp_num != l->qpn)
+		tr_error("peer %d plane %d: completion (%s) of qp 0x%x for a %s on qp 0x%x: "
+			 "not its own", l->peer, l->plane, wc->why ? wc->why : "ok", wc->qp_num,
+			 lp ? "light put" : req->kind == TR_REQ_GET ? "get" : "put or chunk", l->qpn);
+	if (req && !req->inflight)
+		tr_error("peer %d plane %d: completion (%s) of a %s with nothing in flight",
+			 l->peer, l->plane, wc->why ? wc->why : "ok",
+			 req->kind == TR_REQ_GET ? "get" : "put or chunk");
 	if (lp)
 		lput_unlink(l, lp);
 	l->sq_posted--;

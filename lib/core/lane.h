@@ -74,6 +74,7 @@ struct tr_lane {
 	enum tr_lane_state state;
 	enum triad_status down_status; /* why it broke */
 	struct tr_qp *qp;
+	uint32_t qpn;		/* its number, to check completions against */
 	int sq_avail;  /* send work requests that may still be posted */
 	int sq_posted; /* posted and not yet completed (incl. flushed) */
 	int rq_posted;

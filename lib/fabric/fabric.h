@@ -35,6 +35,7 @@ struct tr_fab_wc {
 	int flushed;
 	int conn_fault;
 	const char *why;	/* the verbs status, for the log (NULL on success) */
+	uint32_t qp_num;	/* the QP the work request was posted on */
 };
 
 enum tr_cm_event {

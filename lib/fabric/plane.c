@@ -259,6 +259,7 @@ static int poll_cq(struct tr_fab_plane *pl, struct ibv_cq *cq,
 				.cookie = wc[i].wr_id,
 				.len = wc[i].byte_len,
 				.why = wc[i].status ? ibv_wc_status_str(wc[i].status) : NULL,
+				.qp_num = wc[i].qp_num,
 			};
 
 			tr_fab_wc_classify(wc[i].status, &w);

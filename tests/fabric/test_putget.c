@@ -1,6 +1,6 @@
 /* Put and get on a real fabric, every rank a process.
  *
- *   test_putget [--max-size BYTES] [--random N] [--phases LIST]
+ *   test_putget [--max-size BYTES] [--random N] [--phases LIST] [--fault fail|refuse]
  *
  * Phases (default all):
  *   sizes   rank 0 <-> rank 1: put and get of 1 B .. max-size (powers of two
@@ -20,6 +20,12 @@
  *           OK with every byte in place.
  *   errors  unknown window, out of bounds, read-only window, bad arguments;
  *           then the same connections still work and counted no errors.
+ *   faults  as random, no op pinned, while every rank in turn faults the
+ *           last plane under the traffic, 4 times (--fault fail: triad_plane_fail;
+ *           --fault refuse: triad_plane_refuse_writes, the responder's silent
+ *           break).  Every op must complete OK (done again on a live plane),
+ *           and a get's buffer is zeroed before it is issued, so that one
+ *           that reports OK without having written its data shows.
  */
 #include <getopt.h>
 #include <unistd.h>
@@ -35,6 +41,7 @@
 
 static uint64_t max_size = 64ull << 20;
 static int nrandom = 250;
+static const char *fault = "fail"; /* faults: what is done to a plane */
 static int size, rank, nplanes;
 static char *win_buf;
 static uint64_t win_len;
@@ -254,7 +261,20 @@ static void reap(struct slot_op *op)
 	op->req = NULL;
 }
 
-static void phase_random(triad_ctx_t *ctx)
+/* This rank's turn to fault a plane: always the last, so that plane 0
+ * stays live for the ops done again (with two planes faulted at once a
+ * pair can be left without any, and its ops fail, as they should). */
+static void fault_plane(triad_ctx_t *ctx)
+{
+	int plane = nplanes - 1, refuse = !strcmp(fault, "refuse");
+	int ret = refuse ? triad_plane_refuse_writes(ctx, plane) : triad_plane_fail(ctx, plane);
+
+	FT_CHECK(ret == 0, "%s(%d): %s", refuse ? "triad_plane_refuse_writes" : "triad_plane_fail",
+		 plane, strerror(-ret));
+}
+
+/* random (faults 0) and faults (1). */
+static void phase_ops(triad_ctx_t *ctx, int faults)
 {
 	char *shadow = calloc((size_t)size, REGION); /* what this rank wrote to each peer */
 	char *bufs = malloc((size_t)NSLOT * SLOT), *back = malloc(REGION);
@@ -268,6 +288,9 @@ static void phase_random(triad_ctx_t *ctx)
 	memset(win_buf + region_off(0), 0, (size_t)size * REGION);
 	ft_fill(win_buf + pat_off(), PAT_LEN, 7000 + (uint32_t)rank, 0);
 	ft_barrier(ctx);
+	/* faults: rank r's k-th fault comes at op (k * size + r + 1) * step. */
+	int step = nrandom / (4 * size + 1), nfault = 0;
+
 	for (int i = 0; i < nrandom && size >= 2; i++) {
 		int s = i % NSLOT, peer, ret;
 		struct slot_op *op = &ops[s];
@@ -275,10 +298,17 @@ static void phase_random(triad_ctx_t *ctx)
 		unsigned flags;
 
 		reap(op); /* the slot is free again */
+		if (faults && nplanes > 1 && step && nfault < 4 &&
+		    i == ((nfault * size + rank + 1) * step)) {
+			fault_plane(ctx);
+			nfault++;
+		}
 		do
 			peer = rand_r(&seed) % size;
 		while (peer == rank);
 		flags = rand_r(&seed) % 3 ? TRIAD_F_PLANE(rand_r(&seed) % nplanes) : 0;
+		if (faults) /* a pinned op fails with its plane */
+			flags = 0;
 		len = 1 + (uint64_t)rand_r(&seed) % (rand_r(&seed) % 4 ? 512 : SLOT);
 		soff = (uint64_t)rand_r(&seed) % (SLOT - len + 1);
 		op->buf = bufs + (size_t)s * SLOT;
@@ -287,6 +317,7 @@ static void phase_random(triad_ctx_t *ctx)
 		op->get = rand_r(&seed) % 2;
 		if (op->get) {
 			op->off = (uint64_t)rand_r(&seed) % (PAT_LEN - len + 1);
+			memset(op->buf, 0, len); /* a get that wrote nothing shows */
 			ret = triad_get(ctx, op->buf, len, peer, WIN_MAIN, pat_off() + op->off,
 					flags, &op->req);
 			nget++;
@@ -320,8 +351,10 @@ static void phase_random(triad_ctx_t *ctx)
 		FT_CHECK(memcmp(back, shadow + (size_t)peer * REGION, REGION) == 0,
 			 "rank %d's region for rank %d differs from what was put", peer, rank);
 	}
-	printf("random: rank %d: %d puts, %d gets to %d peers verified\n", rank, nput, nget,
-	       size - 1);
+	printf("%s: rank %d: %d puts, %d gets to %d peers verified%s\n",
+	       faults ? "faults" : "random", rank, nput, nget, size - 1,
+	       faults ? (nplanes > 1 ? ", with 4 plane faults by each rank" : " (1 plane: no fault)")
+		      : "");
 	ft_barrier(ctx);
 	free(shadow);
 	free(bufs);
@@ -417,22 +450,29 @@ int main(int argc, char **argv)
 		{ "max-size", required_argument, NULL, 's' },
 		{ "random", required_argument, NULL, 'r' },
 		{ "phases", required_argument, NULL, 'p' },
+		{ "fault", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *phases = "sizes,stripe,random,errors";
+	const char *phases = "sizes,stripe,random,errors"; /* faults: asked for */
 	triad_ctx_t *ctx;
 	triad_win_t *win;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "s:r:p:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:r:p:f:", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': max_size = strtoull(optarg, NULL, 0); break;
 		case 'r': nrandom = atoi(optarg); break;
 		case 'p': phases = optarg; break;
+		case 'f': fault = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [--max-size B] [--random N] [--phases LIST]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--max-size B] [--random N] [--phases LIST] "
+				"[--fault fail|refuse]\n", argv[0]);
 			return 2;
 		}
+	}
+	if (strcmp(fault, "fail") && strcmp(fault, "refuse")) {
+		fprintf(stderr, "--fault: '%s' is neither fail nor refuse\n", fault);
+		return 2;
 	}
 	if (max_size < 16384) {
 		fprintf(stderr, "--max-size must be at least 16384\n");
@@ -455,7 +495,9 @@ int main(int argc, char **argv)
 	if (strstr(phases, "stripe"))
 		phase_stripe(ctx);
 	if (strstr(phases, "random"))
-		phase_random(ctx);
+		phase_ops(ctx, 0);
+	if (strstr(phases, "faults"))
+		phase_ops(ctx, 1);
 	if (strstr(phases, "errors"))
 		phase_errors(ctx);
 	ret = ft_finish(ctx, "test_putget");
