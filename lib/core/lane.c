@@ -37,6 +37,8 @@ struct queued_msg {
 	int len;
 	int resent;  /* moved here from a broken lane: older than the rest */
 	int movable; /* its plane was a free choice: another lane may take it */
+	int told;    /* its long wait was reported (tr_lane_fc_tick) */
+	uint64_t since; /* queued at, ns */
 	struct triad_req *req;
 	char data[];
 };
@@ -1091,6 +1093,8 @@ static int lane_queue(struct tr_lane *l, const void *data, int len, unsigned pri
 	q->req = req;
 	q->resent = resent;
 	q->movable = !!(how & LQ_MOVABLE);
+	q->told = 0;
+	q->since = tr_now_ns();
 	if (resent) /* behind the others moved here, ahead of the rest */
 		for (at = l->msgq[prio].next; at != &l->msgq[prio]; at = at->next)
 			if (!tr_container_of(at, struct queued_msg, link)->resent)
@@ -1565,6 +1569,36 @@ void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc)
 	}
 }
 
+/* A message queued this long on a live connection is stuck, not slow:
+ * flow control frees an unconfirmed slot after one timer period. */
+#define STUCK_NS 5000000000ull
+
+/* Says so, once per message, with what it waits for; the operator (and a
+ * test that timed out on the other side) learns where it sits. */
+static void tell_stuck(struct tr_lane *l, uint64_t now)
+{
+	for (unsigned p = 0; p < TR_FC_NPRIO; p++) {
+		struct queued_msg *q;
+		char line[768];
+
+		if (tr_list_empty(&l->msgq[p]))
+			continue;
+		q = tr_list_first(&l->msgq[p], struct queued_msg, link);
+		if (q->told || now - q->since < STUCK_NS)
+			continue;
+		q->told = 1;
+		tr_peer_describe(l->ctx, l->peer, line, sizeof(line));
+		tr_warn("peer %d plane %d: a %s message (priority %u, seq %u) has waited %.0f s "
+			"to be sent: send buffers %s, send queue room %d, a slot for it %s, its "
+			"number %s the window; to rank %d: %s",
+			l->peer, l->plane, tr_msg_type_str(tr_wire_type(q->data)), p,
+			tr_wire_seq(q->data), (double)(now - q->since) * 1e-9,
+			l->tx_free ? "free" : "all in use", l->sq_avail,
+			tr_fc_tx_pick(&l->fc_tx, p) >= 0 ? "free" : "not free",
+			tr_peer_seq_ok(l, q->data) ? "within" : "beyond", l->peer, line);
+	}
+}
+
 void tr_lane_fc_tick(struct tr_lane *l)
 {
 	unsigned n;
@@ -1572,9 +1606,14 @@ void tr_lane_fc_tick(struct tr_lane *l)
 	if (l->state != TR_LANE_UP)
 		return;
 	n = tr_fc_tx_tick(&l->fc_tx);
-	if (n) {
+	if (n)
 		tr_warn("peer %d plane %d: %u slot(s) unconfirmed for a whole timer period: "
 			"freed", l->peer, l->plane, n);
+	if (l->nqueued)
+		tell_stuck(l, tr_now_ns());
+	/* Queued messages go as soon as what they wait for comes back; a
+	 * pump here too costs nothing when they cannot, and a wake-up missed
+	 * (a bug) then delays a message by one period instead of for ever. */
+	if (n || l->nqueued)
 		pump(l);
-	}
 }
