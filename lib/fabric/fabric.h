@@ -149,7 +149,8 @@ int tr_fab_connect(struct tr_fab *fab, int plane, struct in_addr dst, uint16_t p
 void tr_fab_qp_break(struct tr_qp *qp);
 /* A fault on purpose (triad_plane_refuse_writes): the QP stops allowing
  * RDMA WRITEs into this side, so the next one that arrives is NAKed as an
- * invalid request, which moves both ends into the error state.  0 or a
+ * invalid request, which moves both ends into the error state.  0 (also
+ * for a QP in the error state already: it refuses everything) or a
  * negative errno. */
 int tr_fab_qp_refuse_writes(struct tr_qp *qp);
 /* Disconnects (if connected) and releases the QP and its id.  Only when
