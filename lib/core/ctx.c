@@ -764,8 +764,8 @@ int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane, struct triad_conn_st
 		o->bsm_standalone = c->bsm_standalone;
 		o->bsm_piggyback = c->bsm_piggyback;
 		o->tx_slots_busy =
-			up ? (unsigned)__builtin_popcountll(l->fc_tx.bbr & l->fc_tx.mask) : 0;
-		o->rx_slots_busy = up ? (unsigned)__builtin_popcountll(l->fc_rx.cfr) : 0;
+			up ? tr_popcount64(l->fc_tx.bbr & l->fc_tx.mask) : 0;
+		o->rx_slots_busy = up ? tr_popcount64(l->fc_rx.cfr) : 0;
 		o->tx_queued = l->nqueued;
 		/* The engines of a broken lane were added to the totals when it broke. */
 		o->fc_timeouts = c->fc_timeouts + (up ? tr_fc_tx_errors(&l->fc_tx) : 0);

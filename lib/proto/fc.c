@@ -30,11 +30,6 @@ static uint64_t slot_mask(unsigned nslots)
 	return nslots >= 64 ? UINT64_MAX : (1ull << nslots) - 1;
 }
 
-static unsigned popcount(uint64_t x)
-{
-	return (unsigned)__builtin_popcountll(x);
-}
-
 int tr_fc_need_check(unsigned nslots, const unsigned need[TR_FC_NPRIO])
 {
 	if (nslots < 1 || nslots > TR_FC_MAX_SLOTS || !need)
@@ -103,7 +98,7 @@ int tr_fc_tx_pick(const struct tr_fc_tx *tx, unsigned prio)
 
 	if (prio >= TR_FC_NPRIO)
 		return -EINVAL;
-	if (popcount(free) < tx->need[prio])
+	if (tr_popcount64(free) < tx->need[prio])
 		return -EAGAIN;
 	return __builtin_ctzll(free); /* need >= 1, so free != 0 */
 }
@@ -139,7 +134,7 @@ void tr_fc_tx_bsm1(struct tr_fc_tx *tx, uint64_t n)
 unsigned tr_fc_tx_tick(struct tr_fc_tx *tx)
 {
 	uint64_t expired = tx->flag; /* flags only ever cover state II */
-	unsigned count = popcount(expired);
+	unsigned count = tr_popcount64(expired);
 
 	tx_set(tx, tx->sanrr & ~expired, tx->rcfr);
 	tx->errors += count;
@@ -219,8 +214,8 @@ bool tr_fc_rx_bsm_due(const struct tr_fc_rx *rx)
 
 bool tr_fc_rx_bsm_urgent(const struct tr_fc_rx *rx, const unsigned need[TR_FC_NPRIO])
 {
-	unsigned seen = rx->nslots - popcount(rx->nmtsr);
-	unsigned next = rx->nslots - popcount(rx->cfr);
+	unsigned seen = rx->nslots - tr_popcount64(rx->nmtsr);
+	unsigned next = rx->nslots - tr_popcount64(rx->cfr);
 	unsigned n[TR_FC_NPRIO];
 
 	if (rx->resync)
@@ -249,7 +244,7 @@ enum tr_fc_bsm_action tr_fc_rx_bsm_decide(const struct tr_fc_rx *rx,
 					  const unsigned need[TR_FC_NPRIO],
 					  const struct tr_fc_bsm_in *in)
 {
-	unsigned unreported = popcount(rx->nmtsr);
+	unsigned unreported = tr_popcount64(rx->nmtsr);
 	bool urgent;
 
 	if (!tr_fc_rx_bsm_due(rx))

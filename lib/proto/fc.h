@@ -53,6 +53,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/bits.h"
+
 #define TR_FC_MAX_SLOTS 64
 
 /* Message priorities: a message of priority p is sent only when at least
@@ -143,7 +145,7 @@ uint64_t tr_fc_tx_slots(const struct tr_fc_tx *tx, unsigned state);
 
 static inline unsigned tr_fc_tx_free(const struct tr_fc_tx *tx)
 {
-	return (unsigned)__builtin_popcountll(~tx->bbr & tx->mask);
+	return tr_popcount64(~tx->bbr & tx->mask);
 }
 
 /* State of one slot; slot must be < nslots. */
@@ -280,7 +282,7 @@ const char *tr_fc_bsm_action_str(unsigned action);
 
 static inline unsigned tr_fc_rx_free(const struct tr_fc_rx *rx)
 {
-	return (unsigned)__builtin_popcountll(~rx->cfr & rx->mask);
+	return tr_popcount64(~rx->cfr & rx->mask);
 }
 
 static inline uint64_t tr_fc_rx_overruns(const struct tr_fc_rx *rx)

@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/bits.h"
 #include "proto/seq.h"
 #include "triad.h"
 
@@ -117,7 +118,7 @@ static inline unsigned tr_stream_tx_inflight(const struct tr_stream_tx *tx, unsi
 /* Messages assigned and not acknowledged (in flight or waiting). */
 static inline unsigned tr_stream_tx_unacked(const struct tr_stream_tx *tx)
 {
-	return tx->next - tx->base - (unsigned)__builtin_popcountll(tx->acked);
+	return tx->next - tx->base - tr_popcount64(tx->acked);
 }
 
 /* Messages lost and not sent again yet. */

@@ -1853,9 +1853,32 @@ static void test_bsm_action_names(void **state)
 	assert_string_equal(tr_fc_bsm_action_str(-1u), "?");
 }
 
+/* The inline bit count every bitmap count goes through (base/bits.h)
+ * against the compiler's: edges, single bits, and a pseudo-random walk. */
+static void test_popcount(void **state)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	assert_int_equal(tr_popcount64(0), 0);
+	assert_int_equal(tr_popcount64(UINT64_MAX), 64);
+	for (unsigned i = 0; i < 64; i++) {
+		assert_int_equal(tr_popcount64(1ull << i), 1);
+		assert_int_equal(tr_popcount64(mask_of(i)), i);
+		assert_int_equal(tr_popcount64(~(1ull << i)), 63);
+	}
+	for (int i = 0; i < 100000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		assert_int_equal(tr_popcount64(x), popc(x));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_popcount),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_init_validation),
 		cmocka_unit_test(test_nothing_before_first_bsm),
