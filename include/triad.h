@@ -330,8 +330,10 @@ int triad_plane_fail(triad_ctx_t *ctx, int plane);
  * cannot parse the packets would.  Each peer's next WRITE there is refused
  * (the NIC's invalid-request NAK, which breaks the connection at both
  * ends) and, unless pinned, done again on a live plane; the connections
- * are rebuilt as after triad_plane_fail.  -EINVAL for a plane that does not
- * exist, a negative errno if the NIC refuses the change.
+ * are rebuilt as after triad_plane_fail (a connection the NIC has already
+ * moved to the error state refuses everything: it counts as done).  -EINVAL
+ * for a plane that does not exist, a negative errno if the NIC refuses the
+ * change.
  */
 int triad_plane_refuse_writes(triad_ctx_t *ctx, int plane);
 
