@@ -71,6 +71,10 @@ int tr_plane_choose(struct triad_ctx *ctx, int peer, unsigned flags)
 	if (flags & TR_F_PLANE_PIN)
 		return (int)(flags & TR_F_PLANE_MASK) < ctx->nplanes ? (int)(flags & TR_F_PLANE_MASK)
 								     : -1;
+	/* One plane (a single-rail node): the choice below always ends there,
+	 * at about 70 instructions a message or operation. */
+	if (ctx->nplanes == 1)
+		return 0;
 	home = (ctx->rank + peer) % ctx->nplanes;
 	/* The switch maps the home plane to the one to use now (itself, or
 	 * its alternate while it is failed or drained). */
