@@ -298,6 +298,7 @@ struct triad_ctx {
 
 	struct tr_am_entry am[TRIAD_AM_MAX_ID + 1];
 	ev_timer fc_timer_w;
+	uint64_t fc_ticks; /* periods of fc_timer_w so far: a clock for slow things */
 	ev_timer rearm_w;
 	ev_timer linger_w;	  /* flushes deferred BSMs */
 	int linger_wanted;	  /* an application thread asked for linger_w (kick_w) */

@@ -38,7 +38,7 @@ struct queued_msg {
 	int resent;  /* moved here from a broken lane: older than the rest */
 	int movable; /* its plane was a free choice: another lane may take it */
 	int told;    /* its long wait was reported (tr_lane_fc_tick) */
-	uint64_t since; /* queued at, ns */
+	uint64_t tick; /* queued during this flow-control period (ctx->fc_ticks) */
 	struct triad_req *req;
 	char data[];
 };
@@ -1094,7 +1094,7 @@ static int lane_queue(struct tr_lane *l, const void *data, int len, unsigned pri
 	q->resent = resent;
 	q->movable = !!(how & LQ_MOVABLE);
 	q->told = 0;
-	q->since = tr_now_ns();
+	q->tick = l->ctx->fc_ticks; /* no clock read on the queueing path */
 	if (resent) /* behind the others moved here, ahead of the rest */
 		for (at = l->msgq[prio].next; at != &l->msgq[prio]; at = at->next)
 			if (!tr_container_of(at, struct queued_msg, link)->resent)
@@ -1474,6 +1474,14 @@ void tr_lane_pump(struct tr_lane *l)
 	pump(l);
 }
 
+/* What a WRITE or READ was for, for the log. */
+static const char *rma_what(const struct triad_req *req)
+{
+	if (!req)
+		return "light put";
+	return req->kind == TR_REQ_GET ? "get" : req->kind == TR_REQ_CHUNK ? "copy chunk" : "put";
+}
+
 /* A WRITE or READ came back: of req, or of the light put lp (the other
  * NULL).  A light put that failed becomes its request here, and everything
  * after is the same for both. */
@@ -1492,11 +1500,10 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 	if (wc->qp_num != l->qpn)
 		tr_error("peer %d plane %d: completion (%s) of qp 0x%x for a %s on qp 0x%x: "
 			 "not its own", l->peer, l->plane, wc->why ? wc->why : "ok", wc->qp_num,
-			 lp ? "light put" : req->kind == TR_REQ_GET ? "get" : "put or chunk", l->qpn);
+			 rma_what(req), l->qpn);
 	if (req && !req->inflight)
 		tr_error("peer %d plane %d: completion (%s) of a %s with nothing in flight",
-			 l->peer, l->plane, wc->why ? wc->why : "ok",
-			 req->kind == TR_REQ_GET ? "get" : "put or chunk");
+			 l->peer, l->plane, wc->why ? wc->why : "ok", rma_what(req));
 	if (lp)
 		lput_unlink(l, lp);
 	l->sq_posted--;
@@ -1522,7 +1529,7 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 		} else {
 			l->stats.errors++;
 			tr_warn("peer %d plane %d: %s failed: %s", l->peer, l->plane,
-				req->kind == TR_REQ_GET ? "get" : "put", wc->why);
+				rma_what(req), wc->why);
 			/* The NIC refused the keys: the owner destroyed the window and
 			 * its notice is still on the way.  Nothing else goes to it
 			 * with them; the next access asks the owner again. */
@@ -1571,28 +1578,35 @@ void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc)
 
 /* A message queued this long on a live connection is stuck, not slow:
  * flow control frees an unconfirmed slot after one timer period. */
-#define STUCK_NS 5000000000ull
+#define STUCK_MS 5000
 
 /* Says so, once per message, with what it waits for; the operator (and a
- * test that timed out on the other side) learns where it sits. */
-static void tell_stuck(struct tr_lane *l, uint64_t now)
+ * test that timed out on the other side) learns where it sits.  Its wait is
+ * counted in whole timer periods (it was queued during period q->tick). */
+static void tell_stuck(struct tr_lane *l)
 {
+	const struct triad_ctx *ctx = l->ctx;
+
 	for (unsigned p = 0; p < TR_FC_NPRIO; p++) {
 		struct queued_msg *q;
+		uint64_t waited_ms; /* at least: whole periods since its own */
 		char line[768];
 
 		if (tr_list_empty(&l->msgq[p]))
 			continue;
 		q = tr_list_first(&l->msgq[p], struct queued_msg, link);
-		if (q->told || now - q->since < STUCK_NS)
+		if (q->told || ctx->fc_ticks - q->tick < 2)
+			continue;
+		waited_ms = (ctx->fc_ticks - q->tick - 1) * (uint64_t)ctx->cfg.fc_timer_ms;
+		if (waited_ms < STUCK_MS)
 			continue;
 		q->told = 1;
-		tr_peer_describe(l->ctx, l->peer, line, sizeof(line));
-		tr_warn("peer %d plane %d: a %s message (priority %u, seq %u) has waited %.0f s "
-			"to be sent: send buffers %s, send queue room %d, a slot for it %s, its "
-			"number %s the window; to rank %d: %s",
+		tr_peer_describe(ctx, l->peer, line, sizeof(line));
+		tr_warn("peer %d plane %d: a %s message (priority %u, seq %u) has waited more than "
+			"%.1f s to be sent: send buffers %s, send queue room %d, a slot for it %s, "
+			"its number %s the window; to rank %d: %s",
 			l->peer, l->plane, tr_msg_type_str(tr_wire_type(q->data)), p,
-			tr_wire_seq(q->data), (double)(now - q->since) * 1e-9,
+			tr_wire_seq(q->data), (double)waited_ms * 1e-3,
 			l->tx_free ? "free" : "all in use", l->sq_avail,
 			tr_fc_tx_pick(&l->fc_tx, p) >= 0 ? "free" : "not free",
 			tr_peer_seq_ok(l, q->data) ? "within" : "beyond", l->peer, line);
@@ -1610,7 +1624,7 @@ void tr_lane_fc_tick(struct tr_lane *l)
 		tr_warn("peer %d plane %d: %u slot(s) unconfirmed for a whole timer period: "
 			"freed", l->peer, l->plane, n);
 	if (l->nqueued)
-		tell_stuck(l, tr_now_ns());
+		tell_stuck(l);
 	/* Queued messages go as soon as what they wait for comes back; a
 	 * pump here too costs nothing when they cannot, and a wake-up missed
 	 * (a bug) then delays a message by one period instead of for ever. */

@@ -409,6 +409,7 @@ static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&ctx->lock);
+	ctx->fc_ticks++;
 	each_lane(ctx, tr_lane_fc_tick);
 	tr_copy_progress(ctx);
 	if (ctx->cfg.connect == TR_CONNECT_LAZY)

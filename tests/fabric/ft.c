@@ -52,6 +52,14 @@ int ft_finish(triad_ctx_t *ctx, const char *name)
 	return ft_failures ? 1 : 0;
 }
 
+void ft_fault_plane(triad_ctx_t *ctx, int plane, int refuse)
+{
+	int ret = refuse ? triad_plane_refuse_writes(ctx, plane) : triad_plane_fail(ctx, plane);
+
+	FT_CHECK(ret == 0, "%s(%d): %s", refuse ? "triad_plane_refuse_writes" : "triad_plane_fail",
+		 plane, strerror(-ret));
+}
+
 int ft_ctl(const char *fmt, ...)
 {
 	const char *tool = getenv("TRIAD_FABRIC_CTL");

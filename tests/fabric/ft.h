@@ -86,6 +86,9 @@ void ft_barrier(triad_ctx_t *ctx);
  * arguments printf makes of fmt; its exit status as system() gives it.
  * End fmt with "&" to run it in the background. */
 int ft_ctl(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A fault on purpose on this rank's plane: triad_plane_refuse_writes when
+ * refuse, else triad_plane_fail; a failure counts (checked here). */
+void ft_fault_plane(triad_ctx_t *ctx, int plane, int refuse);
 /* Prints the verdict, finalises, returns the exit status. */
 int ft_finish(triad_ctx_t *ctx, const char *name);
 

@@ -205,13 +205,11 @@ static void finish_op(triad_ctx_t *ctx, struct op *o, char *buf, long *ok, long 
  * fault the plane in the middle of the storm. */
 static void plane_fault(triad_ctx_t *ctx)
 {
-	int fail = fail_plane >= 0, plane = fail ? fail_plane : refuse_plane, ret;
+	int fail = fail_plane >= 0, plane = fail ? fail_plane : refuse_plane;
 
 	if (plane < 0)
 		return;
-	ret = fail ? triad_plane_fail(ctx, plane) : triad_plane_refuse_writes(ctx, plane);
-	FT_CHECK(ret == 0, "%s(%d): %s", fail ? "triad_plane_fail" : "triad_plane_refuse_writes",
-		 plane, strerror(-ret));
+	ft_fault_plane(ctx, plane, !fail);
 	printf("rank %d: plane %d %s in the middle of the storm\n", rank, plane,
 	       fail ? "failed" : "refuses WRITEs");
 	fflush(stdout);

@@ -38,6 +38,7 @@
 #define NSLOT 16
 #define REGION (SLOT * NSLOT)  /* per initiator, in every target's window */
 #define PAT_LEN (1 << 20)      /* owner-filled pattern area, for gets */
+#define NFAULTS 4              /* faults: plane faults by each rank */
 
 static uint64_t max_size = 64ull << 20;
 static int nrandom = 250;
@@ -261,18 +262,6 @@ static void reap(struct slot_op *op)
 	op->req = NULL;
 }
 
-/* This rank's turn to fault a plane: always the last, so that plane 0
- * stays live for the ops done again (with two planes faulted at once a
- * pair can be left without any, and its ops fail, as they should). */
-static void fault_plane(triad_ctx_t *ctx)
-{
-	int plane = nplanes - 1, refuse = !strcmp(fault, "refuse");
-	int ret = refuse ? triad_plane_refuse_writes(ctx, plane) : triad_plane_fail(ctx, plane);
-
-	FT_CHECK(ret == 0, "%s(%d): %s", refuse ? "triad_plane_refuse_writes" : "triad_plane_fail",
-		 plane, strerror(-ret));
-}
-
 /* random (faults 0) and faults (1). */
 static void phase_ops(triad_ctx_t *ctx, int faults)
 {
@@ -289,7 +278,7 @@ static void phase_ops(triad_ctx_t *ctx, int faults)
 	ft_fill(win_buf + pat_off(), PAT_LEN, 7000 + (uint32_t)rank, 0);
 	ft_barrier(ctx);
 	/* faults: rank r's k-th fault comes at op (k * size + r + 1) * step. */
-	int step = nrandom / (4 * size + 1), nfault = 0;
+	int step = nrandom / (NFAULTS * size + 1), nfault = 0;
 
 	for (int i = 0; i < nrandom && size >= 2; i++) {
 		int s = i % NSLOT, peer, ret;
@@ -298,9 +287,12 @@ static void phase_ops(triad_ctx_t *ctx, int faults)
 		unsigned flags;
 
 		reap(op); /* the slot is free again */
-		if (faults && nplanes > 1 && step && nfault < 4 &&
+		if (faults && nplanes > 1 && step && nfault < NFAULTS &&
 		    i == ((nfault * size + rank + 1) * step)) {
-			fault_plane(ctx);
+			/* Always the last plane, so that plane 0 stays live for the
+			 * ops done again (with two planes faulted at once a pair can
+			 * be left without any, and its ops fail, as they should). */
+			ft_fault_plane(ctx, nplanes - 1, !strcmp(fault, "refuse"));
 			nfault++;
 		}
 		do
@@ -351,10 +343,12 @@ static void phase_ops(triad_ctx_t *ctx, int faults)
 		FT_CHECK(memcmp(back, shadow + (size_t)peer * REGION, REGION) == 0,
 			 "rank %d's region for rank %d differs from what was put", peer, rank);
 	}
-	printf("%s: rank %d: %d puts, %d gets to %d peers verified%s\n",
-	       faults ? "faults" : "random", rank, nput, nget, size - 1,
-	       faults ? (nplanes > 1 ? ", with 4 plane faults by each rank" : " (1 plane: no fault)")
-		      : "");
+	if (faults) /* what it did, not what it meant to do */
+		printf("faults: rank %d: %d puts, %d gets to %d peers verified, %d plane fault(s) "
+		       "by this rank\n", rank, nput, nget, size - 1, nfault);
+	else
+		printf("random: rank %d: %d puts, %d gets to %d peers verified\n", rank, nput,
+		       nget, size - 1);
 	ft_barrier(ctx);
 	free(shadow);
 	free(bufs);
