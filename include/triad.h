@@ -42,7 +42,8 @@ enum triad_status {
 	TRIAD_S_ACCESS,		  /* the window does not allow this access */
 	TRIAD_S_REMOTE_ACCESS,	  /* the NIC refused the access (stale window) */
 	TRIAD_S_PLANE_DOWN,	  /* the plane's local port is down */
-	TRIAD_S_UNREACHABLE,	  /* no connection to the peer on that plane */
+	TRIAD_S_UNREACHABLE,	  /* no connection to the peer on that plane (unpinned:
+				   * on none, and none back within TRIAD_REJOIN_MS) */
 	TRIAD_S_TRANSPORT,	  /* other transport error (see the log) */
 	TRIAD_S_TIMEOUT,	  /* the peer did not answer in time */
 	TRIAD_S_NO_MEMORY,	  /* out of memory or registration failed */

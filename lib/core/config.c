@@ -60,6 +60,11 @@ static const struct var vars[] = {
 	{ "TRIAD_CONNECT_TIMEOUT_MS", "60000", VAR_INT, F(connect_timeout_ms), 100, INT_MAX,
 	  "how long triad_init waits for every peer on every plane (lazy: how long\n"
 	  "    an operation waits for its peer's first connection)", NULL },
+	{ "TRIAD_REJOIN_MS", "10000", VAR_INT, F(rejoin_ms), 0, INT_MAX,
+	  "how long a peer left with no connection at all by a fault (its process\n"
+	  "    did not close) is waited for: its messages, puts, gets and copy chunks\n"
+	  "    are held and go again once a connection is back; then it is lost and\n"
+	  "    they fail (0: they fail at once)", NULL },
 	{ "TRIAD_SPIN_US", "200", VAR_INT, F(spin_us), 0, 10000000,
 	  "how long a waiting thread polls before it sleeps", NULL },
 	{ "TRIAD_SQ_DEPTH", "128", VAR_INT, F(sq_depth), 4, 16384,

@@ -16,6 +16,7 @@ struct tr_config {
 	int log_level;		  /* TRIAD_LOG */
 	uint64_t chunk_size;	  /* TRIAD_CHUNK_SIZE */
 	int connect_timeout_ms;	  /* TRIAD_CONNECT_TIMEOUT_MS */
+	int rejoin_ms;		  /* TRIAD_REJOIN_MS */
 	int spin_us;		  /* TRIAD_SPIN_US */
 	int sq_depth;		  /* TRIAD_SQ_DEPTH */
 	int ack_timeout;	  /* TRIAD_ACK_TIMEOUT */

@@ -179,6 +179,14 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	if (a->msg == TR_COPY_DATA) {
 		struct tr_lane *l = tr_copy_lane(ctx, a->hdr.initiator, a->hdr.op_id, (int)a->to, 1);
 
+		/* No lane up (its chunks wait for one, and go first: peer.c's
+		 * await_settle): it waits too. */
+		if (l->state != TR_LANE_UP && tr_peer_await(ctx, (int)a->to)) {
+			if (tr_peer_send_chosen(l, &m, prio[a->msg], NULL))
+				tr_copy_peer_lost(ctx, (int)a->to);
+			return;
+		}
+
 		if (!tr_list_empty(&l->rmaq)) {
 			struct triad_req *last = tr_container_of(l->rmaq.prev, struct triad_req, link);
 			struct tr_msg *then = malloc(sizeof(*then));
@@ -291,7 +299,9 @@ static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	req->len = a->len;
 	req->buf = sw->base + a->src_off;
 	req->mr = sw->mr[req->plane];
-	if (!tr_fab_plane_port_up(ctx->fab, req->plane))
+	if (req->lane->state != TR_LANE_UP && tr_peer_await(ctx, req->peer))
+		tr_rma_await(ctx, req); /* no lane up: it waits for one (rejoin) */
+	else if (!tr_fab_plane_port_up(ctx->fab, req->plane))
 		tr_req_complete(req, TRIAD_S_PLANE_DOWN);
 	else if (req->lane->state != TR_LANE_UP)
 		tr_req_complete(req, req->lane->down_status);

@@ -142,6 +142,12 @@ struct tr_peer {
 	struct tr_list await_msgs;
 	struct tr_list await_rma;
 	unsigned nawait_msgs;
+	/* Rejoin (TRIAD_REJOIN_MS, peer.c): its last lane broke by a fault
+	 * (it had not said BYE).  Until rejoin_deadline_ns what goes to it
+	 * waits as above, for a connection back; then (LOST) it is declared
+	 * lost, until a lane is up again. */
+	enum { TR_REJOIN_NONE, TR_REJOIN_WAIT, TR_REJOIN_LOST } rejoin;
+	uint64_t rejoin_deadline_ns;
 };
 
 struct triad_win {
@@ -387,20 +393,29 @@ int tr_peer_wants(const struct triad_ctx *ctx, const struct tr_peer *p, int plan
 int tr_peer_plane_open(const struct triad_ctx *ctx, const struct tr_peer *p, int plane);
 /* 1 when some lane to peer is up. */
 int tr_peer_reachable(const struct triad_ctx *ctx, int peer);
-/* 1 when peer is reachable or may still become so without a rebuild:
- * with TRIAD_CONNECT=lazy, a lane never up and not given up yet (never
- * used, or its first connection under way).  Eager: tr_peer_reachable. */
+/* 1 when peer is reachable or may still become so: with
+ * TRIAD_CONNECT=lazy, a lane never up and not given up yet (never used, or
+ * its first connection under way); or its last lane broke by a fault less
+ * than TRIAD_REJOIN_MS ago. */
 int tr_peer_alive(const struct triad_ctx *ctx, int peer);
+/* 1 while a connection to p may still come without anything being given
+ * up: a first one under way (lazy), or p awaited back (rejoin). */
+int tr_peer_coming(const struct triad_ctx *ctx, const struct tr_peer *p);
 /* One line on what stands between this rank and peer, for a warning when
  * something that needs the peer times out: every lane's state, what waits
  * in it, the peer's slots we see busy, and the sequence windows. */
 void tr_peer_describe(const struct triad_ctx *ctx, int peer, char *buf, size_t n);
-/* Connect on first use: nothing to peer can go now (no lane up).  1 when
- * the operation is to wait for its first connection, which this starts
- * (on every plane) if need be; 0 when it is to fail (eager, closing, or
- * the peer cannot be reached). */
+/* Nothing to peer can go now (no lane up).  1 when the operation is to
+ * wait: for the peer's first connection (lazy; this starts it on every
+ * plane if need be), or for its connection back after a fault broke the
+ * last one (rejoin); 0 when it is to fail (eager and never broken,
+ * closing, the peer closed, lost, or cannot be reached). */
 int tr_peer_await(struct triad_ctx *ctx, int peer);
-/* Periodically (the flow-control timer): what waits past its deadline fails. */
+/* peer's process is gone without a BYE (why says how we know): its
+ * connections are not rebuilt, and if it was awaited back it is lost now. */
+void tr_peer_gone(struct triad_ctx *ctx, int peer, const char *why);
+/* Periodically (the flow-control timer): what waits past its deadline
+ * fails, and a peer not back within TRIAD_REJOIN_MS is lost. */
 void tr_peer_await_tick(struct triad_ctx *ctx);
 /* At close: what still waits for a connection is cancelled. */
 void tr_peer_await_cancel(struct triad_ctx *ctx);

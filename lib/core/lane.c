@@ -693,6 +693,15 @@ void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev
 		if (l->state == TR_LANE_CONNECTING || l->state == TR_LANE_ACCEPTING)
 			established(l, &d);
 		break;
+	case TR_CM_NO_LISTENER:
+		/* Nothing listens where a process we were connected to did: it
+		 * is gone (killed, or it exited without closing), and nothing
+		 * waits for it to come back.  (Before a first connection the
+		 * peer may just not have started: retried as any failure.) */
+		if (l->state == TR_LANE_CONNECTING && ctx->peers[l->peer].incarnation &&
+		    !ctx->peers[l->peer].gone)
+			tr_peer_gone(ctx, l->peer, "nothing listens at its address any more");
+		/* fall through */
 	case TR_CM_FAILED:
 		if (l->state == TR_LANE_CONNECTING) {
 			/* A rejection says who rejected: one of another run is

@@ -197,7 +197,7 @@ int tr_peer_reachable(const struct triad_ctx *ctx, int peer)
 
 int tr_peer_alive(const struct triad_ctx *ctx, int peer)
 {
-	if (tr_peer_reachable(ctx, peer))
+	if (tr_peer_reachable(ctx, peer) || ctx->peers[peer].rejoin == TR_REJOIN_WAIT)
 		return 1;
 	if (ctx->cfg.connect != TR_CONNECT_LAZY)
 		return 0;
@@ -234,10 +234,13 @@ void tr_peer_describe(const struct triad_ctx *ctx, int peer, char *buf, size_t n
 			     l->rx_held);
 	}
 	PUTF("; seq sent h/m/l %u/%u/%u, done %u/%u/%u, expected %u/%u/%u; parked %u; "
-	     "waiting for a window %d%s%s",
+	     "waiting for a window %d%s%s%s",
 	     p->tx_seq[0], p->tx_seq[1], p->tx_seq[2], p->tx_done[0].next, p->tx_done[1].next,
 	     p->tx_done[2].next, p->rx_seq[0].next, p->rx_seq[1].next, p->rx_seq[2].next,
-	     p->nparked, p->seq_blocked, p->awaiting ? "; awaiting its first connection" : "",
+	     p->nparked, p->seq_blocked,
+	     p->rejoin == TR_REJOIN_WAIT ? "; awaited back after a fault"
+	     : p->rejoin == TR_REJOIN_LOST ? "; lost (not back in time)" : "",
+	     p->awaiting ? "; operations and messages wait for a connection" : "",
 	     p->gone ? "; said BYE" : "");
 }
 
@@ -512,8 +515,10 @@ struct tr_await_msg {
 /* Past the connect timeout, a margin for the last attempt's answer. */
 #define AWAIT_SLACK_MS 5000
 
-static int setting_up(const struct triad_ctx *ctx, const struct tr_peer *p)
+int tr_peer_coming(const struct triad_ctx *ctx, const struct tr_peer *p)
 {
+	if (p->rejoin == TR_REJOIN_WAIT)
+		return 1;
 	for (int q = 0; q < ctx->nplanes; q++)
 		if (tr_lane_setting_up(&p->lane[q]))
 			return 1;
@@ -525,8 +530,16 @@ int tr_peer_await(struct triad_ctx *ctx, int peer)
 	struct tr_peer *p = &ctx->peers[peer];
 	int busy = 0;
 
-	if (ctx->cfg.connect != TR_CONNECT_LAZY || !ctx->initialized || ctx->closing || p->gone ||
-	    peer == ctx->rank)
+	if (!ctx->initialized || ctx->closing || p->gone || peer == ctx->rank)
+		return 0;
+	if (p->rejoin == TR_REJOIN_WAIT) {
+		if (!p->awaiting) {
+			p->awaiting = 1;
+			p->await_deadline_ns = p->rejoin_deadline_ns;
+		}
+		return 1;
+	}
+	if (ctx->cfg.connect != TR_CONNECT_LAZY)
 		return 0;
 	for (int q = 0; q < ctx->nplanes; q++)
 		busy |= tr_lane_use(&p->lane[q]);
@@ -587,17 +600,63 @@ static void await_msg_lost(struct tr_peer *p, struct tr_await_msg *a, enum triad
 	free(a);
 }
 
-/* A lane is up: what waited goes, in order, where the choice says now. */
+static int after_chunks(struct tr_lane *alt, const void *data, int len, unsigned prio);
+
+/* The copy whose COPY_DATA data (len bytes) is, when it is one. */
+static int copy_data_of(const void *data, int len, struct tr_msg *m)
+{
+	return tr_wire_type(data) == TR_MSG_COPY && !tr_msg_decode(data, (size_t)len, m) &&
+	       m->u.copy.kind == TR_COPY_DATA;
+}
+
+/* A waiting COPY_DATA whose copy still has chunks waiting (rejoin): it
+ * rides on the last of them (then_raw), sent again once that chunk is
+ * posted, ahead of its priority's queue as a resent message goes.  The
+ * messages go before the operations that waited (await_settle: a window
+ * query a put sends must not queue ahead of the older numbers that
+ * waited), so it cannot simply follow them.  1 when it rides. */
+static int behind_waiting_chunk(struct tr_peer *p, const struct tr_await_msg *a)
+{
+	struct triad_req *last = NULL;
+	struct tr_raw_msg *r;
+	struct tr_msg m;
+
+	if (a->req || !copy_data_of(a->data, a->len, &m))
+		return 0;
+	for (struct tr_list *e = p->await_rma.next; e != &p->await_rma; e = e->next) {
+		struct triad_req *req = tr_container_of(e, struct triad_req, link);
+
+		if (req->kind == TR_REQ_CHUNK && req->c_init == m.u.copy.hdr.initiator &&
+		    req->c_op == m.u.copy.hdr.op_id)
+			last = req;
+	}
+	if (!last || last->then_raw || !(r = malloc(sizeof(*r) + (size_t)a->len)))
+		return 0;
+	r->len = a->len;
+	r->prio = a->prio;
+	memcpy(r->data, a->data, (size_t)a->len);
+	last->then_raw = r;
+	return 1;
+}
+
+/* A lane is up: what waited goes, in order, where the choice says now (a
+ * copy's COPY_DATA behind its chunks: on their lane, and after them). */
 static void await_msgs_send(struct triad_ctx *ctx, struct tr_peer *p)
 {
 	while (!tr_list_empty(&p->await_msgs)) {
 		struct tr_await_msg *a = tr_list_first(&p->await_msgs, struct tr_await_msg, link);
-		struct tr_lane *l = tr_peer_lane(ctx, p->rank, 0);
+		int copy = tr_wire_type(a->data) == TR_MSG_COPY;
+		struct tr_lane *l = tr_peer_lane(ctx, p->rank, copy ? TR_F_NO_DETOUR : 0);
 		int ret;
 
 		if (l->state != TR_LANE_UP)
 			return; /* up, but not live (its port is down): the next change */
-		ret = tr_lane_send(l, a->data, a->len, a->prio, a->req, 1);
+		if (copy && (behind_waiting_chunk(p, a) ||
+			     (!a->req && after_chunks(l, a->data, a->len, a->prio)))) {
+			ret = 0; /* it goes after the last of its chunks */
+		} else {
+			ret = tr_lane_send(l, a->data, a->len, a->prio, a->req, 1);
+		}
 		if (ret) {
 			tr_warn("rank %d: a %s that waited for the connection cannot go: %s",
 				p->rank, tr_msg_type_str(tr_wire_type(a->data)), strerror(-ret));
@@ -633,13 +692,79 @@ static void await_settle(struct triad_ctx *ctx, struct tr_peer *p)
 	if (tr_peer_reachable(ctx, p->rank))
 		await_msgs_send(ctx, p);
 	tr_rma_await_flush(ctx, p, 0, TRIAD_S_OK);
-	if (!setting_up(ctx, p)) {
+	if (!tr_peer_coming(ctx, p)) {
 		if (p->nawait_msgs || !tr_list_empty(&p->await_rma) ||
 		    !tr_peer_reachable(ctx, p->rank))
 			await_fail(ctx, p, TRIAD_S_UNREACHABLE);
 		p->awaiting = 0;
 	}
 	p->await_settling = 0;
+}
+
+/* ---- rejoin ----------------------------------------------------------------------*/
+/* A peer no lane reaches any more: its windows' lookups, the copies and
+ * broadcasts that need it fail. */
+static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
+{
+	tr_win_peer_lost(ctx, peer, st);
+	if (ctx->initialized && !ctx->closing) {
+		tr_copy_peer_lost(ctx, peer);
+		tr_bcast_peer_lost(ctx, peer);
+	}
+}
+
+/* l, the last lane up to p, left UP by a fault (a peer that closes says
+ * BYE first): what goes to p now waits, for TRIAD_REJOIN_MS at most, for
+ * a connection back, which the side that connects rebuilds.  On rxe a
+ * pair loses every plane now and then while both processes live (a
+ * fault on one plane, rxe's retries failing on the other under the burst
+ * moved to it); a single-plane job loses its only one at every link flap. */
+static void rejoin_begin(struct triad_ctx *ctx, struct tr_peer *p, const struct tr_lane *l)
+{
+	if (p->rejoin != TR_REJOIN_NONE || !l->ever_up || ctx->cfg.rejoin_ms <= 0 ||
+	    !ctx->initialized || ctx->closing || p->gone || tr_peer_reachable(ctx, p->rank))
+		return;
+	p->rejoin = TR_REJOIN_WAIT;
+	p->rejoin_deadline_ns = tr_now_ns() + (uint64_t)ctx->cfg.rejoin_ms * 1000000;
+	tr_warn("rank %d: no connection left (plane %d %s: %s): what goes to it waits up to "
+		"%d ms for one back", p->rank, l->plane, tr_lane_state_str(l->state),
+		triad_status_str(l->down_status), ctx->cfg.rejoin_ms);
+}
+
+static void rejoin_back(struct triad_ctx *ctx, struct tr_peer *p, const struct tr_lane *l)
+{
+	if (p->rejoin == TR_REJOIN_WAIT) {
+		uint64_t began = p->rejoin_deadline_ns - (uint64_t)ctx->cfg.rejoin_ms * 1000000;
+
+		tr_warn("rank %d: connected again on plane %d after %.2f s: what waited goes",
+			p->rank, l->plane, (double)(tr_now_ns() - began) * 1e-9);
+	}
+	p->rejoin = TR_REJOIN_NONE;
+}
+
+static void rejoin_give_up(struct triad_ctx *ctx, struct tr_peer *p)
+{
+	if (p->gone)
+		tr_warn("rank %d: closed while awaited back: lost", p->rank);
+	else
+		tr_warn("rank %d: no connection back within %d ms (TRIAD_REJOIN_MS): lost",
+			p->rank, ctx->cfg.rejoin_ms);
+	p->rejoin = TR_REJOIN_LOST;
+	if (p->awaiting)
+		await_fail(ctx, p, TRIAD_S_UNREACHABLE);
+	if (!tr_peer_alive(ctx, p->rank))
+		peer_lost(ctx, p->rank, TRIAD_S_UNREACHABLE);
+}
+
+void tr_peer_gone(struct triad_ctx *ctx, int peer, const char *why)
+{
+	struct tr_peer *p = &ctx->peers[peer];
+
+	tr_warn("rank %d: %s: its process is gone", peer, why);
+	p->gone = 1;
+	if (p->rejoin == TR_REJOIN_WAIT && !p->await_settling)
+		rejoin_give_up(ctx, p);
+	tr_ctx_signal(ctx);
 }
 
 void tr_peer_await_tick(struct triad_ctx *ctx)
@@ -649,6 +774,9 @@ void tr_peer_await_tick(struct triad_ctx *ctx)
 	for (int r = 0; r < ctx->size; r++) {
 		struct tr_peer *p = &ctx->peers[r];
 
+		if (p->rejoin == TR_REJOIN_WAIT && !p->await_settling &&
+		    (p->gone || now >= p->rejoin_deadline_ns))
+			rejoin_give_up(ctx, p);
 		if (p->awaiting && !p->await_settling && now >= p->await_deadline_ns) {
 			tr_warn("rank %d: no connection after %d ms", r, ctx->cfg.connect_timeout_ms);
 			await_fail(ctx, p, TRIAD_S_UNREACHABLE);
@@ -843,8 +971,7 @@ static int after_chunks(struct tr_lane *alt, const void *data, int len, unsigned
 	struct tr_raw_msg *r;
 	struct tr_msg m;
 
-	if (tr_wire_type(data) != TR_MSG_COPY || tr_list_empty(&alt->rmaq) ||
-	    tr_msg_decode(data, (size_t)len, &m) || m.u.copy.kind != TR_COPY_DATA)
+	if (tr_list_empty(&alt->rmaq) || !copy_data_of(data, len, &m))
 		return 0;
 	last = tr_container_of(alt->rmaq.prev, struct triad_req, link);
 	if (last->then_raw || !(r = malloc(sizeof(*r) + (size_t)len)))
@@ -923,10 +1050,15 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
 void tr_peer_lane_changed(struct tr_lane *l)
 {
 	struct triad_ctx *ctx = l->ctx;
+	struct tr_peer *p = &ctx->peers[l->peer];
 
+	if (l->state == TR_LANE_UP)
+		rejoin_back(ctx, p, l);
+	else
+		rejoin_begin(ctx, p, l);
 	if (l->state == TR_LANE_UP || l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED)
-		tr_peer_plane_event(ctx, &ctx->peers[l->peer], l->plane);
-	if (l->state == TR_LANE_UP && skips_pending(&ctx->peers[l->peer]) && !ctx->closing)
+		tr_peer_plane_event(ctx, p, l->plane);
+	if (l->state == TR_LANE_UP && skips_pending(p) && !ctx->closing)
 		skip_flush(l);
 	if (l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED) {
 		/* Operations not yet posted whole on it are done again elsewhere
@@ -936,20 +1068,15 @@ void tr_peer_lane_changed(struct tr_lane *l)
 					   l->down_status);
 		/* A window query in flight on it goes again on another lane with
 		 * the lane's other messages (the same query number, so its
-		 * answer is still the one expected); its lookups fail only when
-		 * no plane to the peer is left (or, connected lazily, none is
-		 * being set up).  Failing them here had failed puts that only
+		 * answer is still the one expected); its lookups fail only once
+		 * the peer is lost: no plane left, none being set up (lazy) and
+		 * none awaited back (rejoin).  Failing them here had failed puts that only
 		 * needed the answer: with the lane's own status, and the answer
 		 * then came and was dropped as unexpected. */
-		if (!tr_peer_alive(ctx, l->peer)) {
-			tr_win_peer_lost(ctx, l->peer, l->down_status);
-			if (ctx->initialized && !ctx->closing) {
-				tr_copy_peer_lost(ctx, l->peer);
-				tr_bcast_peer_lost(ctx, l->peer);
-			}
-		}
+		if (!tr_peer_alive(ctx, l->peer))
+			peer_lost(ctx, l->peer, l->down_status);
 		if (l->state == TR_LANE_DRAINING && !ctx->closing && !l->peer_closed &&
-		    !ctx->peers[l->peer].gone) {
+		    !p->gone) {
 			/* The peer may not have noticed (a link fault loses its DREQ):
 			 * tell it on another plane, so it drops its side and the pair
 			 * can rebuild the connection. */
@@ -961,6 +1088,6 @@ void tr_peer_lane_changed(struct tr_lane *l)
 				tr_peer_send_on(alt, &m, TR_FC_HIGH, NULL);
 		}
 	}
-	await_settle(ctx, &ctx->peers[l->peer]);
+	await_settle(ctx, p);
 	tr_ctx_signal(ctx);
 }

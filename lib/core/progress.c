@@ -412,8 +412,7 @@ static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ctx->fc_ticks++;
 	each_lane(ctx, tr_lane_fc_tick);
 	tr_copy_progress(ctx);
-	if (ctx->cfg.connect == TR_CONNECT_LAZY)
-		tr_peer_await_tick(ctx);
+	tr_peer_await_tick(ctx);
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 }

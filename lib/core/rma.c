@@ -304,13 +304,16 @@ static void redo(struct triad_req *req)
 	req->redos++;
 	req->posted = 0;
 	req->lane = tr_peer_lane(ctx, req->peer, TR_F_NO_DETOUR);
-	if (req->kind != TR_REQ_CHUNK && req->lane->state != TR_LANE_UP &&
-	    tr_peer_await(ctx, req->peer)) {
-		/* TRIAD_CONNECT=lazy: the peer's only lane up so far broke
-		 * while another is being set up; wait for it, as a first use
-		 * does (registered again for its plane when it goes). */
-		unregister(req);
-		req->mr = NULL;
+	if (req->lane->state != TR_LANE_UP && tr_peer_await(ctx, req->peer)) {
+		/* No lane up, and one is coming: the peer's only lane up so
+		 * far broke while another is being set up (lazy), or a fault
+		 * broke its last one (rejoin).  Wait for it, as a first use
+		 * does (registered again for its plane when it goes; a copy
+		 * chunk finds its window again then, below). */
+		if (req->kind != TR_REQ_CHUNK) {
+			unregister(req);
+			req->mr = NULL;
+		}
 		tr_rma_await(ctx, req);
 		return;
 	}
@@ -467,25 +470,33 @@ static int stripe(struct triad_ctx *ctx, struct triad_req *req)
 	return 1;
 }
 
-/* A put or get to another rank goes to the lane the choice gives; with
- * TRIAD_CONNECT=lazy it may first wait for the peer's first connection
- * (may_wait: not when that wait is over). */
+/* A put or get to another rank goes to the lane the choice gives; it may
+ * first wait for a connection (may_wait: not when that wait is over). */
 static void rma_issue(struct triad_ctx *ctx, struct triad_req *req, int may_wait)
 {
 	struct tr_lane *l = tr_peer_lane(ctx, req->peer, req->flags | TR_F_NO_DETOUR);
 	struct triad_win *lw;
+	int port_up = tr_fab_plane_port_up(ctx->fab, l->plane);
 
 	req->plane = l->plane;
 	req->lane = l;
-	if (!tr_fab_plane_port_up(ctx->fab, l->plane)) {
+	/* No lane up: it waits for the peer's first connection (lazy), or for
+	 * one back after a fault broke the last (rejoin; a local port that
+	 * went down is such a fault too).  One pinned to its plane does not
+	 * wait for a connection back: it fails with its plane. */
+	if (l->state != TR_LANE_UP && may_wait &&
+	    (port_up || ctx->peers[req->peer].rejoin == TR_REJOIN_WAIT) &&
+	    !((req->flags & TR_F_PLANE_PIN) && ctx->peers[req->peer].rejoin == TR_REJOIN_WAIT) &&
+	    tr_peer_await(ctx, req->peer)) {
+		tr_rma_await(ctx, req);
+		return;
+	}
+	if (!port_up) {
 		tr_req_complete(req, TRIAD_S_PLANE_DOWN);
 		return;
 	}
 	if (l->state != TR_LANE_UP) {
-		if (may_wait && tr_peer_await(ctx, req->peer))
-			tr_rma_await(ctx, req);
-		else
-			tr_req_complete(req, l->down_status);
+		tr_req_complete(req, l->down_status);
 		return;
 	}
 	if ((req->flags & TRIAD_F_STRIPE) && req->len >= ctx->cfg.stripe_min && stripe(ctx, req))
@@ -507,7 +518,7 @@ void tr_rma_await(struct triad_ctx *ctx, struct triad_req *req)
 }
 
 /* Still to wait: its lane is not up, and is being set up (a pinned one),
- * or some lane of the peer is. */
+ * or a connection to the peer is coming (tr_peer_coming). */
 static int still_waits(struct triad_ctx *ctx, struct tr_peer *p, const struct triad_req *req)
 {
 	const struct tr_lane *l = tr_peer_lane(ctx, p->rank, req->flags | TR_F_NO_DETOUR);
@@ -516,10 +527,7 @@ static int still_waits(struct triad_ctx *ctx, struct tr_peer *p, const struct tr
 		return 0;
 	if (req->flags & TR_F_PLANE_PIN)
 		return tr_lane_setting_up(l);
-	for (int q = 0; q < ctx->nplanes; q++)
-		if (tr_lane_setting_up(&p->lane[q]))
-			return 1;
-	return 0;
+	return tr_peer_coming(ctx, p);
 }
 
 void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st)
@@ -542,6 +550,8 @@ void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum 
 			tr_req_complete(req, st);
 		else if (still_waits(ctx, p, req))
 			tr_list_add_tail(&p->await_rma, &req->link);
+		else if (req->kind == TR_REQ_CHUNK)
+			redo(req); /* its window looked for again, on the plane chosen now */
 		else
 			rma_issue(ctx, req, 0);
 	}

@@ -9,12 +9,18 @@
 #include "base/log.h"
 #include "fabric/internal.h"
 
+/* The reason of a CM rejection (RDMA_CM_EVENT_REJECTED's status) sent by
+ * the CM itself when no id listens on the service (InfiniBand
+ * Architecture, REJ reason 8; the kernel's IB_CM_REJ_INVALID_SERVICE_ID,
+ * which no user header exports). */
+#define REJ_INVALID_SERVICE_ID 8
+
 #define RESOLVE_TIMEOUT_MS 5000
 
 static const char *const cm_names[] = {
 	[TR_CM_ACCEPTED] = "accepted",	       [TR_CM_ESTABLISHED] = "established",
 	[TR_CM_FAILED] = "failed",	       [TR_CM_DISCONNECTED] = "disconnected",
-	[TR_CM_DEVICE_REMOVED] = "device removed",
+	[TR_CM_DEVICE_REMOVED] = "device removed", [TR_CM_NO_LISTENER] = "nothing listens there",
 };
 
 const char *tr_cm_event_str(enum tr_cm_event ev)
@@ -225,8 +231,13 @@ void tr_fab_cm_dispatch(struct tr_fab *fab)
 			report(qp, TR_CM_ESTABLISHED, priv, plen, NULL);
 			break;
 		case RDMA_CM_EVENT_REJECTED:
-			/* with the passive side's reason, when it gave one */
-			report(qp, TR_CM_FAILED, priv, plen, rdma_event_str(type));
+			/* With the passive side's reason, when it gave one.  The
+			 * CM's own "invalid service ID" says no id listens on the
+			 * port: no process there (rdma_reject's is "consumer
+			 * defined"). */
+			report(qp, status == REJ_INVALID_SERVICE_ID ? TR_CM_NO_LISTENER
+									  : TR_CM_FAILED,
+			       priv, plen, rdma_event_str(type));
 			break;
 		case RDMA_CM_EVENT_ADDR_ERROR:
 		case RDMA_CM_EVENT_ROUTE_ERROR:

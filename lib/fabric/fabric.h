@@ -45,6 +45,9 @@ enum tr_cm_event {
 			     * priv: a rejection's private data, if it had any */
 	TR_CM_DISCONNECTED, /* the peer disconnected */
 	TR_CM_DEVICE_REMOVED,
+	TR_CM_NO_LISTENER,  /* an attempt failed: the peer's connection manager
+			     * found nothing listening at the address and port
+			     * (no process there, or not yet) */
 };
 const char *tr_cm_event_str(enum tr_cm_event ev);
 

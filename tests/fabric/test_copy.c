@@ -1,6 +1,6 @@
 /* Third-party copy on a real fabric, every rank a process (4 ranks).
  *
- *   test_copy [--count N] [--kill | --kill-source | --fail-plane P | --refuse-writes P]
+ *   test_copy [--count N] [--kill | --kill-source | --fail-plane P|all | --refuse-writes P]
  *             [--phases LIST]
  *
  *   storm    every rank initiates N copies (default 250: 1000 in all) with a
@@ -40,7 +40,10 @@
  *            connections on plane P into the error state (triad_plane_fail,
  *            as a QP error would): the chunks and messages of the copies on
  *            it are done again on another plane, and every copy still
- *            completes OK with every byte in place.
+ *            completes OK with every byte in place.  P = all: every plane
+ *            at once; the rank is left with no connection, and what it and
+ *            its peers had in flight waits for the pairs to reconnect
+ *            (TRIAD_REJOIN_MS): every copy still completes OK.
  *   --refuse-writes P
  *            likewise, but every rank in turn makes its connections on plane
  *            P refuse RDMA WRITEs (triad_plane_refuse_writes): the next chunk
@@ -67,6 +70,7 @@
 #define REFUSED_OFF DATA_LEN	/* --refuse-writes: rank r's refused WRITEs, at rank 0 */
 
 static int rank, size, kill_mode, fail_plane = -1, refuse_plane = -1;
+#define ALL_PLANES 1000 /* --fail-plane all */
 static long count = 250;
 static char *win;
 static uint64_t win_len;
@@ -209,9 +213,15 @@ static void plane_fault(triad_ctx_t *ctx)
 
 	if (plane < 0)
 		return;
-	ft_fault_plane(ctx, plane, !fail);
-	printf("rank %d: plane %d %s in the middle of the storm\n", rank, plane,
-	       fail ? "failed" : "refuses WRITEs");
+	if (plane == ALL_PLANES) {
+		for (int p = 0; p < triad_nplanes(ctx); p++)
+			ft_fault_plane(ctx, p, 0);
+		printf("rank %d: every plane failed in the middle of the storm\n", rank);
+	} else {
+		ft_fault_plane(ctx, plane, !fail);
+		printf("rank %d: plane %d %s in the middle of the storm\n", rank, plane,
+		       fail ? "failed" : "refuses WRITEs");
+	}
 	fflush(stdout);
 }
 
@@ -611,7 +621,7 @@ int main(int argc, char **argv)
 		else if (c == 'K')
 			kill_mode = 2;
 		else if (c == 'f')
-			fail_plane = atoi(optarg);
+			fail_plane = strcmp(optarg, "all") ? atoi(optarg) : ALL_PLANES;
 		else if (c == 'w')
 			refuse_plane = atoi(optarg);
 		else if (c == 'p')

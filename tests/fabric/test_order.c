@@ -13,6 +13,9 @@
  *         as a QP error would (triad_plane_fail); they are rebuilt by
  *         themselves;
  *   loss  5% of the plane's packets are dropped both ways (tc netem);
+ *   fail-all  every plane of rank 0 at once, as fail: its pairs are left
+ *         with no connection, and what they send waits for them to
+ *         reconnect (TRIAD_REJOIN_MS);
  *   delay 20 ms of delay both ways (tc netem): congestion, not a fault;
  *         the adaptive choice (TRIAD_ADAPTIVE=occ, the default) must give
  *         the slow plane less of the pair's traffic than the other while
@@ -49,8 +52,8 @@ struct payload {
 };
 #define MAGIC 0x0d3d3e55u
 
-enum fault { F_NONE, F_DOWN, F_FAIL, F_LOSS, F_DELAY, F_NFAULTS };
-static const char *const fault_names[] = { "none", "down", "fail", "loss", "delay" };
+enum fault { F_NONE, F_DOWN, F_FAIL, F_LOSS, F_DELAY, F_FAIL_ALL, F_NFAULTS };
+static const char *const fault_names[] = { "none", "down", "fail", "loss", "delay", "fail-all" };
 
 static struct {
 	int count;
@@ -186,6 +189,10 @@ static void fault(triad_ctx_t *ctx, int plane, int on)
 		if (on)
 			ret = triad_plane_fail(ctx, plane);
 		break;
+	case F_FAIL_ALL: /* rank 0 is left with no connection at all */
+		for (int p = 0; on && !ret && p < triad_nplanes(ctx); p++)
+			ret = triad_plane_fail(ctx, p);
+		break;
 	case F_LOSS:
 		ret = on ? ft_ctl("netem 0 %d loss 5%%", plane) : ft_ctl("clear 0 %d", plane);
 		break;
@@ -261,7 +268,8 @@ static void send_one(triad_ctx_t *ctx, int right, int i, char *buf)
 
 static void usage(const char *prog)
 {
-	fprintf(stderr, "usage: %s [--count N] [--fault none|down|fail|loss|delay]\n", prog);
+	fprintf(stderr, "usage: %s [--count N] [--fault none|down|fail|loss|delay|fail-all]\n",
+		prog);
 	exit(2);
 }
 

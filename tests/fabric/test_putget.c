@@ -1,6 +1,7 @@
 /* Put and get on a real fabric, every rank a process.
  *
  *   test_putget [--max-size BYTES] [--random N] [--phases LIST] [--fault fail|refuse]
+ *               [--fault-planes last|all]
  *
  * Phases (default all):
  *   sizes   rank 0 <-> rank 1: put and get of 1 B .. max-size (powers of two
@@ -26,6 +27,10 @@
  *           break).  Every op must complete OK (done again on a live plane),
  *           and a get's buffer is zeroed before it is issued, so that one
  *           that reports OK without having written its data shows.
+ *           --fault-planes all: every plane at once, so that the rank is
+ *           left with no connection to anyone (one plane or more): every op
+ *           must still complete OK, held until the pair has reconnected
+ *           (TRIAD_REJOIN_MS) and done again then.
  */
 #include <getopt.h>
 #include <unistd.h>
@@ -43,6 +48,7 @@
 static uint64_t max_size = 64ull << 20;
 static int nrandom = 250;
 static const char *fault = "fail"; /* faults: what is done to a plane */
+static int fault_all;		   /* faults: to every plane at once */
 static int size, rank, nplanes;
 static char *win_buf;
 static uint64_t win_len;
@@ -279,6 +285,7 @@ static void phase_ops(triad_ctx_t *ctx, int faults)
 	ft_barrier(ctx);
 	/* faults: rank r's k-th fault comes at op (k * size + r + 1) * step. */
 	int step = nrandom / (NFAULTS * size + 1), nfault = 0;
+	int can_fault = faults && size >= 2 && (nplanes > 1 || fault_all);
 
 	for (int i = 0; i < nrandom && size >= 2; i++) {
 		int s = i % NSLOT, peer, ret;
@@ -287,12 +294,11 @@ static void phase_ops(triad_ctx_t *ctx, int faults)
 		unsigned flags;
 
 		reap(op); /* the slot is free again */
-		if (faults && nplanes > 1 && step && nfault < NFAULTS &&
-		    i == ((nfault * size + rank + 1) * step)) {
-			/* Always the last plane, so that plane 0 stays live for the
-			 * ops done again (with two planes faulted at once a pair can
-			 * be left without any, and its ops fail, as they should). */
-			ft_fault_plane(ctx, nplanes - 1, !strcmp(fault, "refuse"));
+		if (can_fault && step && nfault < NFAULTS && i == ((nfault * size + rank + 1) * step)) {
+			/* The last plane, so that plane 0 stays live for the ops done
+			 * again; or every plane, and they wait for a connection back. */
+			for (int p = fault_all ? 0 : nplanes - 1; p < nplanes; p++)
+				ft_fault_plane(ctx, p, !strcmp(fault, "refuse"));
 			nfault++;
 		}
 		do
@@ -343,9 +349,12 @@ static void phase_ops(triad_ctx_t *ctx, int faults)
 		FT_CHECK(memcmp(back, shadow + (size_t)peer * REGION, REGION) == 0,
 			 "rank %d's region for rank %d differs from what was put", peer, rank);
 	}
+	FT_CHECK(!can_fault || nfault == NFAULTS, "rank %d made %d of its %d plane faults "
+		 "(--random %d is too few)", rank, nfault, NFAULTS, nrandom);
 	if (faults) /* what it did, not what it meant to do */
-		printf("faults: rank %d: %d puts, %d gets to %d peers verified, %d plane fault(s) "
-		       "by this rank\n", rank, nput, nget, size - 1, nfault);
+		printf("faults: rank %d: %d puts, %d gets to %d peers verified, %d fault(s) of %s "
+		       "by this rank\n", rank, nput, nget, size - 1, nfault,
+		       fault_all ? "every plane at once" : "the last plane");
 	else
 		printf("random: rank %d: %d puts, %d gets to %d peers verified\n", rank, nput,
 		       nget, size - 1);
@@ -445,6 +454,7 @@ int main(int argc, char **argv)
 		{ "random", required_argument, NULL, 'r' },
 		{ "phases", required_argument, NULL, 'p' },
 		{ "fault", required_argument, NULL, 'f' },
+		{ "fault-planes", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *phases = "sizes,stripe,random,errors"; /* faults: asked for */
@@ -452,15 +462,23 @@ int main(int argc, char **argv)
 	triad_win_t *win;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "s:r:p:f:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:r:p:f:F:", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': max_size = strtoull(optarg, NULL, 0); break;
 		case 'r': nrandom = atoi(optarg); break;
 		case 'p': phases = optarg; break;
 		case 'f': fault = optarg; break;
+		case 'F':
+			if (strcmp(optarg, "last") && strcmp(optarg, "all")) {
+				fprintf(stderr, "--fault-planes: '%s' is neither last nor all\n",
+					optarg);
+				return 2;
+			}
+			fault_all = !strcmp(optarg, "all");
+			break;
 		default:
 			fprintf(stderr, "usage: %s [--max-size B] [--random N] [--phases LIST] "
-				"[--fault fail|refuse]\n", argv[0]);
+				"[--fault fail|refuse] [--fault-planes last|all]\n", argv[0]);
 			return 2;
 		}
 	}

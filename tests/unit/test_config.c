@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "base/log.h"
 
-#define NVARS 31
+#define NVARS 32
 #define TRIAD_MAX_PLANES_TEST 9
 
 static const char *const all_vars[NVARS] = {
@@ -27,7 +27,7 @@ static const char *const all_vars[NVARS] = {
 	"TRIAD_BG_SPIN_US", "TRIAD_BCAST_PIPELINE", "TRIAD_TRACE", "TRIAD_ORDER",
 	"TRIAD_STRIPE_MIN", "TRIAD_ADAPTIVE", "TRIAD_ADAPTIVE_T", "TRIAD_ADAPTIVE_ALPHA",
 	"TRIAD_DAEMON",	     "TRIAD_DEVICES", "TRIAD_REG_CACHE", "TRIAD_CONNECT",
-	"TRIAD_COPY_EAGER",
+	"TRIAD_COPY_EAGER", "TRIAD_REJOIN_MS",
 };
 
 struct fake_env {
@@ -209,6 +209,7 @@ struct int_var {
 static const struct int_var int_vars[] = {
 	IV("TRIAD_RANK", rank, -1, 2147483647),
 	IV("TRIAD_CONNECT_TIMEOUT_MS", connect_timeout_ms, 100, 2147483647),
+	IV("TRIAD_REJOIN_MS", rejoin_ms, 0, 2147483647),
 	IV("TRIAD_SPIN_US", spin_us, 0, 10000000),
 	IV("TRIAD_SQ_DEPTH", sq_depth, 4, 16384),
 	IV("TRIAD_SLOTS", slots, 1, 64),
