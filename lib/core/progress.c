@@ -284,9 +284,7 @@ static int sleep_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg,
 
 int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int timeout_ms)
 {
-	uint64_t start = tr_now_ns();
-	uint64_t spin_end = start + (uint64_t)ctx->cfg.spin_us * 1000;
-	uint64_t end = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000;
+	uint64_t start = 0, spin_end = 0, end = UINT64_MAX;
 	int ret = 0;
 
 	pthread_mutex_lock(&ctx->lock);
@@ -297,7 +295,16 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
 		tr_progress_app(ctx);
 		if (pred(arg))
 			break;
-		now = tr_now_ns();
+		/* The clock tr_progress_app read for this pass: a wait that the
+		 * first pass ends (a get, whose READ rxe completes inside its
+		 * post) reads it once, not three times. */
+		now = ctx->app_poll_ns;
+		if (!start) {
+			start = now;
+			spin_end = start + (uint64_t)ctx->cfg.spin_us * 1000;
+			if (timeout_ms >= 0)
+				end = start + (uint64_t)timeout_ms * 1000000;
+		}
 		if (now >= end) {
 			ret = -ETIMEDOUT;
 			break;

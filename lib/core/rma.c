@@ -103,10 +103,12 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 	struct tr_epoch *ep;
 	int peer;
 
-	free(req->then); /* never posted: its op fails with this request */
-	req->then = NULL;
-	free(req->then_raw);
-	req->then_raw = NULL;
+	if (req->then || req->then_raw) { /* never posted: its op fails with this request */
+		free(req->then);
+		req->then = NULL;
+		free(req->then_raw);
+		req->then_raw = NULL;
+	}
 	if (st == TRIAD_S_OK && req->lane)
 		tr_lane_count(req->lane, req, 1);
 	if (req->kind == TR_REQ_CHUNK || req->kind == TR_REQ_LOOKUP) {
