@@ -309,7 +309,12 @@ struct triad_ctx {
 	ev_timer linger_w;	  /* flushes deferred BSMs */
 	int linger_wanted;	  /* an application thread asked for linger_w (kick_w) */
 	int linger_on;		  /* linger_w runs (set and cleared under the lock) */
-	uint64_t app_poll_ns;	  /* when an application thread last polled */
+	/* Application threads count their calls (a poll, a post, a wait's
+	 * pass) instead of reading the clock; the progress thread dates the
+	 * count when it sees it change (progress.c, app_polling). */
+	uint64_t app_calls;	  /* under the lock */
+	uint64_t app_seen_calls;  /* the count app_polling last saw */
+	uint64_t app_seen_ns;	  /* when it saw it change; 0: a thread went to sleep */
 	uint64_t rx_msgs;	  /* messages received on every lane (the spin's measure) */
 	int rearm_on;		  /* rearm_w runs (set and cleared under the lock) */
 	int rearm_asked;	  /* an application thread asked for it (kick_w) */

@@ -1559,10 +1559,18 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 	}
 out:
 	if (l->state == TR_LANE_UP) {
-		pump(l);
-		tr_rma_pump(l);
+		/* RMA leaves room in the send queue for every message the buffers
+		 * allow (post_rma): a message or buffer status waits for the
+		 * entry this completion freed only when the queue was full. */
+		if (l->sq_avail == 1 || l->fence_wanted)
+			pump(l);
+		else if (l->ctx->choice.rules) /* less in flight here: a pass */
+			tr_peer_redecide(l->ctx, &l->ctx->peers[l->peer]);
+		if (!tr_list_empty(&l->rmaq))
+			tr_rma_pump(l);
+	} else {
+		check_drained(l);
 	}
-	check_drained(l);
 }
 
 void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc)

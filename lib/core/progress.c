@@ -40,16 +40,33 @@ int tr_progress(struct triad_ctx *ctx)
 
 void tr_progress_app(struct triad_ctx *ctx)
 {
-	ctx->app_poll_ns = tr_now_ns();
+	ctx->app_calls++;
 	tr_progress(ctx);
 }
 
-static int app_polling(const struct triad_ctx *ctx)
+/* Has an application thread called in within the last APP_ACTIVE_NS (give
+ * or take a re-arm period)?  It counts its calls, and the count is dated
+ * here when it is seen to have moved: one clock read per look here
+ * instead of one per call there (a put, a get, every spin of a wait). */
+static int app_polling(struct triad_ctx *ctx)
 {
-	return tr_now_ns() - ctx->app_poll_ns < APP_ACTIVE_NS;
+	uint64_t now = tr_now_ns();
+
+	if (ctx->app_calls != ctx->app_seen_calls) {
+		ctx->app_seen_calls = ctx->app_calls;
+		ctx->app_seen_ns = now;
+	}
+	return ctx->app_seen_ns && now - ctx->app_seen_ns < APP_ACTIVE_NS;
 }
 
-static int rearm_pending(const struct triad_ctx *ctx)
+/* A thread about to sleep: not polling any more, events on. */
+static void app_asleep(struct triad_ctx *ctx)
+{
+	ctx->app_seen_calls = ctx->app_calls;
+	ctx->app_seen_ns = 0;
+}
+
+static int rearm_pending(struct triad_ctx *ctx)
 {
 	return app_polling(ctx) && ev_is_active(&ctx->rearm_w);
 }
@@ -77,7 +94,7 @@ static int on_progress_thread(const struct triad_ctx *ctx);
 void tr_progress_want_send(struct triad_ctx *ctx, int plane)
 {
 	if (!on_progress_thread(ctx) && ctx->thread_started) {
-		ctx->app_poll_ns = tr_now_ns();
+		ctx->app_calls++;
 		if (!ctx->rearm_on && !ctx->rearm_asked) {
 			ctx->rearm_asked = 1;
 			ev_async_send(ctx->loop, &ctx->kick_w);
@@ -295,10 +312,9 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
 		tr_progress_app(ctx);
 		if (pred(arg))
 			break;
-		/* The clock tr_progress_app read for this pass: a wait that the
-		 * first pass ends (a get, whose READ rxe completes inside its
-		 * post) reads it once, not three times. */
-		now = ctx->app_poll_ns;
+		/* The clock is read only once the first pass did not do: a get,
+		 * whose READ rxe completes inside its post, reads none. */
+		now = tr_now_ns();
 		if (!start) {
 			start = now;
 			spin_end = start + (uint64_t)ctx->cfg.spin_us * 1000;
@@ -316,7 +332,7 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
 			continue;
 		}
 		/* Sleep until the progress thread signals. */
-		ctx->app_poll_ns = 0; /* not polling any more: events on */
+		app_asleep(ctx);
 		arm_all(ctx, 1);
 		if (pred(arg))
 			break;

@@ -242,18 +242,18 @@ uint32_t tr_fab_mr_rkey(const struct tr_mr *mr)
 }
 
 /* ---- completions --------------------------------------------------------------*/
-static int poll_cq(struct tr_fab_plane *pl, struct ibv_cq *cq,
-		   void (*fn)(void *, const struct tr_fab_wc *))
-{
-	struct ibv_wc wc[32];
-	int n, i, total = 0;
+#define POLL_BATCH 32 /* completions taken per ibv_poll_cq */
 
-	do {
-		n = ibv_poll_cq(cq, 32, wc);
-		if (n < 0) {
-			tr_error("plane %d: ibv_poll_cq failed (%d)", pl->index, n);
-			return total;
-		}
+/* Delivers the n completions in wc, then polls on while the CQ gives full
+ * batches.  Kept apart from poll_cq, not inlined: an empty poll (most of
+ * them) then returns without saving the registers this loop needs. */
+static __attribute__((noinline)) int deliver(struct tr_fab_plane *pl, struct ibv_cq *cq,
+					     void (*fn)(void *, const struct tr_fab_wc *),
+					     struct ibv_wc *wc, int n)
+{
+	int i, total = 0;
+
+	for (;;) {
 		for (i = 0; i < n; i++) {
 			struct tr_fab_wc w = {
 				.cookie = wc[i].wr_id,
@@ -266,8 +266,28 @@ static int poll_cq(struct tr_fab_plane *pl, struct ibv_cq *cq,
 			fn(pl->fab->arg, &w);
 		}
 		total += n;
-	} while (n == 32);
-	return total;
+		if (n < POLL_BATCH)
+			return total;
+		n = ibv_poll_cq(cq, POLL_BATCH, wc);
+		if (n <= 0) {
+			if (n < 0)
+				tr_error("plane %d: ibv_poll_cq failed (%d)", pl->index, n);
+			return total;
+		}
+	}
+}
+
+static int poll_cq(struct tr_fab_plane *pl, struct ibv_cq *cq,
+		   void (*fn)(void *, const struct tr_fab_wc *))
+{
+	struct ibv_wc wc[POLL_BATCH];
+	int n = ibv_poll_cq(cq, POLL_BATCH, wc);
+
+	if (n > 0)
+		return deliver(pl, cq, fn, wc, n);
+	if (n < 0)
+		tr_error("plane %d: ibv_poll_cq failed (%d)", pl->index, n);
+	return 0;
 }
 
 int tr_fab_plane_poll(struct tr_fab *fab, int index)
