@@ -862,7 +862,8 @@ int tr_lane_send_wanted(const struct tr_lane *l)
 	 * fence that waits for room does. */
 	return l->sq_posted &&
 	       (l->rma_posted > l->lp_unsig || l->req_msgs || l->nqueued || !l->tx_free ||
-		l->bsm_linger || l->fence_wanted || l->state == TR_LANE_DRAINING);
+		l->bsm_linger || l->fence_wanted || l->state == TR_LANE_DRAINING ||
+		(l->bsm_inflight && tr_fc_rx_bsm_due(&l->fc_rx)));
 }
 
 void tr_lane_destroy(struct tr_lane *l)
@@ -993,7 +994,12 @@ static void pump_bsm(struct tr_lane *l, int force)
 
 	switch (tr_fc_rx_bsm_decide(&l->fc_rx, l->rx_need, &in)) {
 	case TR_FC_BSM_WAIT_ROOM:
-		tr_progress_want_send(l->ctx, l->plane); /* a completion frees room */
+	case TR_FC_BSM_BUSY:
+		/* A completion frees room, or the BSM in flight whose completion
+		 * lets the next one go: somebody must poll for it.  (With send
+		 * events off and nothing else on the way, nobody did: the sender
+		 * waited for the status for minutes, am-backpressure in CI.) */
+		tr_progress_want_send(l->ctx, l->plane);
 		break;
 	case TR_FC_BSM_LINGER:
 		if (!l->bsm_linger) {
@@ -1642,9 +1648,13 @@ void tr_lane_fc_tick(struct tr_lane *l)
 			"freed", l->peer, l->plane, n);
 	if (l->nqueued)
 		tell_stuck(l);
-	/* Queued messages go as soon as what they wait for comes back; a
-	 * pump here too costs nothing when they cannot, and a wake-up missed
-	 * (a bug) then delays a message by one period instead of for ever. */
-	if (n || l->nqueued)
+	/* Queued messages and a due buffer status go as soon as what they
+	 * wait for comes back; a pump here too costs nothing when they
+	 * cannot, and a wake-up missed (a bug) then delays them by one period
+	 * instead of for ever.  A status still lingering is overdue (the
+	 * linger is at most a quarter period). */
+	if (l->bsm_linger)
+		tr_lane_bsm_flush(l);
+	if (n || l->nqueued || tr_fc_rx_bsm_due(&l->fc_rx))
 		pump(l);
 }

@@ -433,6 +433,10 @@ static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	pthread_mutex_lock(&ctx->lock);
 	ctx->fc_ticks++;
+	/* One poll of every plane per period, whatever the events say: a
+	 * completion nobody asked an event for (a wake-up missed) waits one
+	 * period at most, not until other traffic comes. */
+	tr_progress(ctx);
 	each_lane(ctx, tr_lane_fc_tick);
 	tr_copy_progress(ctx);
 	tr_peer_await_tick(ctx);
