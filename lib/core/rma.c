@@ -472,6 +472,19 @@ static int stripe(struct triad_ctx *ctx, struct triad_req *req)
 	return 1;
 }
 
+/* req's lane is not up: does it wait for a connection?  For the peer's
+ * first one (lazy), on a plane whose port is up; or for one back after a
+ * fault broke the last (rejoin; a local port that went down is such a
+ * fault too), unless it is pinned to its plane: then it fails with it. */
+static int awaits(struct triad_ctx *ctx, const struct triad_req *req, int port_up)
+{
+	int rejoin = ctx->peers[req->peer].rejoin == TR_REJOIN_WAIT;
+
+	if (rejoin ? (req->flags & TR_F_PLANE_PIN) != 0 : !port_up)
+		return 0;
+	return tr_peer_await(ctx, req->peer);
+}
+
 /* A put or get to another rank goes to the lane the choice gives; it may
  * first wait for a connection (may_wait: not when that wait is over). */
 static void rma_issue(struct triad_ctx *ctx, struct triad_req *req, int may_wait)
@@ -482,14 +495,7 @@ static void rma_issue(struct triad_ctx *ctx, struct triad_req *req, int may_wait
 
 	req->plane = l->plane;
 	req->lane = l;
-	/* No lane up: it waits for the peer's first connection (lazy), or for
-	 * one back after a fault broke the last (rejoin; a local port that
-	 * went down is such a fault too).  One pinned to its plane does not
-	 * wait for a connection back: it fails with its plane. */
-	if (l->state != TR_LANE_UP && may_wait &&
-	    (port_up || ctx->peers[req->peer].rejoin == TR_REJOIN_WAIT) &&
-	    !((req->flags & TR_F_PLANE_PIN) && ctx->peers[req->peer].rejoin == TR_REJOIN_WAIT) &&
-	    tr_peer_await(ctx, req->peer)) {
+	if (l->state != TR_LANE_UP && may_wait && awaits(ctx, req, port_up)) {
 		tr_rma_await(ctx, req);
 		return;
 	}
