@@ -1653,8 +1653,7 @@ void tr_lane_fc_tick(struct tr_lane *l)
 	 * cannot, and a wake-up missed (a bug) then delays them by one period
 	 * instead of for ever.  A status still lingering is overdue (the
 	 * linger is at most a quarter period). */
-	if (l->bsm_linger)
-		tr_lane_bsm_flush(l);
+	tr_lane_bsm_flush(l);
 	if (n || l->nqueued || tr_fc_rx_bsm_due(&l->fc_rx))
 		pump(l);
 }

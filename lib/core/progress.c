@@ -436,9 +436,8 @@ static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	/* One poll of every plane per period, whatever the events say: a
 	 * completion nobody asked an event for (a wake-up missed) waits one
 	 * period at most, not until other traffic comes. */
-	tr_progress(ctx);
+	tr_progress(ctx); /* copies' deadlines too (tr_copy_progress) */
 	each_lane(ctx, tr_lane_fc_tick);
-	tr_copy_progress(ctx);
 	tr_peer_await_tick(ctx);
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);
