@@ -1,4 +1,5 @@
 #include <stdarg.h>
+#include <time.h>
 
 #include "ft.h"
 
@@ -17,6 +18,14 @@ enum triad_status ft_wait(triad_req_t *req, int timeout_ms)
 	st = triad_req_status(req);
 	FT_CHECK(triad_req_free(req) == 0, "triad_req_free of a complete request");
 	return st;
+}
+
+double ft_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 triad_ctx_t *ft_init(void)

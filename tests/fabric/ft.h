@@ -78,6 +78,9 @@ static inline int64_t ft_verify(const void *buf, uint64_t len, uint32_t seed, ui
  * timeout, which is itself a failure the caller checks). */
 enum triad_status ft_wait(triad_req_t *req, int timeout_ms);
 
+/* Seconds on the monotonic clock. */
+double ft_now_s(void);
+
 /* triad_init from the environment; exits on failure. */
 triad_ctx_t *ft_init(void);
 /* Barrier that counts a failure instead of hanging. */

@@ -56,7 +56,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ft.h"
@@ -67,14 +66,6 @@
 static int rank, size;
 static char sync_dir[512];
 static char pfx[64]; /* the case's (and iteration's) namespace for meeting files */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- meeting through files -------------------------------------------------- */
 static void sync_path(char *out, size_t n, const char *tag, int r)
@@ -103,7 +94,7 @@ static void sync_post(const char *tag, char val)
 static char sync_wait(const char *tag, int r, int timeout_ms)
 {
 	char path[700], val = 0;
-	double end = now_s() + timeout_ms / 1000.0;
+	double end = ft_now_s() + timeout_ms / 1000.0;
 
 	sync_path(path, sizeof(path), tag, r);
 	for (;;) {
@@ -115,7 +106,7 @@ static char sync_wait(const char *tag, int r, int timeout_ms)
 			close(fd);
 			return val;
 		}
-		if (now_s() > end)
+		if (ft_now_s() > end)
 			return 0;
 		usleep(10000);
 	}
@@ -242,9 +233,9 @@ static void case_fini_pending(triad_ctx_t **ctxp)
 		usleep(200000); /* let the first chunks and messages go out */
 		for (int i = 0; i < n; i++)
 			pending_before += triad_req_status(reqs[i]) == TRIAD_S_PENDING;
-		t0 = now_s();
+		t0 = ft_now_s();
 		triad_fini(ctx);
-		dt = now_s() - t0;
+		dt = ft_now_s() - t0;
 		*ctxp = NULL;
 		for (int i = 0; i < n; i++) {
 			enum triad_status st = triad_req_status(reqs[i]);
@@ -355,9 +346,9 @@ static void case_barrier_rank_dies(triad_ctx_t **ctxp)
 		fflush(NULL);
 		raise(SIGKILL);
 	}
-	t0 = now_s();
+	t0 = ft_now_s();
 	ret = triad_barrier(ctx, 8000);
-	dt = now_s() - t0;
+	dt = ft_now_s() - t0;
 	printf("barrier-rank-dies: rank %d: barrier returned %s after %.2f s (rank %d killed at "
 	       "its start)\n", rank, ret ? strerror(-ret) : "0", dt, VICTIM);
 	FT_CHECK(ret != 0, "the barrier succeeded with rank %d dead", VICTIM);
@@ -384,10 +375,10 @@ static void case_barrier_retry(triad_ctx_t **ctxp)
 		ret = triad_barrier(ctx, 500);
 		FT_CHECK(ret == -ETIMEDOUT, "the barrier with rank %d late: %s, expected a timeout",
 			 LATE, ret ? strerror(-ret) : "0");
-		t0 = now_s();
+		t0 = ft_now_s();
 		ret = triad_barrier(ctx, 4000); /* the retry: rank 3 arrives ~1.5 s from now */
 		printf("barrier-retry: rank %d: the retry of its timed-out barrier returned %s after "
-		       "%.2f s\n", rank, ret ? strerror(-ret) : "0", now_s() - t0);
+		       "%.2f s\n", rank, ret ? strerror(-ret) : "0", ft_now_s() - t0);
 		FT_CHECK(ret == 0, "the retry of a timed-out barrier: %s", strerror(-ret));
 		sync_post("retried", '1');
 	} else {
@@ -534,16 +525,16 @@ static void case_win_stale_access(triad_ctx_t **ctxp)
 		}
 		if (st[2] == TRIAD_S_OK)
 			FT_CHECK(ft_verify(l + WS_OP, WS_OP, 3, WS_OP) < 0, "valid get: wrong bytes");
-		t0 = now_s();
+		t0 = ft_now_s();
 		lp = put_st(ctx, l, 4096, 1, WS_VALID, 3 * WS_OP + WS_OP, pin);
 		lg = get_st(ctx, l + 4 * WS_OP, 4096, 1, WS_VALID, 3 * WS_OP + WS_OP, pin);
-		FT_CHECK(lp == TRIAD_S_OK && lg == TRIAD_S_OK && now_s() - t0 < 2.0,
+		FT_CHECK(lp == TRIAD_S_OK && lg == TRIAD_S_OK && ft_now_s() - t0 < 2.0,
 			 "a put and a get after the stale accesses, same plane: %s, %s in %.2f s",
-			 st_str(lp), st_str(lg), now_s() - t0);
+			 st_str(lp), st_str(lg), ft_now_s() - t0);
 		printf("win-stale-access: plane %u: valid put %s, stale put %s, valid get %s, stale "
 		       "get %s, valid put %s; then put %s, get %s (%.2f s)\n", pin & 0xffu,
 		       st_str(st[0]), st_str(st[1]), st_str(st[2]), st_str(st[3]), st_str(st[4]),
-		       st_str(lp), st_str(lg), now_s() - t0);
+		       st_str(lp), st_str(lg), ft_now_s() - t0);
 		sync_post("ok0", st[0] == TRIAD_S_OK && st[4] == TRIAD_S_OK ? '1' : '0');
 	}
 	sync_all("checked", -1);
@@ -629,9 +620,9 @@ static void case_win_destroy_inflight(triad_ctx_t **ctxp)
 		/* Every plane works again, the broken one once it is rebuilt. */
 		for (int p = 0; p < triad_nplanes(ctx); p++) {
 			enum triad_status st = TRIAD_S_MAX;
-			double end = now_s() + 20;
+			double end = ft_now_s() + 20;
 
-			while (now_s() < end &&
+			while (ft_now_s() < end &&
 			       (st = put_st(ctx, l, 4096, 1, WD_VALID, 0, TRIAD_F_PLANE(p))) != TRIAD_S_OK)
 				usleep(200000);
 			FT_CHECK(st == TRIAD_S_OK, "plane %d after the destruction: %s", p, st_str(st));
@@ -645,7 +636,7 @@ static void case_win_destroy_inflight(triad_ctx_t **ctxp)
 	if (rank == 1) {
 		FT_CHECK(sync_wait("go", 0, 60000), "rank 0 never started");
 		/* Destroy while the stream is on the wire: once the first bytes land. */
-		for (double end = now_s() + 20; now_s() < end && !landed(d + WD_OP / 2, 64);)
+		for (double end = ft_now_s() + 20; ft_now_s() < end && !landed(d + WD_OP / 2, 64);)
 			usleep(100);
 		FT_CHECK(triad_win_destroy(wd) == 0, "destroy");
 	}
@@ -714,14 +705,14 @@ static void case_query_plane_fails(triad_ctx_t **ctxp)
 				 "%d failed: %s", p, st_str(st));
 			ok &= st == TRIAD_S_OK;
 			/* The broken plane is rebuilt (by rank 0, the lower) before the next. */
-			t0 = now_s();
+			t0 = ft_now_s();
 			do {
 				st = put_st(ctx, l, 8, 1, QF_WIN + p, 0, TRIAD_F_PLANE(p));
-			} while (st != TRIAD_S_OK && now_s() - t0 < 20.0 && !usleep(100000));
+			} while (st != TRIAD_S_OK && ft_now_s() - t0 < 20.0 && !usleep(100000));
 			FT_CHECK(st == TRIAD_S_OK, "plane %d after its rebuild: %s", p, st_str(st));
 			printf("query-plane-fails: plane %d failed with a window query in flight: the "
 			       "put %s; plane %d back after %.2f s\n", p, ok ? "ok" : "FAILED", p,
-			       now_s() - t0);
+			       ft_now_s() - t0);
 		}
 		sync_post("put", ok ? '1' : '0');
 	}
@@ -940,7 +931,7 @@ static const struct tcase {
 static char run_case(const struct tcase *t)
 {
 	int status;
-	double end = now_s() + CASE_TIMEOUT_S;
+	double end = ft_now_s() + CASE_TIMEOUT_S;
 	pid_t pid;
 
 	fflush(NULL);
@@ -968,7 +959,7 @@ static char run_case(const struct tcase *t)
 			break;
 		if (r < 0)
 			return 'C';
-		if (now_s() > end) {
+		if (ft_now_s() > end) {
 			fprintf(stderr, "rank %d: %s: still running after %d s: killed\n", rank,
 				t->name, CASE_TIMEOUT_S);
 			kill(pid, SIGKILL);
@@ -1094,7 +1085,7 @@ int main(int argc, char **argv)
 		snprintf(pfx, sizeof(pfx), "%02d", i);
 		if (!sync_all("start", -1)) /* every rank's previous contexts are gone */
 			return 1;
-		t0 = now_s();
+		t0 = ft_now_s();
 		res = run_case(t);
 		sync_post("result", res);
 		if (rank == 0) {
@@ -1112,9 +1103,9 @@ int main(int argc, char **argv)
 										: "lost");
 			}
 			if (bad)
-				printf("FAIL api/%s (%.1f s):%s\n", t->name, now_s() - t0, why);
+				printf("FAIL api/%s (%.1f s):%s\n", t->name, ft_now_s() - t0, why);
 			else
-				printf("PASS api/%s (%.1f s)\n", t->name, now_s() - t0);
+				printf("PASS api/%s (%.1f s)\n", t->name, ft_now_s() - t0);
 			passed += !bad;
 			failed += bad;
 		}

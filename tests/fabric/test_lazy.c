@@ -422,14 +422,6 @@ static void case_first_breaks(triad_ctx_t *ctx, uint64_t *win)
 		       COUNT / 2);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int case_unreachable(triad_ctx_t *ctx)
 {
 	int gone = size - 1, ret;
@@ -440,7 +432,7 @@ static int case_unreachable(triad_ctx_t *ctx)
 		triad_req_t *put = NULL, *am = NULL, *fl = NULL;
 		uint64_t word = 1, back = 0;
 		struct am m = { 0 };
-		double t0 = now_s(), took;
+		double t0 = ft_now_s(), took;
 		enum triad_status st;
 
 		FT_CHECK(triad_put(ctx, &word, 8, gone, WIN, 0, 0, &put) == 0, "put");
@@ -454,7 +446,7 @@ static int case_unreachable(triad_ctx_t *ctx)
 		FT_CHECK(st == TRIAD_S_UNREACHABLE, "message: %s", triad_status_str(st));
 		st = fl ? ft_wait(fl, 120000) : TRIAD_S_PENDING;
 		FT_CHECK(st == TRIAD_S_UNREACHABLE, "flush: %s", triad_status_str(st));
-		took = now_s() - t0;
+		took = ft_now_s() - t0;
 		FT_CHECK(took < limit, "failed after %.1f s, the timeout allows %.1f", took, limit);
 		FT_CHECK(established(ctx, gone, 0) == 0, "a lane to the missing rank came up");
 		printf("unreachable: put, message and flush to rank %d failed after %.1f s\n", gone,

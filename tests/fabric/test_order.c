@@ -31,7 +31,6 @@
 #include <getopt.h>
 #include <strings.h>
 #include <stdatomic.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ft.h"
@@ -164,14 +163,6 @@ static int lane_up(triad_ctx_t *ctx, int peer, int plane)
 	struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_LINK };
 
 	return triad_conn_stats(ctx, peer, plane, &cs) == 0 && cs.up;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* The fault, on rank 0's port of the pair (0, 1)'s home plane. */
@@ -333,7 +324,7 @@ int main(int argc, char **argv)
 	FT_CHECK(triad_win_create(ctx, WIN_ID, st.win, winlen, NULL, &win) == 0, "win_create");
 	ft_barrier(ctx);
 
-	t0 = now_s();
+	t0 = ft_now_s();
 	for (int i = 0; i < st.count; i++) {
 		if (ft_rank == 0 && i == st.count / 3) {
 			home0 = msgs_on(ctx, right, home);
@@ -355,12 +346,12 @@ int main(int argc, char **argv)
 	}
 	while (puts.n)
 		put_retire(ctx, &puts, right);
-	printf("rank %d: %d messages sent in %.1f s\n", ft_rank, st.count, now_s() - t0);
+	printf("rank %d: %d messages sent in %.1f s\n", ft_rank, st.count, ft_now_s() - t0);
 
 	/* Everything sent to us arrives. */
-	for (double end = now_s() + 120;
+	for (double end = ft_now_s() + 120;
 	     (st.got < (unsigned)st.count || st.notes < (unsigned)(st.count - 1) / PUT_EVERY + 1) &&
-	     now_s() < end;)
+	     ft_now_s() < end;)
 		triad_progress(ctx);
 	FT_CHECK(st.got == (unsigned)st.count, "%u of %d messages from rank %d arrived", st.got,
 		 st.count, st.left);
@@ -390,7 +381,7 @@ int main(int argc, char **argv)
 		/* The fault moved the pair's messages off the home plane ... */
 		FT_CHECK(alt1 > alt0, "no message took plane %d during the fault", alt);
 		/* ... and once the plane is back, they return to it. */
-		for (double end = now_s() + 60; !lane_up(ctx, right, home) && now_s() < end;)
+		for (double end = ft_now_s() + 60; !lane_up(ctx, right, home) && ft_now_s() < end;)
 			usleep(20000);
 		FT_CHECK(lane_up(ctx, right, home), "plane %d to rank %d never came back", home,
 			 right);

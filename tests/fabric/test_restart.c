@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ft.h"
@@ -38,21 +37,13 @@
 
 static int crash;
 
-static double now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* Keeps the context alive and progressing for ms, as a rank that computes
  * before it closes (the progress thread serves connection requests). */
 static void linger(triad_ctx_t *ctx, int ms)
 {
-	double end = now_ms() + ms;
+	double end = ft_now_s() + ms / 1e3;
 
-	while (now_ms() < end) {
+	while (ft_now_s() < end) {
 		triad_progress(ctx);
 		usleep(1000);
 	}
@@ -102,7 +93,7 @@ static int run1(int rank)
  * other's window, then reads the other's pattern back from its own. */
 static int run2(int rank)
 {
-	double t0 = now_ms();
+	double t0 = ft_now_s();
 	triad_ctx_t *ctx = ft_init();
 	int peer = 1 - rank;
 	uint8_t *win = calloc(1, LEN), *src = malloc(LEN);
@@ -134,7 +125,7 @@ static int run2(int rank)
 		 "run 2's window does not hold run 2's rank %d's put", peer);
 	if (!ft_failures)
 		printf("test_restart: run 2 rank %d: up, barriers and put in %.0f ms\n", rank,
-		       now_ms() - t0);
+		       (ft_now_s() - t0) * 1e3);
 	ft_barrier(ctx);
 	triad_win_destroy(w);
 	triad_fini(ctx);
