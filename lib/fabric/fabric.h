@@ -118,6 +118,9 @@ int tr_fab_plane_async_fd(const struct tr_fab *fab, int index);
 /* Polls the plane's send CQ, then its receive CQ, until both are empty;
  * every completion goes to ops.  Returns how many there were. */
 int tr_fab_plane_poll(struct tr_fab *fab, int index);
+/* Polls the plane's send CQ alone, once: an operation just posted may be
+ * complete already (rxe does a small READ or WRITE inside the post). */
+int tr_fab_plane_poll_send(struct tr_fab *fab, int index);
 
 enum { TR_FAB_CQ_RECV = 1, TR_FAB_CQ_SEND = 2 };
 /* Reads and acknowledges the channel's events; returns which CQs raised

@@ -301,6 +301,13 @@ int tr_fab_plane_poll(struct tr_fab *fab, int index)
 	return poll_cq(pl, pl->scq, fab->ops->on_send) + poll_cq(pl, pl->cq, fab->ops->on_recv);
 }
 
+int tr_fab_plane_poll_send(struct tr_fab *fab, int index)
+{
+	struct tr_fab_plane *pl = &fab->plane[index];
+
+	return pl->open ? poll_cq(pl, pl->scq, fab->ops->on_send) : 0;
+}
+
 unsigned tr_fab_plane_events(struct tr_fab *fab, int index)
 {
 	struct tr_fab_plane *pl = &fab->plane[index];
