@@ -675,11 +675,11 @@ struct triad_req *tr_rma_lput_req(struct tr_lput *lp)
  * see bench/README.md. */
 #define DONE_IN_POST_MAX 4096
 
-/* req (held by the caller) was just posted whole, and is small. */
+/* req (held by the caller) was just posted whole, and is small; it is
+ * not complete while a chunk of it is in flight. */
 static int done_in_post(const struct triad_req *req)
 {
-	return req->len <= DONE_IN_POST_MAX && req->inflight && req->posted == req->len &&
-	       !atomic_load_explicit(&req->done, memory_order_relaxed);
+	return req->len <= DONE_IN_POST_MAX && req->inflight && req->posted == req->len;
 }
 
 static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, size_t len,

@@ -244,6 +244,19 @@ uint32_t tr_fab_mr_rkey(const struct tr_mr *mr)
 /* ---- completions --------------------------------------------------------------*/
 #define POLL_BATCH 32 /* completions taken per ibv_poll_cq */
 
+/* Up to POLL_BATCH completions of cq into wc: how many (0 on an error,
+ * which is logged). */
+static int take(struct tr_fab_plane *pl, struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int n = ibv_poll_cq(cq, POLL_BATCH, wc);
+
+	if (n < 0) {
+		tr_error("plane %d: ibv_poll_cq failed (%d)", pl->index, n);
+		return 0;
+	}
+	return n;
+}
+
 /* Delivers the n completions in wc, then polls on while the CQ gives full
  * batches.  Kept apart from poll_cq, not inlined: an empty poll (most of
  * them) then returns without saving the registers this loop needs. */
@@ -266,14 +279,8 @@ static __attribute__((noinline)) int deliver(struct tr_fab_plane *pl, struct ibv
 			fn(pl->fab->arg, &w);
 		}
 		total += n;
-		if (n < POLL_BATCH)
+		if (n < POLL_BATCH || (n = take(pl, cq, wc)) == 0)
 			return total;
-		n = ibv_poll_cq(cq, POLL_BATCH, wc);
-		if (n <= 0) {
-			if (n < 0)
-				tr_error("plane %d: ibv_poll_cq failed (%d)", pl->index, n);
-			return total;
-		}
 	}
 }
 
@@ -281,13 +288,9 @@ static int poll_cq(struct tr_fab_plane *pl, struct ibv_cq *cq,
 		   void (*fn)(void *, const struct tr_fab_wc *))
 {
 	struct ibv_wc wc[POLL_BATCH];
-	int n = ibv_poll_cq(cq, POLL_BATCH, wc);
+	int n = take(pl, cq, wc);
 
-	if (n > 0)
-		return deliver(pl, cq, fn, wc, n);
-	if (n < 0)
-		tr_error("plane %d: ibv_poll_cq failed (%d)", pl->index, n);
-	return 0;
+	return n ? deliver(pl, cq, fn, wc, n) : 0;
 }
 
 int tr_fab_plane_poll(struct tr_fab *fab, int index)

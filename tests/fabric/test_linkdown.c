@@ -108,7 +108,7 @@ static uint64_t connects(triad_ctx_t *ctx, int peer, int nplanes, int *up)
 #define NBURST 48  /* active messages in flight when every plane goes down */
 #define NAFTER 200 /* after the outage: more than the 64-message receive window */
 
-static _Atomic long after_seen; /* the handler runs in the progress thread */
+static _Atomic long after_seen; /* the handler may run on the progress thread */
 static triad_am_msg_t *kept[NBURST];
 static int nkept;
 
