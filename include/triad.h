@@ -380,8 +380,9 @@ enum {
 	TRIAD_CONN_STATS_CHOICE = 1u << 4, /* detours */
 	TRIAD_CONN_STATS_CONN = 1u << 5,   /* established */
 	TRIAD_CONN_STATS_RUN = 1u << 6,	   /* other_run */
+	TRIAD_CONN_STATS_BARE = 1u << 7,   /* am_bare_tx, am_bare_rx */
 };
-#define TRIAD_CONN_STATS_ALL 0x7fu
+#define TRIAD_CONN_STATS_ALL 0xffu
 
 struct triad_conn_stats {
 	uint64_t field_mask; /* TRIAD_CONN_STATS_* (in) */
@@ -412,6 +413,9 @@ struct triad_conn_stats {
 	 * process of another run of the same world (one of that rank still
 	 * alive from the run before, or a new one after ours died) */
 	uint64_t other_run;
+	/* active messages sent and received bare: headers in the SEND's
+	 * immediate, only the payload on the wire (TRIAD_BARE_AM) */
+	uint64_t am_bare_tx, am_bare_rx;
 };
 /* The counters of this rank's connection to rank on plane, for the groups
  * stats_p->field_mask names (completions already queued are counted

@@ -35,6 +35,7 @@ enum {
 	CTR_RX_DROPPED,	  /* malformed messages */
 	CTR_AM_UNKNOWN,	  /* messages for an unregistered id */
 	CTR_ERRORS,	  /* completions with an error */
+	CTR_BARE_TX,	  /* active messages sent bare (headers in the immediate) */
 	NCTR
 };
 
@@ -43,7 +44,7 @@ static const char *const ctr_names[NCTR] = {
 	[CTR_BSM_ALONE] = "bsm_standalone", [CTR_BSM_PIGGY] = "bsm_piggyback",
 	[CTR_FC_TIMEOUTS] = "fc_timeouts", [CTR_RX_OVERRUNS] = "rx_overruns",
 	[CTR_RX_DROPPED] = "rx_dropped",   [CTR_AM_UNKNOWN] = "am_unknown",
-	[CTR_ERRORS] = "errors",
+	[CTR_ERRORS] = "errors",	   [CTR_BARE_TX] = "am_bare_tx",
 };
 
 struct perf_am {
@@ -293,6 +294,7 @@ static int am_counters(struct perf_run *r, int peer, uint64_t c[NCTR])
 		c[CTR_RX_DROPPED] += s.rx_dropped;
 		c[CTR_AM_UNKNOWN] += s.am_unknown;
 		c[CTR_ERRORS] += s.errors;
+		c[CTR_BARE_TX] += s.am_bare_tx;
 	}
 	return 0;
 }
@@ -575,7 +577,7 @@ static void report_am_bw(struct perf_run *r, size_t size, long iters, long warmu
 {
 	const uint64_t *cl = d, *sv = d + NCTR;
 	char path[128], title[1024], client[512], server[512];
-	struct perf_field f[PERF_COMMON_FIELDS + 12];
+	struct perf_field f[PERF_COMMON_FIELDS + 13];
 	size_t n = perf_common_fields(r, "am_bw", size, iters, warmup, f);
 	const struct perf_field figs[] = {
 		PF_INT("window", NULL, 0, r->o->window),
@@ -589,6 +591,7 @@ static void report_am_bw(struct perf_run *r, size_t size, long iters, long warmu
 		PF_INT("fc_timeouts", "fc tmo", 7, cl[CTR_FC_TIMEOUTS] + sv[CTR_FC_TIMEOUTS]),
 		PF_DBL("bsm_standalone_per_data_pct", "alone/data[%]", 13, 1,
 		       pct(sv[CTR_BSM_ALONE], (uint64_t)iters)),
+		PF_DBL("bare_per_data_pct", "bare[%]", 8, 1, pct(cl[CTR_BARE_TX], (uint64_t)iters)),
 		PF_RAW("client", client),
 		PF_RAW("server", server),
 	};

@@ -63,7 +63,7 @@ static const struct opt_def opt_defs[] = {
 	  "default 8 (latency tests), 64k (put_bw, copy_bw),\n"
 	  "1k (am_bw), 4k (the puts of failover, drain);\n"
 	  "am_*: at most triad_am_max_size() (TRIAD_SLOT_SIZE\n"
-	  "less 36 bytes of headers)" },
+	  "less 34 bytes of headers)" },
 	{ "all", no_argument, OPT_ALL, NULL,
 	  "sweep the sizes 2 B .. 8 MiB (powers of two;\n"
 	  "am_*: up to triad_am_max_size())" },

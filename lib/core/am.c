@@ -35,14 +35,25 @@ size_t triad_am_max_size(const triad_ctx_t *ctx)
 }
 
 /* ---- delivery, in strict order when asked --------------------------------------*/
-/* An active message that came before one of its priority sent earlier
- * (on another plane, or sent again after a fault): it waits, copied out of
- * its slot, for its turn. */
+/* Strict order goes by the sequence number, which numbers every message
+ * of a priority in the order it was sent (an active message's is given
+ * under the same lock as its call): an active message is handed over once
+ * every number before it has come, or has been given up for good by the
+ * sender (SEQ_SKIP).  So what it waits for is never only another active
+ * message: a window query sent before it on another plane holds it too,
+ * which the order promised to the application allows.  The number is all
+ * a bare message carries (proto/wire.h), so bare messages keep their
+ * order as whole ones do. */
+
+/* An active message that came before a number sent earlier (on another
+ * plane, or sent again after a fault): it waits, copied out of its slot,
+ * for its turn. */
 struct tr_am_early {
 	struct tr_list link;
 	struct tr_buf *b;
 	struct tr_lane *l;
-	uint16_t id, ord;
+	uint32_t seq;
+	uint16_t id;
 	uint32_t len;
 	const void *data;
 };
@@ -51,10 +62,8 @@ struct tr_am_early {
 static int handle(struct triad_ctx *ctx, struct tr_lane *l, unsigned id, const void *data,
 		  uint32_t len, struct tr_buf *b)
 {
-	struct tr_am_entry *e = id <= TRIAD_AM_MAX_ID ? &ctx->am[id] : NULL;
+	struct tr_am_entry *e = id <= TRIAD_AM_MAX_ID ? &ctx->am[id] : NULL; /* u16 on the wire */
 
-	if (id == TR_WIRE_AM_FILLER) /* stands in for one lost for good */
-		return 0;
 	if (!e || !e->fn) {
 		tr_lane_count_drop(l, 1);
 		tr_warn("rank %d sent an active message for id %u, which has no handler: dropped",
@@ -64,18 +73,23 @@ static int handle(struct triad_ctx *ctx, struct tr_lane *l, unsigned id, const v
 	return e->fn(e->arg, l->peer, data, len, (triad_am_msg_t *)b) == TRIAD_AM_KEEP;
 }
 
-/* Hands over the early ones whose turn has come. */
-static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
+/* seq comes before upto (serial arithmetic). */
+static int before(uint32_t seq, uint32_t upto)
+{
+	return (int32_t)(seq - upto) < 0;
+}
+
+/* Hands over the early ones numbered before upto, in order. */
+static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio, uint32_t upto)
 {
 	struct tr_list *q = &p->am_early[prio];
 
 	while (!tr_list_empty(q)) {
 		struct tr_am_early *e = tr_list_first(q, struct tr_am_early, link);
 
-		if (e->ord != p->am_rx_ord[prio])
+		if (!before(e->seq, upto))
 			return;
 		tr_list_del(&e->link);
-		p->am_rx_ord[prio]++;
 		if (!handle(ctx, e->l, e->id, e->data, e->len, e->b)) {
 			free(e->b->data);
 			free(e->b);
@@ -84,63 +98,72 @@ static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned pri
 	}
 }
 
+void tr_am_ready(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
+{
+	if (!tr_list_empty(&p->am_early[prio]))
+		deliver_early(ctx, p, prio, p->rx_seq[prio].next);
+}
+
+/* Copies m out of its slot into the early list, in order of number: early
+ * messages must never hold the slots that the one they wait for needs (it
+ * may come on this very lane, sent again after its own lane broke).  0, or
+ * -ENOMEM. */
+static int hold(struct tr_peer *p, struct tr_lane *l, const struct tr_msg *m)
+{
+	struct tr_buf *copy = calloc(1, sizeof(*copy));
+	struct tr_am_early *e = malloc(sizeof(*e)), *at = NULL;
+
+	if (copy)
+		copy->data = malloc(m->u.am.len ? m->u.am.len : 1);
+	if (!e || !copy || !copy->data) {
+		free(e);
+		if (copy)
+			free(copy->data);
+		free(copy);
+		return -ENOMEM;
+	}
+	memcpy(copy->data, m->u.am.data, m->u.am.len);
+	copy->len = (int)m->u.am.len;
+	/* lane NULL: triad_am_release() frees it like a message to self */
+	*e = (struct tr_am_early){ .b = copy, .l = l, .seq = m->seq, .id = m->u.am.id,
+				   .len = m->u.am.len, .data = copy->data };
+	/* Most come last: look from the end. */
+	for (struct tr_list *i = p->am_early[m->prio].prev; i != &p->am_early[m->prio];
+	     i = i->prev) {
+		struct tr_am_early *x = tr_container_of(i, struct tr_am_early, link);
+
+		if (before(x->seq, e->seq)) {
+			at = x;
+			break;
+		}
+	}
+	/* After the last one it follows (add_tail inserts before). */
+	tr_list_add_tail(at ? at->link.next : p->am_early[m->prio].next, &e->link);
+	return 0;
+}
+
 int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg *m,
 		  struct tr_buf *b)
 {
 	struct tr_peer *p = &ctx->peers[l->peer];
 	unsigned prio = m->prio;
-	int16_t ahead = (int16_t)(m->u.am.ord - p->am_rx_ord[prio]);
-	struct tr_am_early *e, *at;
 	int kept;
 
 	if (ctx->cfg.order != TR_ORDER_STRICT)
 		return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
-	if (ahead < 0) { /* its sequence number was new, so the sender is wrong */
-		tr_warn("rank %d: active message number %u of priority %u came again: dropped",
-			l->peer, m->u.am.ord, prio);
-		return 0;
+	/* Its own number is in (the caller accepted it): has every one before? */
+	if (!before(m->seq, p->rx_seq[prio].next)) {
+		if (hold(p, l, m) == 0)
+			return 0; /* its slot is free again */
+		tr_error("rank %d: no memory to hold an early active message: handled out of "
+			 "order", l->peer);
+		return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 	}
-	if (ahead > 0) {
-		/* Copied out of its slot: early messages must never hold the
-		 * slots that the one they wait for needs (it may come on this
-		 * very lane, sent again after its own lane broke). */
-		struct tr_buf *copy = calloc(1, sizeof(*copy));
-
-		e = malloc(sizeof(*e));
-		if (copy)
-			copy->data = malloc(m->u.am.len ? m->u.am.len : 1);
-		if (!e || !copy || !copy->data) {
-			free(e);
-			if (copy)
-				free(copy->data);
-			free(copy);
-			tr_error("rank %d: no memory to hold an early active message: handled "
-				 "out of order", l->peer);
-			return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
-		}
-		memcpy(copy->data, m->u.am.data, m->u.am.len);
-		copy->len = (int)m->u.am.len;
-		/* lane NULL: triad_am_release() frees it like a message to self */
-		*e = (struct tr_am_early){ .b = copy, .l = l, .id = m->u.am.id, .ord = m->u.am.ord,
-					   .len = m->u.am.len, .data = copy->data };
-		/* In order of number; most come last. */
-		at = NULL;
-		for (struct tr_list *i = p->am_early[prio].prev; i != &p->am_early[prio];
-		     i = i->prev) {
-			struct tr_am_early *x = tr_container_of(i, struct tr_am_early, link);
-
-			if ((int16_t)(e->ord - x->ord) > 0) {
-				at = x;
-				break;
-			}
-		}
-		/* After the last one it follows (add_tail inserts before). */
-		tr_list_add_tail(at ? at->link.next : p->am_early[prio].next, &e->link);
-		return 0; /* its slot is free again */
-	}
+	/* Its turn has come, and with it that of the early ones before it
+	 * (the number that held them was this one's, or one just before). */
+	deliver_early(ctx, p, prio, m->seq);
 	kept = handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
-	p->am_rx_ord[prio]++;
-	deliver_early(ctx, p, prio);
+	tr_am_ready(ctx, p, prio);
 	return kept;
 }
 
@@ -211,12 +234,9 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 	}
 	l = tr_peer_lane(ctx, rank, 0);
 	m.u.am.id = (uint16_t)id;
-	m.u.am.ord = ctx->peers[rank].am_tx_ord[prio];
 	m.u.am.len = (uint32_t)len;
 	m.u.am.data = buf;
 	ret = tr_peer_send_chosen(l, &m, (unsigned)prio, req);
-	if (!ret)
-		ctx->peers[rank].am_tx_ord[prio]++;
 	if (ret == -ENOTCONN && req) {
 		tr_req_complete(req, l->down_status);
 		ret = 0;

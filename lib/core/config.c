@@ -25,6 +25,7 @@ static const char *const level_names[] = { "error", "warn", "info", "debug", "tr
 static const char *const order_names[] = { "any", "strict", NULL };
 static const char *const adaptive_names[] = { "off", "occ", NULL };
 static const char *const connect_names[] = { "eager", "lazy", NULL };
+static const char *const onoff_names[] = { "off", "on", NULL };
 
 #define F(f) offsetof(struct tr_config, f)
 
@@ -39,6 +40,10 @@ static const struct var vars[] = {
 	  "strict: active messages of one priority from one rank are handled in the\n"
 	  "    order sent, across plane changes and faults; any: as they arrive (only\n"
 	  "    those on one plane keep their order)", order_names },
+	{ "TRIAD_BARE_AM", "on", VAR_ENUM, F(bare_am), 0, 0,
+	  "on: peers may send this rank active messages bare, their headers in the\n"
+	  "    SEND's immediate and only the payload on the wire (when no buffer status\n"
+	  "    rides along); off: always with their 34 bytes of headers", onoff_names },
 	{ "TRIAD_ADAPTIVE", "occ", VAR_ENUM, F(adaptive), 0, 0,
 	  "adaptive plane choice: occ moves a message that waits on its plane's lane\n"
 	  "    to the least loaded live plane to the same peer when that lane's backlog\n"

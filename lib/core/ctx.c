@@ -141,6 +141,7 @@ void tr_conn_priv_ours(const struct triad_ctx *ctx, int plane, int peer,
 		.key = ctx->job_key,
 		.incarnation = ctx->incarnation,
 		.peer_incarnation = peer >= 0 ? ctx->peers[peer].incarnation : 0,
+		.flags = tr_ctx_takes_bare(ctx) ? TR_CONN_F_BARE_AM : 0,
 	};
 
 	tr_conn_priv_encode(buf, &d);
@@ -782,6 +783,10 @@ int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane, struct triad_conn_st
 		o->established = c->established;
 	if (want & TRIAD_CONN_STATS_RUN)
 		o->other_run = c->other_run;
+	if (want & TRIAD_CONN_STATS_BARE) {
+		o->am_bare_tx = c->am_bare_tx;
+		o->am_bare_rx = c->am_bare_rx;
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }

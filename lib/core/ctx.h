@@ -78,11 +78,6 @@ struct tr_rwin {
  * sequence numbers of what this side sends and receives) is shared by the
  * lanes, so a message resent on another lane after a failure is delivered
  * once. */
-/* An active message of ours lost for good: a filler takes its number. */
-struct tr_am_lost {
-	uint8_t prio;
-	uint16_t ord;
-};
 
 struct tr_peer {
 	int rank;
@@ -107,16 +102,9 @@ struct tr_peer {
 		unsigned n, cap;
 	} skip[TR_FC_NPRIO];
 	unsigned peer_drained;	 /* planes the peer asked us not to send on */
-	/* Active messages' order numbers per priority (am.c): the next one
-	 * to send; the next one to hand to a handler in strict order, and
-	 * the later ones that came first (copied out of their slots); and those
-	 * of ours lost for good, to be replaced by fillers once a lane is
-	 * back (peer.c). */
-	uint16_t am_tx_ord[TR_FC_NPRIO];
-	uint16_t am_rx_ord[TR_FC_NPRIO];
+	/* Active messages that came before a number sent earlier, copied out
+	 * of their slots, in order of number (am.c: strict order). */
 	struct tr_list am_early[TR_FC_NPRIO];
-	struct tr_am_lost *am_lost;
-	unsigned nam_lost, am_lost_cap;
 	int gone; /* it said BYE, or another process has its address now: its
 		   * connections are not rebuilt */
 	uint64_t incarnation; /* its process's, from its first lane up; 0 before */
@@ -502,6 +490,12 @@ void tr_wins_destroy_all(struct triad_ctx *ctx);
 void tr_conn_priv_ours(const struct triad_ctx *ctx, int plane, int peer,
 		       uint8_t buf[TR_WIRE_PRIV_LEN]);
 
+/* Does this rank take bare active messages (proto/wire.h; TRIAD_BARE_AM)? */
+static inline int tr_ctx_takes_bare(const struct triad_ctx *ctx)
+{
+	return ctx->cfg.bare_am;
+}
+
 /* Requests (ctx.c, rma.c) */
 /* The one request constructor: zeroed, status OK, of kind for peer. */
 struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int peer);
@@ -558,6 +552,9 @@ void tr_rma_lane_broken(struct triad_req *req, enum triad_status st);
  * 1 when the handler kept it. */
 int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg *m,
 		  struct tr_buf *b);
+/* p's sequence numbers of prio moved: hand over the active messages that
+ * waited for them (strict order). */
+void tr_am_ready(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio);
 void tr_am_peer_free(struct tr_peer *p); /* at close */
 
 /* Copies (copy.c) */

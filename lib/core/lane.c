@@ -185,6 +185,7 @@ static int setup_msgs(struct tr_lane *l, const struct tr_conn_priv *peer)
 
 	l->peer_slots = peer->slots;
 	l->peer_slot_size = peer->slot_size;
+	l->peer_bare = !!(peer->flags & TR_CONN_F_BARE_AM);
 	l->nrx = ctx->cfg.slots + TR_LANE_EXTRA_BUFS;
 	l->ntx = (int)peer->slots + TR_LANE_EXTRA_BUFS;
 	if (l->ntx > ctx->cfg.sq_depth / 2) /* the rest of the send queue is for put/get */
@@ -908,13 +909,16 @@ void tr_lane_count_drop(struct tr_lane *l, int am_unknown)
 }
 
 /* ---- sending ------------------------------------------------------------------------*/
-static int post_send(struct tr_lane *l, struct tr_buf *b, int len)
+/* Posts b's encoded message of len bytes, whole, or bare (imm not NULL):
+ * its payload only, the headers in the immediate.  b keeps the whole
+ * encoding either way: a message lost with its lane is sent again from it. */
+static int post_send(struct tr_lane *l, struct tr_buf *b, int len, const uint32_t *imm)
 {
-	int ret;
+	int skip = imm ? TR_WIRE_BARE_SKIP : 0, ret;
 
-	TR_EV(l->ctx, "post_send", l->peer, len);
-	ret = tr_fab_post_send(l->qp, b->data, (uint32_t)len, l->buf_mr,
-			       (uintptr_t)b | TR_CK_SEND);
+	TR_EV(l->ctx, "post_send", l->peer, len - skip);
+	ret = tr_fab_post_send(l->qp, b->data + skip, (uint32_t)(len - skip), l->buf_mr,
+			       (uintptr_t)b | TR_CK_SEND, imm);
 	if (ret)
 		return ret;
 	b->len = len;
@@ -922,19 +926,22 @@ static int post_send(struct tr_lane *l, struct tr_buf *b, int len)
 	l->sq_avail--;
 	l->sq_posted++;
 	l->stats.tx_msgs++;
-	l->stats.tx_bytes += (uint64_t)len;
+	l->stats.tx_bytes += (uint64_t)(len - skip);
 	return 0;
 }
 
 /* Posts one encoded message into the peer's slot, with our buffer status
  * for the reverse direction in its header (always: a repeat is harmless
- * and repairs nothing less than a standalone BSM would). */
+ * and repairs nothing less than a standalone BSM would); or, when the
+ * status has nothing new and the peer takes them, an active message bare
+ * (proto/wire.h), which carries none. */
 static int post_msg(struct tr_lane *l, const void *data, int len, int slot, unsigned prio,
 		    struct triad_req *req)
 {
 	struct tr_buf *b = l->tx_free;
 	uint64_t n, cf;
-	bool due;
+	uint32_t imm;
+	bool due, bare;
 	int ret;
 
 	if (data != b->data) /* else encoded in place (tr_lane_msg_buf) */
@@ -945,11 +952,13 @@ static int post_msg(struct tr_lane *l, const void *data, int len, int slot, unsi
 	b->slot = (uint8_t)slot;
 	b->prio = (uint8_t)prio;
 	b->req = req;
+	bare = l->peer_bare && !due && tr_wire_bare_imm(b->data, (size_t)len, &imm);
 	if (req)
 		tr_progress_want_send(l->ctx, l->plane);
-	ret = post_send(l, b, len);
+	ret = post_send(l, b, len, bare ? &imm : NULL);
 	if (ret)
 		return ret;
+	l->stats.am_bare_tx += bare;
 	if (req)
 		l->req_msgs++;
 	tr_fc_tx_sent(&l->fc_tx, (unsigned)slot);
@@ -971,7 +980,7 @@ static int post_bsm(struct tr_lane *l)
 		return len;
 	b->slot = NO_SLOT;
 	b->req = NULL;
-	ret = post_send(l, b, len);
+	ret = post_send(l, b, len, NULL);
 	if (ret)
 		return ret;
 	l->bsm_inflight++;
@@ -1365,6 +1374,22 @@ static void flushed_while_up(struct tr_lane *l, const struct tr_fab_wc *wc)
 		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
 }
 
+/* A bare active message (proto/wire.h): only from a peer we asked for
+ * them, and no longer than an active message's payload may be. */
+static int decode_bare(const struct tr_lane *l, const struct tr_buf *b,
+		       const struct tr_fab_wc *wc, struct tr_msg *m)
+{
+	const struct triad_ctx *ctx = l->ctx;
+	const struct tr_peer *p = &ctx->peers[l->peer];
+	uint32_t next[TR_WIRE_PRIOS];
+
+	if (!tr_ctx_takes_bare(ctx) || wc->len > (uint32_t)ctx->cfg.slot_size - TR_WIRE_BARE_SKIP)
+		return -EPROTO;
+	for (int i = 0; i < TR_WIRE_PRIOS; i++)
+		next[i] = p->rx_seq[i].next;
+	return tr_msg_decode_bare(wc->imm, b->data, wc->len, next, m);
+}
+
 static void on_recv(struct tr_buf *b, const struct tr_fab_wc *wc)
 {
 	struct tr_lane *l = b->lane;
@@ -1384,7 +1409,12 @@ static void on_recv(struct tr_buf *b, const struct tr_fab_wc *wc)
 	l->stats.rx_msgs++;
 	l->ctx->rx_msgs++;
 	l->stats.rx_bytes += wc->len;
-	ret = tr_msg_decode(b->data, wc->len, &m);
+	if (wc->has_imm) {
+		ret = decode_bare(l, b, wc, &m);
+		l->stats.am_bare_rx += !ret;
+	} else {
+		ret = tr_msg_decode(b->data, wc->len, &m);
+	}
 	if (ret) {
 		l->stats.rx_dropped++;
 		tr_warn("peer %d plane %d: dropped a malformed message (%u bytes): %s", l->peer,

@@ -88,6 +88,7 @@ struct tr_lane {
 	struct tr_fc_rx fc_rx;
 	unsigned rx_need[TR_FC_NPRIO]; /* the thresholds on our slots */
 	unsigned peer_slots, peer_slot_size; /* from the peer's connect data */
+	int peer_bare; /* ... which asked for bare active messages (proto/wire.h) */
 	struct tr_conn_priv accept_priv;     /* passive side: the request's */
 	int bsm_inflight; /* standalone BSMs posted, not completed */
 	int rma_posted;	  /* WRITEs and READs posted, not completed */

@@ -385,61 +385,25 @@ static int skips_pending(const struct tr_peer *p)
 	for (unsigned q = 0; q < TR_FC_NPRIO; q++)
 		if (p->skip[q].n)
 			return 1;
-	return p->nam_lost != 0;
-}
-
-/* An active message's order number goes to a filler (a receiver in
- * strict order would wait for it otherwise). */
-static void am_lost_add(struct tr_peer *p, unsigned prio, uint16_t ord)
-{
-	struct tr_am_lost *a = room_for_one(p->am_lost, p->nam_lost, &p->am_lost_cap, sizeof(*a));
-
-	if (!a) {
-		tr_error("rank %d: no memory to remember a lost active message: in strict "
-			 "order its later ones wait for ever", p->rank);
-		return;
-	}
-	p->am_lost = a;
-	p->am_lost[p->nam_lost++] = (struct tr_am_lost){ .prio = (uint8_t)prio, .ord = ord };
+	return 0;
 }
 
 /* A lost message's numbers go back on the lists: a lost SEQ_SKIP gives
- * back the numbers it carried, anything else its own, and an active
- * message its order number too. */
+ * back the numbers it carried, anything else its own (a receiver in strict
+ * order waits for no number once it is skipped, am.c). */
 static void skip_lost(struct tr_peer *p, const void *data, int len)
 {
-	unsigned type = tr_wire_type(data), prio = tr_wire_prio(data);
+	unsigned prio = tr_wire_prio(data);
 	struct tr_msg m;
 
-	if (type != TR_MSG_SEQ_SKIP)
+	if (tr_wire_type(data) != TR_MSG_SEQ_SKIP) {
 		skip_add(p, prio, tr_wire_seq(data));
-	if ((type != TR_MSG_SEQ_SKIP && type != TR_MSG_AM) ||
-	    tr_msg_decode(data, (size_t)len, &m))
 		return;
-	if (type == TR_MSG_AM)
-		am_lost_add(p, prio, m.u.am.ord);
-	else
-		for (unsigned i = 0; i < m.u.seq_skip.count; i++)
-			skip_add(p, prio, m.u.seq_skip.seq[i]);
-}
-
-/* A filler (an empty active message no handler gets) for each lost one,
- * with its priority and order number. */
-static void fillers_flush(struct tr_lane *l)
-{
-	struct tr_peer *p = &l->ctx->peers[l->peer];
-	unsigned sent = 0;
-
-	for (; sent < p->nam_lost; sent++) {
-		struct tr_msg m = { .type = TR_MSG_AM };
-
-		m.u.am.id = TR_WIRE_AM_FILLER;
-		m.u.am.ord = p->am_lost[sent].ord;
-		if (tr_peer_send_on(l, &m, p->am_lost[sent].prio, NULL))
-			break;
 	}
-	memmove(p->am_lost, p->am_lost + sent, (p->nam_lost - sent) * sizeof(*p->am_lost));
-	p->nam_lost -= sent;
+	if (tr_msg_decode(data, (size_t)len, &m))
+		return;
+	for (unsigned i = 0; i < m.u.seq_skip.count; i++)
+		skip_add(p, prio, m.u.seq_skip.seq[i]);
 }
 
 static int serial_cmp(const void *a, const void *b)
@@ -484,7 +448,6 @@ static void skip_flush(struct tr_lane *l)
 		memmove(k->seq, k->seq + sent, (k->n - sent) * sizeof(*k->seq));
 		k->n -= sent;
 	}
-	fillers_flush(l);
 }
 
 static void skip_receive(struct tr_lane *l, const struct tr_msg *m)
@@ -811,9 +774,6 @@ void tr_peer_free(struct tr_peer *p)
 			free(e); /* its buffer, if any, is taken back with the lane's */
 		}
 	p->nparked = 0;
-	free(p->am_lost);
-	p->am_lost = NULL;
-	p->nam_lost = p->am_lost_cap = 0;
 	tr_am_peer_free(p);
 }
 
@@ -881,6 +841,7 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 
 	if (m->type == TR_MSG_SEQ_SKIP) { /* carries no number of its own */
 		skip_receive(l, m);
+		tr_am_ready(ctx, p, m->prio);
 		unpark(p, m->prio);
 		return 0;
 	}
@@ -956,6 +917,7 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	default:
 		break;
 	}
+	tr_am_ready(ctx, p, m->prio); /* this number may be what some waited for */
 	if (!tr_list_empty(&p->parked[m->prio]))
 		unpark(p, m->prio);
 	tr_ctx_signal(ctx);

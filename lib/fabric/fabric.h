@@ -36,6 +36,8 @@ struct tr_fab_wc {
 	int conn_fault;
 	const char *why;	/* the verbs status, for the log (NULL on success) */
 	uint32_t qp_num;	/* the QP the work request was posted on */
+	int has_imm;		/* receives: the SEND carried an immediate */
+	uint32_t imm;		/* ... this one (host order) */
 };
 
 enum tr_cm_event {
@@ -182,11 +184,12 @@ uint32_t tr_fab_qp_max_inline(const struct tr_qp *qp);
  * an unsignalled WRITE (signalled 0), which comes back only if it fails:
  * it is known complete once a later work request of the same QP is.  A
  * post to a QP in the error state completes flushed.  mr may be NULL for
- * a payload that goes inline. */
+ * a payload that goes inline.  A SEND carries the immediate *imm when imm
+ * is not NULL. */
 int tr_fab_post_recv(struct tr_qp *qp, void *addr, uint32_t len, const struct tr_mr *mr,
 		     uint64_t cookie);
 int tr_fab_post_send(struct tr_qp *qp, const void *addr, uint32_t len, const struct tr_mr *mr,
-		     uint64_t cookie);
+		     uint64_t cookie, const uint32_t *imm);
 enum tr_rma_op { TR_RMA_WRITE, TR_RMA_READ };
 int tr_fab_post_rma(struct tr_qp *qp, enum tr_rma_op op, void *laddr, uint32_t len,
 		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie,

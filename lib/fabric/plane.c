@@ -1,6 +1,7 @@
 /* Planes: one local device/port with an address, its PD, CQs and listener;
  * completion polling, CQ arming and device (async) events. */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -273,6 +274,8 @@ static __attribute__((noinline)) int deliver(struct tr_fab_plane *pl, struct ibv
 				.len = wc[i].byte_len,
 				.why = wc[i].status ? ibv_wc_status_str(wc[i].status) : NULL,
 				.qp_num = wc[i].qp_num,
+				.has_imm = !!(wc[i].wc_flags & IBV_WC_WITH_IMM),
+				.imm = be32toh(wc[i].imm_data),
 			};
 
 			tr_fab_wc_classify(wc[i].status, &w);

@@ -1,6 +1,7 @@
 /* QPs: creation on the plane's device, the error state, release, and the
  * posts.  Every post carries the caller's opaque cookie, returned in its
  * completion; every send-queue post is signalled. */
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,15 +183,16 @@ static int post(struct tr_qp *qp, struct ibv_send_wr *wr, const char *what)
 }
 
 int tr_fab_post_send(struct tr_qp *qp, const void *addr, uint32_t len, const struct tr_mr *mr,
-		     uint64_t cookie)
+		     uint64_t cookie, const uint32_t *imm)
 {
 	struct ibv_sge sge = { (uintptr_t)addr, len, mr ? mr->mr->lkey : 0 };
 	struct ibv_send_wr wr = {
 		.wr_id = cookie,
 		.sg_list = &sge,
 		.num_sge = 1,
-		.opcode = IBV_WR_SEND,
+		.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
 		.send_flags = IBV_SEND_SIGNALED | (len <= qp->max_inline ? IBV_SEND_INLINE : 0),
+		.imm_data = imm ? htobe32(*imm) : 0,
 	};
 
 	return post(qp, &wr, "SEND");

@@ -256,7 +256,6 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		break;
 	case TR_MSG_AM:
 		PUT16(&c, m->u.am.id);
-		PUT16(&c, m->u.am.ord);
 		if (m->u.am.len)
 			memcpy(c.p, m->u.am.data, m->u.am.len);
 		c.p += m->u.am.len;
@@ -265,6 +264,46 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		return -EINVAL;
 	}
 	return (int)len;
+}
+
+int tr_wire_bare_imm(const void *buf, size_t len, uint32_t *imm)
+{
+	const uint8_t *p = buf;
+	unsigned id;
+
+	if (len <= TR_WIRE_BARE_SKIP || tr_wire_type(buf) != TR_MSG_AM ||
+	    p[6] >= TR_WIRE_MAX_SLOTS)
+		return 0;
+	id = (unsigned)p[TR_WIRE_HDR_LEN] | (unsigned)p[TR_WIRE_HDR_LEN + 1] << 8;
+	if (id > 0xff)
+		return 0;
+	*imm = (uint32_t)p[6] | (uint32_t)(p[7] & FLAG_PRIO_MASK) << 6 | (uint32_t)id << 8 |
+	       (tr_wire_seq(buf) & 0xffffu) << 16;
+	return 1;
+}
+
+int tr_msg_decode_bare(uint32_t imm, const void *payload, size_t len,
+		       const uint32_t next[TR_WIRE_PRIOS], struct tr_msg *m)
+{
+	unsigned prio = imm >> 6 & FLAG_PRIO_MASK;
+	uint16_t ahead;
+
+	if (!len || len > TR_WIRE_MAX_LEN - TR_WIRE_BARE_SKIP)
+		return -EBADMSG;
+	if (prio >= TR_WIRE_PRIOS)
+		return -EPROTO;
+	/* The number nearest next[prio] whose low 16 bits are the ones sent. */
+	ahead = (uint16_t)((imm >> 16) - next[prio]);
+	m->type = TR_MSG_AM;
+	m->seq = next[prio] + (uint32_t)(int32_t)(int16_t)ahead;
+	m->slot = imm & 0x3fu;
+	m->prio = (uint8_t)prio;
+	m->has_bsm = 0;
+	m->bsm_n = m->bsm_c = 0;
+	m->u.am.id = (uint16_t)(imm >> 8 & 0xffu);
+	m->u.am.len = (uint32_t)len;
+	m->u.am.data = payload;
+	return 0;
 }
 
 int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
@@ -386,7 +425,6 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		break;
 	case TR_MSG_AM:
 		m.u.am.id = GET16(&c);
-		m.u.am.ord = GET16(&c);
 		if (c.bad)
 			return -EBADMSG;
 		m.u.am.len = (uint32_t)(c.end - c.p);
@@ -432,6 +470,7 @@ void tr_conn_priv_encode(uint8_t buf[TR_WIRE_PRIV_LEN], const struct tr_conn_pri
 	put_be32(buf + 40, (uint32_t)d->incarnation);
 	put_be32(buf + 44, (uint32_t)(d->peer_incarnation >> 32));
 	put_be32(buf + 48, (uint32_t)d->peer_incarnation);
+	put_be32(buf + 52, d->flags);
 }
 
 unsigned tr_conn_priv_version(const uint8_t *buf, size_t len)
@@ -462,8 +501,9 @@ int tr_conn_priv_decode(const uint8_t *buf, size_t len, struct tr_conn_priv *d)
 	v.key = (uint64_t)get_be32(buf + 28) << 32 | get_be32(buf + 32);
 	v.incarnation = (uint64_t)get_be32(buf + 36) << 32 | get_be32(buf + 40);
 	v.peer_incarnation = (uint64_t)get_be32(buf + 44) << 32 | get_be32(buf + 48);
+	v.flags = get_be32(buf + 52);
 	if (v.slots < 1 || v.slots > TR_FC_MAX_SLOTS || v.slot_size < 512 ||
-	    v.slot_size > TR_WIRE_MAX_LEN || !v.incarnation)
+	    v.slot_size > TR_WIRE_MAX_LEN || !v.incarnation || v.flags & ~TR_CONN_F_BARE_AM)
 		return -EPROTO;
 	*d = v;
 	return 0;

@@ -4,7 +4,7 @@
  * a message that fails any check is rejected as a whole.
  *
  * Header (32 bytes):
- *   u16 magic 0x5472 ("Tr")   u8 version (3)   u8 type
+ *   u16 magic 0x5472 ("Tr")   u8 version (4)   u8 type
  *   u16 length (header + body, exactly)
  *   u8  slot: the receive slot the sender chose (flow control), 0xff for a
  *       message that takes no slot (a standalone BSM)
@@ -25,15 +25,12 @@
 #include "triad.h"
 
 #define TR_WIRE_MAGIC 0x5472
-#define TR_WIRE_VERSION 3 /* 3: a COPY_DATA may carry the copy's data */
+#define TR_WIRE_VERSION 4 /* 3: a COPY_DATA may carry the copy's data; 4: no AM ord */
 #define TR_WIRE_HDR_LEN 32
 #define TR_WIRE_CTRL_LEN 256	/* every message but AM and a COPY_DATA with data fits */
 #define TR_WIRE_COPY_LEN 64	/* a copy message's body before the data it carries */
 #define TR_WIRE_MAX_LEN 65535	/* the length field's limit */
-#define TR_WIRE_AM_HDR_LEN 4	/* AM body: u16 id, u16 ord, payload */
-/* An AM id no handler has: stands in for an active message lost for good,
- * so that a receiver in strict order does not wait for it. */
-#define TR_WIRE_AM_FILLER 0xffffu
+#define TR_WIRE_AM_HDR_LEN 2	/* AM body: u16 id, payload */
 #define TR_WIRE_NO_SLOT 0xff
 #define TR_WIRE_MAX_SLOTS 64
 #define TR_WIRE_SKIP_MAX 32	/* sequence numbers per SEQ_SKIP */
@@ -106,10 +103,6 @@ struct tr_msg {
 		} copy;
 		struct {
 			uint16_t id;
-			/* Its number among the sender's active messages of
-			 * its priority to this peer (16-bit serial): the
-			 * receiver's strict order (TRIAD_ORDER=strict). */
-			uint16_t ord;
 			uint32_t len;
 			const void *data; /* decode: points into the decoded buffer */
 		} am;
@@ -157,39 +150,78 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *m);
 void tr_wire_set_link(void *buf, uint8_t slot, uint8_t prio, int has_bsm, uint64_t n,
 		      uint64_t c);
 
+/* A bare active message: an AM whose headers ride in the SEND's 32-bit
+ * immediate, so that only its payload crosses the wire.  rxe's path MTU on
+ * a 1500-byte Ethernet is 1024 (RoCE's 4096 on jumbo frames), and
+ * payloads come in powers of two: a 1 KiB payload with its 34 bytes of
+ * headers took two packets, bare it takes one.  The immediate, host
+ * order:
+ *   bits 0-5   slot          bits 6-7   priority
+ *   bits 8-15  AM id (TRIAD_AM_MAX_ID is 255)
+ *   bits 16-31 the low 16 bits of the sequence number
+ * A bare message carries no buffer status: the lane sends one only when
+ * no status is due, and only to a peer that asked for them at connection
+ * time (TR_CONN_F_BARE_AM).  Strict order needs nothing more than the
+ * sequence number (lib/core/am.c).  The receiver completes the
+ * sequence number from the lowest one of that priority it has not seen:
+ * the sender's window (TR_SEQ_WINDOW) and the slots in flight keep every
+ * number, a duplicate's too, within a few hundred of it, far inside the
+ * 32768 either way that 16 bits tell apart. */
+#define TR_WIRE_BARE_SKIP (TR_WIRE_HDR_LEN + TR_WIRE_AM_HDR_LEN) /* what bare drops */
+
+/* The immediate for the encoded message buf (len bytes, link fields
+ * written, this side's own encoding): 1 and *imm when it is an active
+ * message with a payload and an id of at most 255 (any the API accepts);
+ * 0 otherwise (it goes whole). */
+int tr_wire_bare_imm(const void *buf, size_t len, uint32_t *imm);
+
+/* Decodes a bare message: its immediate and the len bytes of payload that
+ * arrived; next[prio] is the lowest sequence number of each priority the
+ * receiver has not seen.  0; -EBADMSG (no payload, or more than a message
+ * can carry), -EPROTO (priority 3).  m->u.am.data points into payload. */
+int tr_msg_decode_bare(uint32_t imm, const void *payload, size_t len,
+		       const uint32_t next[TR_WIRE_PRIOS], struct tr_msg *m);
+
 /* What each side of a connection tells the other in the rdma_cm private
  * data, every field a big-endian u32:
- *   magic "trix", version (4), plane, rank, world size, receive slots,
+ *   magic "trix", version (5), plane, rank, world size, receive slots,
  *   slot size, job key (high half, low half), the sender's incarnation
  *   (high, low), the incarnation the sender knows of the receiver's rank
- *   (high, low; 0: none yet)                      (TR_WIRE_PRIV_LEN bytes)
+ *   (high, low; 0: none yet), flags               (TR_WIRE_PRIV_LEN bytes)
+ * Flags: bit 0 (TR_CONN_F_BARE_AM) send me bare active messages; the
+ * other bits must be 0.
  * Version 1 (magic "tria", no version field, no key, 24 bytes) is told
  * apart so that a mix of old and new ranks is refused by name, not as
  * garbage.  Version 4 has version 3's layout: it names wire version 3 of
  * the messages (a COPY_DATA may carry data), so a rank of the release
- * before is refused at connection time, not by its first such message.  The job key (0: none) must be the receiver's own: a request
- * from another job is refused.  An incarnation is a process's random
+ * before is refused at connection time, not by its first such message.
+ * Version 5 adds the flags, and with them bare active messages, and names
+ * wire version 4 (an active message without its order number).  The job
+ * key (0: none) must be the receiver's own: a request from another job is
+ * refused.  An incarnation is a process's random
  * 64-bit name, never 0: two runs of one world file share its key but not
  * their incarnations, so a process never takes a rank's process of another
  * run for its peer (proto/conn.h, tr_conn_same_run). */
 #define TR_WIRE_PRIV_MAGIC 0x74726978u	  /* "trix" */
 #define TR_WIRE_PRIV_MAGIC_V1 0x74726961u /* "tria" */
-#define TR_WIRE_PRIV_VERSION 4
-#define TR_WIRE_PRIV_LEN 52 /* rdma_cm carries at most 56 in a request */
+#define TR_WIRE_PRIV_VERSION 5
+#define TR_WIRE_PRIV_LEN 56 /* rdma_cm carries at most 56 in a request */
 #define TR_WIRE_PRIV_LEN_V1 24
+#define TR_CONN_F_BARE_AM 0x1u
 
 struct tr_conn_priv {
 	uint32_t plane, rank, size, slots, slot_size;
 	uint64_t key;
 	uint64_t incarnation;	   /* the sender's */
 	uint64_t peer_incarnation; /* the receiver's, as the sender knows it; 0: not yet */
+	uint32_t flags;		   /* TR_CONN_F_* */
 };
 
 void tr_conn_priv_encode(uint8_t buf[TR_WIRE_PRIV_LEN], const struct tr_conn_priv *d);
 /* 0; -EBADMSG (short, or not ours); -EPROTONOSUPPORT (a triad peer of
  * another version: tr_conn_priv_version says which); -EPROTO (slots or
- * slot size out of range: 1..64 slots, 512..TR_WIRE_MAX_LEN bytes; or no
- * incarnation).  d is written only on success. */
+ * slot size out of range: 1..64 slots, 512..TR_WIRE_MAX_LEN bytes; no
+ * incarnation; or a flag this version does not know).  d is written only on success. */
 int tr_conn_priv_decode(const uint8_t *buf, size_t len, struct tr_conn_priv *d);
 /* The version of triad private data (1, 2, ...), 0 when it is not ours. */
 unsigned tr_conn_priv_version(const uint8_t *buf, size_t len);

@@ -7,6 +7,9 @@
  *                 until the main thread releases it later.  Rank 0 checks every
  *                 byte, that each (sender, priority) stream arrives complete and
  *                 in order, and that no message ever landed in an occupied slot.
+ *                 Most go bare (headers in the SEND's immediate, TRIAD_BARE_AM=on,
+ *                 the default): rank 0 counts them, and counts none with
+ *                 TRIAD_BARE_AM=off.
  *                 In order: always in strict order (TRIAD_ORDER=strict, the
  *                 default); with TRIAD_ORDER=any only while every message takes
  *                 one lane (TRIAD_ADAPTIVE=off): moved to a less busy plane, a
@@ -198,7 +201,9 @@ static void phase_backpressure(triad_ctx_t *ctx)
 		FT_CHECK(bad_data == 0, "%ld messages with wrong bytes", (long)bad_data);
 		for (int s = 1; s < nranks; s++) {
 			struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
-			uint64_t ov = 0, standalone = 0, piggy = 0, msgs = 0;
+			uint64_t ov = 0, standalone = 0, piggy = 0, msgs = 0, bare = 0;
+			const char *bare_env = getenv("TRIAD_BARE_AM");
+			int bare_off = bare_env && !strcasecmp(bare_env, "off");
 
 			for (int p = 0; p < triad_nplanes(ctx); p++) {
 				FT_CHECK(triad_conn_stats(ctx, s, p, &cs) == 0, "stats");
@@ -206,13 +211,20 @@ static void phase_backpressure(triad_ctx_t *ctx)
 				standalone += cs.bsm_standalone;
 				piggy += cs.bsm_piggyback;
 				msgs += cs.rx_msgs;
+				bare += cs.am_bare_rx;
 			}
 			FT_CHECK(ov == 0, "rank %d: %llu overruns or timeouts", s, (unsigned long long)ov);
+			/* Bare whenever no buffer status was due: a stream of
+			 * thousands has many such. */
+			FT_CHECK(bare_off ? bare == 0 : bare > 0,
+				 "rank %d: %llu messages bare with TRIAD_BARE_AM=%s", s,
+				 (unsigned long long)bare, bare_off ? "off" : "on");
 			printf("backpressure: from rank %d: %u/%u/%u (high/medium/low) in order; "
-			       "received %llu messages; BSMs sent back: %llu standalone, %llu in headers\n",
+			       "received %llu messages, %llu bare; BSMs sent back: %llu standalone, "
+			       "%llu in headers\n",
 			       s, next_seq[s][0], next_seq[s][1], next_seq[s][2],
-			       (unsigned long long)msgs, (unsigned long long)standalone,
-			       (unsigned long long)piggy);
+			       (unsigned long long)msgs, (unsigned long long)bare,
+			       (unsigned long long)standalone, (unsigned long long)piggy);
 		}
 	}
 	free(buf);

@@ -1,8 +1,12 @@
-/* libFuzzer target: tr_msg_decode() and tr_conn_priv_decode() on arbitrary
- * bytes.  A message that decodes must encode back to exactly the same
- * bytes (the format has one encoding per message), decode again to the
- * same message, and keep its bytes when its own link fields are written
- * into it again. */
+/* libFuzzer target: tr_msg_decode(), tr_msg_decode_bare() and
+ * tr_conn_priv_decode() on arbitrary bytes.  A message that decodes must
+ * encode back to exactly the same bytes (the format has one encoding per
+ * message), decode again to the same message, and keep its bytes when its
+ * own link fields are written into it again.  A bare message (the input's
+ * first 4 bytes its immediate, the next 4 the receiver's next number, the
+ * rest its payload) that decodes must have every field in range, its
+ * number within 32768 of next, and go bare again with the same immediate
+ * once encoded whole. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -79,12 +83,44 @@ static void check_priv(const uint8_t *data, size_t size)
 		abort();
 }
 
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void check_bare(const uint8_t *data, size_t size)
+{
+	uint32_t imm, next[TR_WIRE_PRIOS], again;
+	struct tr_msg m;
+	int n;
+
+	if (size < 8)
+		return;
+	imm = le32(data);
+	for (int i = 0; i < TR_WIRE_PRIOS; i++)
+		next[i] = le32(data + 4) + (uint32_t)i;
+	if (tr_msg_decode_bare(imm, data + 8, size - 8, next, &m))
+		return;
+	if (m.type != TR_MSG_AM || m.slot >= TR_WIRE_MAX_SLOTS || m.prio >= TR_WIRE_PRIOS ||
+	    m.has_bsm || m.u.am.id > TRIAD_AM_MAX_ID || m.u.am.len != size - 8 ||
+	    (const uint8_t *)m.u.am.data != data + 8 || (m.seq & 0xffff) != imm >> 16 ||
+	    (uint32_t)(m.seq - next[m.prio] + 32768u) > 65535u)
+		abort();
+	memcpy(payload, m.u.am.data, m.u.am.len);
+	m.u.am.data = payload;
+	n = tr_msg_encode(&m, buf, sizeof(buf));
+	if (n != (int)(size - 8 + TR_WIRE_BARE_SKIP) || !tr_wire_bare_imm(buf, (size_t)n, &again) ||
+	    again != imm)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct tr_msg m, m2;
 	int n;
 
 	check_priv(data, size);
+	check_bare(data, size);
 	if (tr_msg_decode(data, size, &m))
 		return 0;
 	if (m.type == TR_MSG_AM) {

@@ -1,6 +1,6 @@
 /* Writes the seed corpus of fuzz_wire: one valid encoded message per file,
- * every type, with and without a piggybacked buffer status, and one
- * connection private data block.
+ * every type, with and without a piggybacked buffer status, a bare active
+ * message, and one connection private data block.
  * Usage: gen_wire_corpus DIR */
 #include <stdint.h>
 #include <stdio.h>
@@ -40,11 +40,26 @@ static int emit_priv(const char *dir, const char *name)
 {
 	struct tr_conn_priv d = { .plane = 1, .rank = 2, .size = 8, .slots = 16, .slot_size = 4096,
 				  .key = 0x5eed5eed12345678ull, .incarnation = 0x1ca7ca7ull,
-				  .peer_incarnation = 0xca7ca7ull };
+				  .peer_incarnation = 0xca7ca7ull, .flags = TR_CONN_F_BARE_AM };
 	uint8_t p[TR_WIRE_PRIV_LEN];
 
 	tr_conn_priv_encode(p, &d);
 	return write_seed(dir, name, p, sizeof(p));
+}
+
+/* A bare active message as fuzz_wire reads one: its immediate and the
+ * receiver's next sequence number (little-endian u32 each), then the
+ * payload. */
+static int emit_bare(const char *dir, const char *name, uint32_t imm, uint32_t next,
+		     size_t len)
+{
+	for (int i = 0; i < 4; i++) {
+		buf[i] = (unsigned char)(imm >> 8 * i);
+		buf[4 + i] = (unsigned char)(next >> 8 * i);
+	}
+	for (size_t i = 0; i < len; i++)
+		buf[8 + i] = (unsigned char)i;
+	return write_seed(dir, name, buf, 8 + len);
 }
 
 int main(int argc, char **argv)
@@ -222,5 +237,7 @@ int main(int argc, char **argv)
 	m.u.copy.data = "copied bytes";
 	bad |= emit(argv[1], "copy_data_carried", &m);
 	bad |= emit_priv(argv[1], "conn_priv");
+	/* slot 13, priority 2, id 7, number ...0x0005 against next 0x1fff0 */
+	bad |= emit_bare(argv[1], "am_bare_1k", 13u | 2u << 6 | 7u << 8 | 5u << 16, 0x1fff0, 1024);
 	return bad;
 }

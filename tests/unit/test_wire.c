@@ -134,7 +134,6 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 		break;
 	case TR_MSG_AM:
 		assert_int_equal(a->u.am.id, b->u.am.id);
-		assert_int_equal(a->u.am.ord, b->u.am.ord);
 		assert_int_equal(a->u.am.len, b->u.am.len);
 		if (a->u.am.len)
 			assert_memory_equal(a->u.am.data, b->u.am.data, a->u.am.len);
@@ -161,7 +160,7 @@ static size_t wire_len(const struct tr_msg *m)
 	case TR_MSG_SEQ_SKIP: return 32 + 4 + 4 * (size_t)m->u.seq_skip.count;
 	case TR_MSG_BSM:
 	case TR_MSG_BYE: return 32;
-	case TR_MSG_AM: return 32 + 4 + (size_t)m->u.am.len;
+	case TR_MSG_AM: return 32 + 2 + (size_t)m->u.am.len;
 	default: fail_msg("bad type %d", m->type); return 0;
 	}
 }
@@ -371,7 +370,6 @@ static struct tr_msg random_msg(void)
 		break;
 	case TR_MSG_AM:
 		m.u.am.id = (uint16_t)rnd();
-		m.u.am.ord = (uint16_t)rnd();
 		m.u.am.len = rnd_am_len();
 		m.u.am.data = m.u.am.len || rnd() % 2 ? pool + rnd() % 64 : NULL;
 		break;
@@ -394,7 +392,7 @@ static int pool_setup(void **state)
 static void test_layout_win_query(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x03, 0x01, 40, 0, 0, 0, /* magic, version, type, length, slot, flags */
+		0x72, 0x54, 0x04, 0x01, 40, 0, 0, 0, /* magic, version, type, length, slot, flags */
 		0x44, 0x33, 0x22, 0x11, 0, 0, 0, 0, /* seq, rsvd */
 		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_n */
 		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_c */
@@ -412,7 +410,7 @@ static void test_layout_win_query(void **state)
 static void test_layout_link_fields(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x03, 0x03, 36, 0, 63, 0x06, /* slot 63, prio 2 | BSM */
+		0x72, 0x54, 0x04, 0x03, 36, 0, 63, 0x06, /* slot 63, prio 2 | BSM */
 		0x01, 0, 0, 0, 0, 0, 0, 0,
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* bsm_n */
 		0xf0, 0xde, 0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12, /* bsm_c */
@@ -441,7 +439,7 @@ static void test_layout_link_fields(void **state)
 static void test_layout_win_info(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x03, 0x02, 72, 0, 3, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x04, 0x02, 72, 0, 3, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x0a, 0, 0, 0,				/* qid */
 		0x0b, 0, 0, 0,				/* win */
@@ -473,7 +471,7 @@ static void test_layout_win_info(void **state)
 static void test_layout_barrier(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x03, 0x04, 36, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+		0x72, 0x54, 0x04, 0x04, 36, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x78, 0x56, 0x34, 0x12,
 	};
@@ -491,7 +489,7 @@ static void test_layout_barrier(void **state)
 static void test_layout_bsm(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x03, 0x05, 32, 0, 0xff, 0x04, 0x07, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x04, 0x05, 32, 0, 0xff, 0x04, 0x07, 0, 0, 0, 0, 0, 0, 0,
 		0xff, 0, 0, 0, 0, 0, 0, 0x80, /* bsm_n */
 		0x01, 0, 0, 0, 0, 0, 0, 0,    /* bsm_c */
 	};
@@ -509,9 +507,9 @@ static void test_layout_bsm(void **state)
 static void test_layout_am(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x03, 0x06, 39, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x04, 0x06, 37, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0xef, 0xbe, 0, 0, 'a', 'b', 'c', /* id, ord, payload */
+		0xef, 0xbe, 'a', 'b', 'c', /* id, payload */
 	};
 	struct tr_msg m = am(0xbeef, "abc", 3);
 
@@ -613,7 +611,7 @@ static void test_ctrl_len(void **state)
 	/* Every message but AM fits a control buffer. */
 	assert_true(wire_len(&m) <= TR_WIRE_CTRL_LEN);
 	assert_true(wire_len(&b) <= TR_WIRE_CTRL_LEN);
-	assert_int_equal(AM_MAX, 65499);
+	assert_int_equal(AM_MAX, 65501);
 }
 
 /* ---- round trips ------------------------------------------------------------------- */
@@ -894,32 +892,28 @@ static void test_decode_nonzero_reserved(void **state)
 	}
 }
 
-/* The AM's order number: little-endian at body offset 2, every value
- * (it is a 16-bit serial) decoded as sent. */
-static void test_am_ord(void **state)
+/* The AM's id is 16 bits on the wire, little-endian at body offset 0,
+ * the payload right after it: ids the API refuses (above TRIAD_AM_MAX_ID)
+ * still decode, and the receiver drops them as having no handler. */
+static void test_am_id(void **state)
 {
-	static const uint16_t ords[] = { 0, 1, 0x0102, 0x8000, 0xfffe, 0xffff };
-	struct tr_msg m = am(0x4242, "payload", 7), out;
+	static const uint16_t ids[] = { 0, 1, TRIAD_AM_MAX_ID, 0x0102, 0x8000, 0xffff };
+	struct tr_msg m = am(0, "payload", 7), out;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(ords) / sizeof(ords[0]); i++) {
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		int n;
 
-		m.u.am.ord = ords[i];
+		m.u.am.id = ids[i];
 		n = encode(&m, buf_a);
-		assert_int_equal(buf_a[BODY + 2], ords[i] & 0xff);
-		assert_int_equal(buf_a[BODY + 3], ords[i] >> 8);
+		assert_int_equal(n, BODY + TR_WIRE_AM_HDR_LEN + 7);
+		assert_int_equal(buf_a[BODY], ids[i] & 0xff);
+		assert_int_equal(buf_a[BODY + 1], ids[i] >> 8);
+		assert_memory_equal(buf_a + BODY + 2, "payload", 7);
 		assert_int_equal(tr_msg_decode(buf_a, (size_t)n, &out), 0);
-		assert_int_equal(out.u.am.ord, ords[i]);
-		assert_int_equal(out.u.am.id, 0x4242);
+		assert_int_equal(out.u.am.id, ids[i]);
 		assert_int_equal(out.u.am.len, 7);
 	}
-	/* The filler id is an ordinary id on the wire. */
-	m = am(TR_WIRE_AM_FILLER, NULL, 0);
-	m.u.am.ord = 77;
-	assert_int_equal(tr_msg_decode(buf_a, (size_t)encode(&m, buf_a), &out), 0);
-	assert_int_equal(out.u.am.id, TR_WIRE_AM_FILLER);
-	assert_int_equal(out.u.am.ord, 77);
 }
 
 static void test_decode_bad_prio(void **state)
@@ -1688,11 +1682,129 @@ static void test_type_str(void **state)
 
 /* ---- connection private data ---------------------------------------------- */
 
+/* ---- bare active messages ----------------------------------------------------*/
+/* The lowest unseen number of every priority, next[] for the bare decoder. */
+static void nexts(uint32_t next[TR_WIRE_PRIOS], uint32_t v)
+{
+	for (int i = 0; i < TR_WIRE_PRIOS; i++)
+		next[i] = v + 1000u * (uint32_t)i; /* each priority its own space */
+}
+
+/* An active message encoded and made bare, then decoded from its payload:
+ * every field the receiver needs comes back, with the sequence number
+ * completed from next. */
+static void bare_trip(uint16_t id, uint8_t slot, uint8_t prio, uint32_t seq, uint32_t len,
+		      uint32_t ref)
+{
+	struct tr_msg m = am(id, pool, len), out;
+	uint32_t imm, next[TR_WIRE_PRIOS];
+	int n;
+
+	m.seq = seq;
+	m.slot = slot;
+	m.prio = prio;
+	m.has_bsm = 1;
+	m.bsm_n = 5;
+	n = encode(&m, buf_a);
+	assert_int_equal(tr_wire_bare_imm(buf_a, (size_t)n, &imm), 1);
+	assert_int_equal(imm, slot | (uint32_t)prio << 6 | (uint32_t)id << 8 |
+				      (seq & 0xffffu) << 16);
+	nexts(next, 0);
+	next[prio] = ref;
+	memset(&out, 0xa5, sizeof(out));
+	assert_int_equal(tr_msg_decode_bare(imm, buf_a + TR_WIRE_BARE_SKIP, len, next, &out), 0);
+	assert_int_equal(out.type, TR_MSG_AM);
+	assert_int_equal(out.seq, seq);
+	assert_int_equal(out.slot, slot);
+	assert_int_equal(out.prio, prio);
+	assert_int_equal(out.has_bsm, 0); /* a bare message carries no status */
+	assert_true(out.bsm_n == 0 && out.bsm_c == 0);
+	assert_int_equal(out.u.am.id, id);
+	assert_int_equal(out.u.am.len, len);
+	assert_ptr_equal(out.u.am.data, buf_a + TR_WIRE_BARE_SKIP); /* in place */
+}
+
+static void test_bare_round_trip(void **state)
+{
+	(void)state;
+	bare_trip(7, 13, 2, 0x12345, 1024, 0x12340);
+	bare_trip(0, 0, 0, 0, 1, 0);
+	bare_trip(TRIAD_AM_MAX_ID, TR_WIRE_MAX_SLOTS - 1, 1, 0xfffffffeu, 4096, 0xfffffff0u);
+	bare_trip(3, 63, 0, 17, AM_MAX, 17);
+}
+
+/* The receiver's next may be behind the message (later messages on other
+ * planes) or ahead of it (a duplicate sent again after a failure), across
+ * the 16-bit and the 32-bit wrap: every distance within 32767 comes back. */
+static void test_bare_seq_completion(void **state)
+{
+	static const uint32_t refs[] = { 0, 5, 0xfff0, 0x10000, 0x1fff8, 0x7fffffffu,
+					 0xfffffff0u, 0xffffffffu };
+	static const int32_t dists[] = { 0, 1, -1, 63, -63, 64, 600, -600, 32767, -32767 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
+		for (size_t j = 0; j < sizeof(dists) / sizeof(dists[0]); j++)
+			bare_trip(1, 2, (uint8_t)(j % 3), refs[i] + (uint32_t)dists[j], 8,
+				  refs[i]);
+	for (int k = 0; k < 2000; k++) {
+		uint32_t ref = (uint32_t)rnd();
+		int32_t d = (int32_t)(rnd() % 65535) - 32767;
+
+		bare_trip((uint16_t)(rnd() % 256), (uint8_t)(rnd() % 64), (uint8_t)(rnd() % 3),
+			  ref + (uint32_t)d, 1 + (uint32_t)(rnd() % 2000), ref);
+	}
+}
+
+/* Only an active message with a payload and an id of at most 255 goes
+ * bare; everything else goes whole. */
+static void test_bare_only_am(void **state)
+{
+	struct tr_msg m;
+	uint32_t imm = 0x5a5a5a5a;
+	int n;
+
+	(void)state;
+	m = am(1, NULL, 0); /* no payload: nothing to save, and a SEND of 0 bytes */
+	n = encode(&m, buf_a);
+	assert_int_equal(tr_wire_bare_imm(buf_a, (size_t)n, &imm), 0);
+	m = am(0xffff, pool, 8);
+	n = encode(&m, buf_a);
+	assert_int_equal(tr_wire_bare_imm(buf_a, (size_t)n, &imm), 0);
+	m = am(256, pool, 8);
+	n = encode(&m, buf_a);
+	assert_int_equal(tr_wire_bare_imm(buf_a, (size_t)n, &imm), 0);
+	for (int t = 1; t < TR_MSG_TYPE_MAX; t++) {
+		if (t == TR_MSG_AM)
+			continue;
+		m = of_type(t);
+		n = encode(&m, buf_a);
+		assert_int_equal(tr_wire_bare_imm(buf_a, (size_t)n, &imm), 0);
+	}
+	assert_int_equal(imm, 0x5a5a5a5a); /* untouched */
+}
+
+static void test_bare_decode_bad(void **state)
+{
+	uint32_t next[TR_WIRE_PRIOS];
+	struct tr_msg out;
+
+	(void)state;
+	nexts(next, 100);
+	/* no payload, or more than any message can carry */
+	assert_int_equal(tr_msg_decode_bare(1u << 16, pool, 0, next, &out), -EBADMSG);
+	assert_int_equal(tr_msg_decode_bare(1u << 16, pool, AM_MAX + 1, next, &out), -EBADMSG);
+	assert_int_equal(tr_msg_decode_bare(1u << 16, pool, AM_MAX, next, &out), 0);
+	/* priority 3 does not exist */
+	assert_int_equal(tr_msg_decode_bare(3u << 6, pool, 8, next, &out), -EPROTO);
+}
+
 static void test_priv_roundtrip(void **state)
 {
 	struct tr_conn_priv d = { .plane = 1, .rank = 2, .size = 8, .slots = 16,
 				  .slot_size = 4096, .key = 0x0123456789abcdefull,
-				  .incarnation = 0xfedcba9876543210ull, .peer_incarnation = 0 }, e;
+				  .incarnation = 0xfedcba9876543210ull, .peer_incarnation = 0,
+				  .flags = TR_CONN_F_BARE_AM }, e;
 	uint8_t buf[TR_WIRE_PRIV_LEN];
 
 	(void)state;
@@ -1707,6 +1819,11 @@ static void test_priv_roundtrip(void **state)
 	assert_true(e.key == 0x0123456789abcdefull);
 	assert_true(e.incarnation == 0xfedcba9876543210ull);
 	assert_true(e.peer_incarnation == 0); /* not known yet */
+	assert_int_equal(e.flags, TR_CONN_F_BARE_AM);
+	d.flags = 0;
+	tr_conn_priv_encode(buf, &d);
+	assert_int_equal(tr_conn_priv_decode(buf, sizeof(buf), &e), 0);
+	assert_int_equal(e.flags, 0);
 	/* the two incarnations travel apart, every bit in place */
 	d.peer_incarnation = 0x8000000000000001ull;
 	tr_conn_priv_encode(buf, &d);
@@ -1715,7 +1832,7 @@ static void test_priv_roundtrip(void **state)
 	assert_true(e.peer_incarnation == 0x8000000000000001ull);
 	/* rdma_cm pads the private data: what follows is ignored */
 	{
-		uint8_t big[56] = { 0 };
+		uint8_t big[TR_WIRE_PRIV_LEN + 8] = { 0 };
 
 		memcpy(big, buf, sizeof(buf));
 		assert_int_equal(tr_conn_priv_decode(big, sizeof(big), &e), 0);
@@ -1788,6 +1905,15 @@ static void test_priv_bad(void **state)
 	bad[7] = 3;
 	assert_int_equal(tr_conn_priv_version(bad, sizeof(bad)), 3);
 	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTONOSUPPORT);
+	/* version 4 (52 bytes, no flags: no bare active messages) is named */
+	bad[7] = 4;
+	assert_int_equal(tr_conn_priv_decode(bad, 52, &e), -EPROTONOSUPPORT);
+	/* a flag this version does not know */
+	for (int bit = 1; bit < 32; bit++) {
+		d.flags = 1u << bit;
+		tr_conn_priv_encode(bad, &d);
+		assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTO);
+	}
 }
 
 int main(void)
@@ -1809,7 +1935,7 @@ int main(void)
 		cmocka_unit_test(test_decode_short_and_long_buffers),
 		cmocka_unit_test(test_decode_bad_magic_version),
 		cmocka_unit_test(test_decode_nonzero_reserved),
-		cmocka_unit_test(test_am_ord),
+		cmocka_unit_test(test_am_id),
 		cmocka_unit_test(test_decode_bad_prio),
 		cmocka_unit_test(test_decode_bsm_link),
 		cmocka_unit_test(test_decode_bad_slot),
@@ -1834,6 +1960,10 @@ int main(void)
 		cmocka_unit_test(test_set_link_decodes),
 		cmocka_unit_test(test_set_link_clears_bsm),
 		cmocka_unit_test(test_type_str),
+		cmocka_unit_test(test_bare_round_trip),
+		cmocka_unit_test(test_bare_seq_completion),
+		cmocka_unit_test(test_bare_only_am),
+		cmocka_unit_test(test_bare_decode_bad),
 		cmocka_unit_test(test_priv_roundtrip),
 		cmocka_unit_test(test_priv_old_version),
 		cmocka_unit_test(test_priv_bad),
