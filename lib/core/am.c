@@ -73,12 +73,6 @@ static int handle(struct triad_ctx *ctx, struct tr_lane *l, unsigned id, const v
 	return e->fn(e->arg, l->peer, data, len, (triad_am_msg_t *)b) == TRIAD_AM_KEEP;
 }
 
-/* seq comes before upto (serial arithmetic). */
-static int before(uint32_t seq, uint32_t upto)
-{
-	return (int32_t)(seq - upto) < 0;
-}
-
 /* Hands over the early ones numbered before upto, in order. */
 static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio, uint32_t upto)
 {
@@ -87,7 +81,7 @@ static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned pri
 	while (!tr_list_empty(q)) {
 		struct tr_am_early *e = tr_list_first(q, struct tr_am_early, link);
 
-		if (!before(e->seq, upto))
+		if (!tr_seq_before(e->seq, upto))
 			return;
 		tr_list_del(&e->link);
 		if (!handle(ctx, e->l, e->id, e->data, e->len, e->b)) {
@@ -132,7 +126,7 @@ static int hold(struct tr_peer *p, struct tr_lane *l, const struct tr_msg *m)
 	     i = i->prev) {
 		struct tr_am_early *x = tr_container_of(i, struct tr_am_early, link);
 
-		if (before(x->seq, e->seq)) {
+		if (tr_seq_before(x->seq, e->seq)) {
 			at = x;
 			break;
 		}
@@ -147,12 +141,11 @@ int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg 
 {
 	struct tr_peer *p = &ctx->peers[l->peer];
 	unsigned prio = m->prio;
-	int kept;
 
 	if (ctx->cfg.order != TR_ORDER_STRICT)
 		return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 	/* Its own number is in (the caller accepted it): has every one before? */
-	if (!before(m->seq, p->rx_seq[prio].next)) {
+	if (!tr_seq_before(m->seq, p->rx_seq[prio].next)) {
 		if (hold(p, l, m) == 0)
 			return 0; /* its slot is free again */
 		tr_error("rank %d: no memory to hold an early active message: handled out of "
@@ -160,11 +153,11 @@ int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg 
 		return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 	}
 	/* Its turn has come, and with it that of the early ones before it
-	 * (the number that held them was this one's, or one just before). */
+	 * (the number that held them was this one's, or one just before);
+	 * those after it go when the caller, tr_peer_on_msg(), calls
+	 * tr_am_ready() as after every message. */
 	deliver_early(ctx, p, prio, m->seq);
-	kept = handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
-	tr_am_ready(ctx, p, prio);
-	return kept;
+	return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 }
 
 void tr_am_peer_free(struct tr_peer *p)

@@ -32,6 +32,12 @@ static inline void tr_seq_rx_init(struct tr_seq_rx *rx, uint32_t first)
 
 enum tr_seq_verdict tr_seq_rx_accept(struct tr_seq_rx *rx, uint32_t seq);
 
+/* a comes before b (serial arithmetic). */
+static inline int tr_seq_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
 /* 1 when tr_seq_rx_accept() would not say TR_SEQ_TOO_FAR. */
 static inline int tr_seq_rx_fits(const struct tr_seq_rx *rx, uint32_t seq)
 {

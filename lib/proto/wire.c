@@ -275,7 +275,7 @@ int tr_wire_bare_imm(const void *buf, size_t len, uint32_t *imm)
 	    p[6] >= TR_WIRE_MAX_SLOTS)
 		return 0;
 	id = (unsigned)p[TR_WIRE_HDR_LEN] | (unsigned)p[TR_WIRE_HDR_LEN + 1] << 8;
-	if (id > 0xff)
+	if (id > TRIAD_AM_MAX_ID)
 		return 0;
 	*imm = (uint32_t)p[6] | (uint32_t)(p[7] & FLAG_PRIO_MASK) << 6 | (uint32_t)id << 8 |
 	       (tr_wire_seq(buf) & 0xffffu) << 16;
