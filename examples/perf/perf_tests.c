@@ -202,18 +202,30 @@ static int reap(struct perf_run *r, triad_req_t **req_p, const char *what)
 	return ret;
 }
 
-/* Polls the byte at p until it holds v, reaping *req_p meanwhile (req_p
- * NULL: request-less operations, and triad_progress reaps them). */
+/* How often a request-less wait_byte() calls triad_progress() after its
+ * first spin: a safety net for long waits, not a cadence. */
+#define NOREQ_PROGRESS_SPINS 65536
+
+/* Polls the byte at p until it holds v, reaping *req_p meanwhile: a test
+ * per spin until the request completes (a small put's completes in its
+ * post), then the byte alone, as ib_write_lat spins once its write
+ * completed.  req_p NULL (request-less puts): one triad_progress() to reap
+ * the light puts' completions, then the byte alone, as ucp_put_lat's
+ * one-sided wait calls no progress (a progress call per spin delays
+ * seeing the byte by up to one call: bench/README.md, putget). */
 static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_t **req_p,
 		     const char *what, long iter)
 {
 	const volatile uint8_t *vp = p;
 	uint64_t deadline = 0;
 	unsigned spins = 0;
-	int ret;
+	int ret = 0;
 
 	while (*vp != v) {
-		ret = req_p ? reap(r, req_p, what) : triad_progress(r->ctx);
+		if (req_p)
+			ret = reap(r, req_p, what);
+		else if (spins % NOREQ_PROGRESS_SPINS == 0)
+			ret = triad_progress(r->ctx);
 		if (ret)
 			return ret;
 		if (++spins % 1024)
