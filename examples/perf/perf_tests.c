@@ -202,29 +202,32 @@ static int reap(struct perf_run *r, triad_req_t **req_p, const char *what)
 	return ret;
 }
 
-/* How often a request-less wait_byte() calls triad_progress() after its
- * first spin: a safety net for long waits, not a cadence. */
+/* How often a request-less wait_byte() calls triad_progress() again while
+ * it waits: a safety net for long waits, not a cadence. */
 #define NOREQ_PROGRESS_SPINS 65536
 
 /* Polls the byte at p until it holds v, reaping *req_p meanwhile: a test
  * per spin until the request completes (a small put's completes in its
  * post), then the byte alone, as ib_write_lat spins once its write
- * completed.  req_p NULL (request-less puts): one triad_progress() to reap
- * the light puts' completions, then the byte alone, as ucp_put_lat's
- * one-sided wait calls no progress (a progress call per spin delays
- * seeing the byte by up to one call: bench/README.md, putget). */
+ * completed.  req_p NULL (request-less puts): one triad_progress() first,
+ * byte or no byte, which reaps the light puts' completions so that their
+ * send-queue slots come back, then the byte alone, as ucp_put_lat's
+ * one-sided wait calls no progress (a progress call on every spin saw the
+ * byte up to one call late: bench/README.md, putget). */
 static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_t **req_p,
 		     const char *what, long iter)
 {
 	const volatile uint8_t *vp = p;
 	uint64_t deadline = 0;
 	unsigned spins = 0;
-	int ret = 0;
+	int ret = req_p ? 0 : triad_progress(r->ctx);
 
+	if (ret)
+		return ret;
 	while (*vp != v) {
 		if (req_p)
 			ret = reap(r, req_p, what);
-		else if (spins % NOREQ_PROGRESS_SPINS == 0)
+		else if ((spins + 1) % NOREQ_PROGRESS_SPINS == 0)
 			ret = triad_progress(r->ctx);
 		if (ret)
 			return ret;
