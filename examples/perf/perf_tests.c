@@ -202,18 +202,20 @@ static int reap(struct perf_run *r, triad_req_t **req_p, const char *what)
 	return ret;
 }
 
-/* How often a request-less wait_byte() calls triad_progress() again while
- * it waits: a safety net for long waits, not a cadence. */
-#define NOREQ_PROGRESS_SPINS 65536
+/* A few microseconds of spinning in the guest: rare enough that the byte
+ * seldom arrives during a call, often enough for big puts' chunks. */
+#define NOREQ_PROGRESS_SPINS 4096
 
 /* Polls the byte at p until it holds v, reaping *req_p meanwhile: a test
  * per spin until the request completes (a small put's completes in its
  * post), then the byte alone, as ib_write_lat spins once its write
  * completed.  req_p NULL (request-less puts): one triad_progress() first,
  * byte or no byte, which reaps the light puts' completions so that their
- * send-queue slots come back, then the byte alone, as ucp_put_lat's
- * one-sided wait calls no progress (a progress call on every spin saw the
- * byte up to one call late: bench/README.md, putget). */
+ * send-queue slots come back, then the byte alone with a progress call
+ * every NOREQ_PROGRESS_SPINS (a put too big for the light path needs the
+ * library to post its chunks), as ucp_put_lat's one-sided wait calls no progress: a
+ * progress call on every spin saw the byte up to one call late
+ * (bench/README.md, putget). */
 static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_t **req_p,
 		     const char *what, long iter)
 {
@@ -225,14 +227,13 @@ static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_
 	if (ret)
 		return ret;
 	while (*vp != v) {
-		if (req_p)
-			ret = reap(r, req_p, what);
-		else if ((spins + 1) % NOREQ_PROGRESS_SPINS == 0)
-			ret = triad_progress(r->ctx);
-		if (ret)
+		if (req_p && (ret = reap(r, req_p, what)))
 			return ret;
 		if (++spins % 1024)
 			continue;
+		if (!req_p && spins % NOREQ_PROGRESS_SPINS == 0 &&
+		    (ret = triad_progress(r->ctx)))
+			return ret;
 		if (!deadline) {
 			deadline = perf_now_ns() + (uint64_t)r->timeout_ms * 1000000;
 		} else if (perf_now_ns() > deadline) {
