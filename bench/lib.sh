@@ -149,6 +149,30 @@ valid() {
 ratio() {
     awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "NA" }'
 }
+# rounds_span A_RUNS B_RUNS [OP TARGET]: the ratio round by round, A's run
+# of round i over B's (the lists hold one figure per round, in round order;
+# a round with NA on either side is skipped), as "LO-HI"; with a target
+# ", K/N met": K of the N rounds on the target's side.  The runs of one
+# boot spread more than some ratios are from their targets, so a ratio of
+# medians can land on either side by chance: the span says whether every
+# round agrees.  NA when no round has both.
+rounds_span() {
+    awk -v a="$1" -v b="$2" -v op="${3-}" -v x="${4-}" 'BEGIN {
+        na = split(a, A, " "); nb = split(b, B, " "); n = 0; k = 0
+        for (i = 1; i <= na && i <= nb; i++) {
+            if (A[i] !~ /^[0-9.]+$/ || B[i] !~ /^[0-9.]+$/ || A[i] + 0 <= 0 || B[i] + 0 <= 0)
+                continue
+            r = A[i] / B[i]
+            if (!n || r < lo) lo = r
+            if (!n || r > hi) hi = r
+            n++
+            if (x != "" && ((op == ">=" && r >= x + 0) || (op == "<=" && r <= x + 0))) k++
+        }
+        if (!n) { print "NA"; exit }
+        printf "%.3f-%.3f", lo, hi
+        if (x != "") printf ", %d/%d met", k, n
+        printf "\n" }'
+}
 # verdict VALUE OP TARGET: ok, MISSED, NA, or (info) without a target.
 verdict() {
     awk -v r="$1" -v op="$2" -v x="$3" 'BEGIN {
