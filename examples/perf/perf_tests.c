@@ -202,8 +202,10 @@ static int reap(struct perf_run *r, triad_req_t **req_p, const char *what)
 	return ret;
 }
 
-/* A few microseconds of spinning in the guest: rare enough that the byte
- * seldom arrives during a call, often enough for big puts' chunks. */
+/* Spins of a request-less wait between its progress calls: rare enough
+ * that the byte seldom arrives during a call, often enough for the chunks
+ * of a put too big for the light path, which the library posts only when
+ * it progresses. */
 #define NOREQ_PROGRESS_SPINS 4096
 
 /* Polls the byte at p until it holds v, reaping *req_p meanwhile: a test
@@ -212,10 +214,9 @@ static int reap(struct perf_run *r, triad_req_t **req_p, const char *what)
  * completed.  req_p NULL (request-less puts): one triad_progress() first,
  * byte or no byte, which reaps the light puts' completions so that their
  * send-queue slots come back, then the byte alone with a progress call
- * every NOREQ_PROGRESS_SPINS (a put too big for the light path needs the
- * library to post its chunks), as ucp_put_lat's one-sided wait calls no progress: a
- * progress call on every spin saw the byte up to one call late
- * (bench/README.md, putget). */
+ * every NOREQ_PROGRESS_SPINS spins, as ucp_put_lat's one-sided wait calls
+ * no progress: a progress call on every spin saw the byte up to one call
+ * late (bench/README.md, putget). */
 static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_t **req_p,
 		     const char *what, long iter)
 {
