@@ -706,8 +706,7 @@ void triad_fini(triad_ctx_t *ctx)
 	pthread_mutex_unlock(&ctx->lock);
 	tr_reaper_stop(&ctx->reaper); /* every QP gone before the planes' PDs and CQs */
 	tr_fab_close(ctx->fab);
-	if (ctx->loop)
-		ev_loop_destroy(ctx->loop);
+	tr_progress_teardown(ctx);
 	free(ctx->wins);
 	free(ctx->peers);
 	tr_world_free(&ctx->world);

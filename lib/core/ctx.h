@@ -293,7 +293,11 @@ struct triad_ctx {
 	struct tr_am_entry am[TRIAD_AM_MAX_ID + 1];
 	ev_timer fc_timer_w;
 	uint64_t fc_ticks; /* periods of fc_timer_w so far: a clock for slow things */
-	ev_timer rearm_w;
+	/* Turns completion events back on once the application stops polling
+	 * (progress.c, the idle timer): a timerfd that pollers move forward. */
+	ev_io idle_w;
+	int idle_fd;
+	uint64_t idle_at_ns; /* when it fires (CLOCK_MONOTONIC); 0: off (under the lock) */
 	ev_timer linger_w;	  /* flushes deferred BSMs */
 	int linger_wanted;	  /* an application thread asked for linger_w (kick_w) */
 	int linger_on;		  /* linger_w runs (set and cleared under the lock) */
@@ -304,8 +308,6 @@ struct triad_ctx {
 	uint64_t app_seen_calls;  /* the count app_polling last saw */
 	uint64_t app_seen_ns;	  /* when it saw it change; 0: a thread went to sleep */
 	uint64_t rx_msgs;	  /* messages received on every lane (the spin's measure) */
-	int rearm_on;		  /* rearm_w runs (set and cleared under the lock) */
-	int rearm_asked;	  /* an application thread asked for it (kick_w) */
 	struct tr_trace *trace;	  /* TRIAD_TRACE, or NULL */
 
 	struct tr_copy copy;	  /* the copy engine (proto/copy) */
@@ -345,6 +347,7 @@ struct triad_ctx {
 
 /* ---- progress (progress.c) ---------------------------------------------------*/
 int tr_progress_setup(struct triad_ctx *ctx); /* the loop and its watchers */
+void tr_progress_teardown(struct triad_ctx *ctx); /* the loop and the idle timer (after stop) */
 int tr_progress_start(struct triad_ctx *ctx); /* the progress thread */
 void tr_progress_stop(struct triad_ctx *ctx);
 /* Engine: poll everything once (lock held); completions handled. */
@@ -354,7 +357,7 @@ int tr_progress(struct triad_ctx *ctx);
 void tr_progress_app(struct triad_ctx *ctx);
 /* Someone will wait for a send completion on plane (called before the
  * post): make sure one raises an event, unless an application thread
- * polls (it reaps it, and the re-arm timer turns events back on). */
+ * polls (it reaps it, and the idle timer turns events back on). */
 void tr_progress_want_send(struct triad_ctx *ctx, int plane);
 /* A lane deferred a BSM: flush every deferred BSM within
  * TRIAD_BSM_LINGER_US (any thread). */

@@ -8,20 +8,26 @@
  * waits for a send completion (tr_lane_send_wanted), or always when an
  * application thread goes to sleep.  What an application thread posts it
  * reaps itself while it keeps calling in (tr_progress_want_send): events
- * for it come on only once it stops, through the re-arm timer. */
+ * for it come on only once it stops, through the idle timer. */
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "core/ctx.h"
 
 /* An application thread that called in within this window is taken to be
  * polling: it will reap its own completions, so the progress thread leaves
- * completion events off and checks again one window later (one wake-up per
- * window at most, instead of one per completion). */
+ * completion events off until the idle timer finds it stopped (no wake-up
+ * per completion, and none at all while it keeps polling). */
 #define APP_ACTIVE_NS 2000000ull
+/* A polling application thread looks at the idle timer every this many
+ * calls (a clock read), and moves it when it would fire within half a
+ * window: one timerfd_settime about every millisecond of polling. */
+#define APP_CHECK_CALLS 16
 /* A sleeping application thread wakes at least this often, to check
  * deadlines (window queries, copies). */
 #define APP_SLEEP_MAX_NS 50000000ull
@@ -38,9 +44,11 @@ int tr_progress(struct triad_ctx *ctx)
 	return n;
 }
 
+static void app_call(struct triad_ctx *ctx);
+
 void tr_progress_app(struct triad_ctx *ctx)
 {
-	ctx->app_calls++;
+	app_call(ctx);
 	tr_progress(ctx);
 }
 
@@ -66,9 +74,50 @@ static void app_asleep(struct triad_ctx *ctx)
 	ctx->app_seen_ns = 0;
 }
 
+/* ---- the idle timer -----------------------------------------------------------
+ * It turns completion events back on once the application threads stop
+ * calling in (idle_cb).  A timerfd rather than a libev timer: a polling
+ * thread pushes it forward itself (app_call), so the progress thread is
+ * not woken every APP_ACTIVE_NS to find the application still polling.
+ * Each such wake-up cost the poller 65-140 us on the test VM's shared
+ * vCPU, 6-8 % of its time (bench/README.md, "The progress thread's
+ * wake-ups"); a timerfd_settime in the poller costs a system call. */
+static void idle_timer_set(struct triad_ctx *ctx, uint64_t at_ns)
+{
+	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(at_ns / 1000000000),
+						.tv_nsec = (long)(at_ns % 1000000000) } };
+
+	ctx->idle_at_ns = at_ns;
+	if (timerfd_settime(ctx->idle_fd, TFD_TIMER_ABSTIME, &its, NULL))
+		tr_warn("the idle timer: timerfd_settime: %s", strerror(errno));
+}
+
+/* Starts the idle timer one window from now, unless it runs. */
+static void rearm_later(struct triad_ctx *ctx)
+{
+	if (!ctx->idle_at_ns)
+		idle_timer_set(ctx, tr_now_ns() + APP_ACTIVE_NS);
+}
+
 static int rearm_pending(struct triad_ctx *ctx)
 {
-	return app_polling(ctx) && ev_is_active(&ctx->rearm_w);
+	return app_polling(ctx) && ctx->idle_at_ns;
+}
+
+/* An application thread called in (lock held).  Every APP_CHECK_CALLS
+ * calls it dates itself, as app_polling would, and keeps the idle timer
+ * at least half a window ahead. */
+static void app_call(struct triad_ctx *ctx)
+{
+	uint64_t now;
+
+	if (++ctx->app_calls % APP_CHECK_CALLS || !ctx->idle_at_ns)
+		return;
+	now = tr_now_ns();
+	ctx->app_seen_calls = ctx->app_calls;
+	ctx->app_seen_ns = now;
+	if ((int64_t)(ctx->idle_at_ns - now) < (int64_t)(APP_ACTIVE_NS / 2))
+		idle_timer_set(ctx, now + APP_ACTIVE_NS);
 }
 
 /* Does anyone wait for a send completion on this plane? */
@@ -86,19 +135,16 @@ static int on_progress_thread(const struct triad_ctx *ctx);
  * wait, a flush): it reaps the completion itself, and an event would
  * only wake the progress thread to race it for the lock, on the same
  * CPU (bench/README.md, where the time goes).  So it is counted as
- * polling and no event is armed; the re-arm timer (started by the
- * progress thread, which owns the timers) turns events on once it stops
- * polling, APP_ACTIVE_NS later at most.  A thread going to sleep arms
+ * polling and no event is armed; the idle timer (started here, pushed
+ * on by its later calls) turns events on once it stops polling,
+ * APP_ACTIVE_NS to twice that later.  A thread going to sleep arms
  * them itself (tr_wait_until).  On the progress thread, events are armed
  * as before: nobody else may poll for what it posted. */
 void tr_progress_want_send(struct triad_ctx *ctx, int plane)
 {
 	if (!on_progress_thread(ctx) && ctx->thread_started) {
-		ctx->app_calls++;
-		if (!ctx->rearm_on && !ctx->rearm_asked) {
-			ctx->rearm_asked = 1;
-			ev_async_send(ctx->loop, &ctx->kick_w);
-		}
+		app_call(ctx);
+		rearm_later(ctx);
 		return;
 	}
 	if (!rearm_pending(ctx))
@@ -115,23 +161,20 @@ static void arm_all(struct triad_ctx *ctx, int all)
 	tr_progress(ctx);
 }
 
-static void rearm_later(struct triad_ctx *ctx)
-{
-	ctx->rearm_on = 1;
-	if (!ev_is_active(&ctx->rearm_w)) {
-		ev_timer_set(&ctx->rearm_w, APP_ACTIVE_NS * 1e-9, 0.);
-		ev_timer_start(ctx->loop, &ctx->rearm_w);
-	}
-}
-
-static void rearm_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void idle_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct triad_ctx *ctx = w->data;
+	uint64_t expirations;
 
 	(void)loop;
 	(void)revents;
 	pthread_mutex_lock(&ctx->lock);
-	ctx->rearm_on = 0;
+	/* Nothing to read: a poller moved the timer after it fired. */
+	if (read(ctx->idle_fd, &expirations, sizeof(expirations)) != sizeof(expirations)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return;
+	}
+	ctx->idle_at_ns = 0;
 	if (app_polling(ctx))
 		rearm_later(ctx);
 	else
@@ -186,7 +229,7 @@ static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (which) {
 		/* While an application thread polls, it reaps the completions
 		 * itself: leave events off rather than wake this thread for each
-		 * one (rearm_cb re-arms once it stops). */
+		 * one (idle_cb re-arms once it stops). */
 		if (!app_polling(ctx))
 			tr_fab_plane_arm(ctx->fab, plane,
 					 TR_FAB_CQ_RECV |
@@ -418,10 +461,6 @@ static void kick_cb(struct ev_loop *loop, ev_async *w, int revents)
 	each_lane(ctx, tr_lane_connect_wanted); /* first uses (TRIAD_CONNECT=lazy) */
 	if (ctx->linger_wanted)
 		start_linger(ctx);
-	if (ctx->rearm_asked) {
-		ctx->rearm_asked = 0;
-		rearm_later(ctx);
-	}
 	pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -461,10 +500,18 @@ static void *progress_thread(void *arg)
 /* ---- set-up ------------------------------------------------------------------*/
 int tr_progress_setup(struct triad_ctx *ctx)
 {
+	ctx->idle_fd = -1;
 	ctx->loop = ev_loop_new(EVFLAG_AUTO);
 	if (!ctx->loop) {
 		tr_error("cannot create the event loop");
 		return -ENOMEM;
+	}
+	ctx->idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (ctx->idle_fd < 0) {
+		int ret = -errno;
+
+		tr_error("cannot create the idle timer: timerfd_create: %s", strerror(errno));
+		return ret;
 	}
 	ev_io_init(&ctx->cm_w, cm_cb, tr_fab_cm_fd(ctx->fab), EV_READ);
 	ctx->cm_w.data = ctx;
@@ -491,8 +538,9 @@ int tr_progress_setup(struct triad_ctx *ctx)
 		      ctx->cfg.fc_timer_ms / 1000.0);
 	ctx->fc_timer_w.data = ctx;
 	ev_timer_start(ctx->loop, &ctx->fc_timer_w);
-	ev_timer_init(&ctx->rearm_w, rearm_cb, 0., 0.);
-	ctx->rearm_w.data = ctx;
+	ev_io_init(&ctx->idle_w, idle_cb, ctx->idle_fd, EV_READ);
+	ctx->idle_w.data = ctx;
+	ev_io_start(ctx->loop, &ctx->idle_w);
 	ev_timer_init(&ctx->linger_w, linger_cb, 0., 0.);
 	ctx->linger_w.data = ctx;
 	return 0;
@@ -508,6 +556,17 @@ int tr_progress_start(struct triad_ctx *ctx)
 	}
 	ctx->thread_started = 1;
 	return 0;
+}
+
+void tr_progress_teardown(struct triad_ctx *ctx)
+{
+	if (!ctx->loop)
+		return;
+	ev_loop_destroy(ctx->loop);
+	ctx->loop = NULL;
+	if (ctx->idle_fd >= 0)
+		close(ctx->idle_fd);
+	ctx->idle_fd = -1;
 }
 
 void tr_progress_stop(struct triad_ctx *ctx)
