@@ -307,6 +307,9 @@ struct triad_ctx {
 	uint64_t app_calls;	  /* under the lock */
 	uint64_t app_seen_calls;  /* the count app_polling last saw */
 	uint64_t app_seen_ns;	  /* when it saw it change; 0: a thread went to sleep */
+	/* An application thread's own looks at the idle timer (progress.c,
+	 * app_call): the count and time of its last, calls until the next. */
+	uint64_t app_look_calls, app_look_ns, app_look_every;
 	uint64_t rx_msgs;	  /* messages received on every lane (the spin's measure) */
 	struct tr_trace *trace;	  /* TRIAD_TRACE, or NULL */
 

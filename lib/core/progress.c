@@ -24,10 +24,12 @@
  * completion events off until the idle timer finds it stopped (no wake-up
  * per completion, and none at all while it keeps polling). */
 #define APP_ACTIVE_NS 2000000ull
-/* A polling application thread looks at the idle timer every this many
- * calls (a clock read), and moves it when it would fire within half a
- * window: one timerfd_settime about every millisecond of polling. */
-#define APP_CHECK_CALLS 16
+/* A polling application thread looks at the idle timer (a clock read)
+ * about this many times a window, every so many calls (app_call), and
+ * when it would fire within a window moves it two windows ahead: one
+ * timerfd_settime about every window of polling. */
+#define APP_LOOKS 4
+#define APP_LOOK_MAX_CALLS 4096
 /* A sleeping application thread wakes at least this often, to check
  * deadlines (window queries, copies). */
 #define APP_SLEEP_MAX_NS 50000000ull
@@ -82,14 +84,20 @@ static void app_asleep(struct triad_ctx *ctx)
  * Each such wake-up cost the poller 65-140 us on the test VM's shared
  * vCPU, 6-8 % of its time (bench/README.md, "The progress thread's
  * wake-ups"); a timerfd_settime in the poller costs a system call. */
-static void idle_timer_set(struct triad_ctx *ctx, uint64_t at_ns)
+static void idle_timer_arm(int fd, uint64_t at_ns)
 {
 	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(at_ns / 1000000000),
 						.tv_nsec = (long)(at_ns % 1000000000) } };
 
-	ctx->idle_at_ns = at_ns;
-	if (timerfd_settime(ctx->idle_fd, TFD_TIMER_ABSTIME, &its, NULL))
+	if (timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL))
 		tr_warn("the idle timer: timerfd_settime: %s", strerror(errno));
+}
+
+/* (lock held) */
+static void idle_timer_set(struct triad_ctx *ctx, uint64_t at_ns)
+{
+	ctx->idle_at_ns = at_ns;
+	idle_timer_arm(ctx->idle_fd, at_ns);
 }
 
 /* Starts the idle timer one window from now, unless it runs. */
@@ -104,20 +112,29 @@ static int rearm_pending(struct triad_ctx *ctx)
 	return app_polling(ctx) && ctx->idle_at_ns;
 }
 
-/* An application thread called in (lock held).  Every APP_CHECK_CALLS
- * calls it dates itself, as app_polling would, and keeps the idle timer
- * at least half a window ahead. */
+/* An application thread called in (lock held).  Now and then it dates
+ * itself, as app_polling would, and keeps the idle timer at least half a
+ * window ahead (see APP_LOOKS).  How often: every app_look_every calls, a count set from
+ * the rate of its calls so that it looks about APP_LOOKS times a window
+ * (a get's few calls take 40 us, a 64 KiB put's post alone 1.8 ms on the
+ * test VM: a fixed count either reads the clock all the time or lets the
+ * timer fire). */
 static void app_call(struct triad_ctx *ctx)
 {
-	uint64_t now;
+	uint64_t n = ++ctx->app_calls - ctx->app_look_calls, now, dt, every;
 
-	if (++ctx->app_calls % APP_CHECK_CALLS || !ctx->idle_at_ns)
+	if (n < ctx->app_look_every || !ctx->idle_at_ns)
 		return;
 	now = tr_now_ns();
+	dt = now - ctx->app_look_ns;
+	every = dt ? n * (APP_ACTIVE_NS / APP_LOOKS) / dt : APP_LOOK_MAX_CALLS;
+	ctx->app_look_every = every < 1 ? 1 : every > APP_LOOK_MAX_CALLS ? APP_LOOK_MAX_CALLS : every;
+	ctx->app_look_calls = ctx->app_calls;
+	ctx->app_look_ns = now;
 	ctx->app_seen_calls = ctx->app_calls;
 	ctx->app_seen_ns = now;
-	if ((int64_t)(ctx->idle_at_ns - now) < (int64_t)(APP_ACTIVE_NS / 2))
-		idle_timer_set(ctx, now + APP_ACTIVE_NS);
+	if ((int64_t)(ctx->idle_at_ns - now) < (int64_t)APP_ACTIVE_NS)
+		idle_timer_set(ctx, now + 2 * APP_ACTIVE_NS);
 }
 
 /* Does anyone wait for a send completion on this plane? */
@@ -136,8 +153,8 @@ static int on_progress_thread(const struct triad_ctx *ctx);
  * only wake the progress thread to race it for the lock, on the same
  * CPU (bench/README.md, where the time goes).  So it is counted as
  * polling and no event is armed; the idle timer (started here, pushed
- * on by its later calls) turns events on once it stops polling,
- * APP_ACTIVE_NS to twice that later.  A thread going to sleep arms
+ * on by its later calls) turns events on once it stops polling, one to
+ * three APP_ACTIVE_NS later.  A thread going to sleep arms
  * them itself (tr_wait_until).  On the progress thread, events are armed
  * as before: nobody else may poll for what it posted. */
 void tr_progress_want_send(struct triad_ctx *ctx, int plane)
@@ -168,15 +185,23 @@ static void idle_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	pthread_mutex_lock(&ctx->lock);
 	/* Nothing to read: a poller moved the timer after it fired. */
-	if (read(ctx->idle_fd, &expirations, sizeof(expirations)) != sizeof(expirations)) {
-		pthread_mutex_unlock(&ctx->lock);
+	if (read(ctx->idle_fd, &expirations, sizeof(expirations)) != sizeof(expirations))
+		return;
+	/* The lock is taken: an application thread is inside the library (a
+	 * 64 KiB put's post alone lasts a window on the test VM), so it is
+	 * not idle.  Look again a window later instead of queueing behind it
+	 * for the lock (a futex wait and two more switches on its vCPU). */
+	if (pthread_mutex_trylock(&ctx->lock)) {
+		idle_timer_arm(ctx->idle_fd, tr_now_ns() + APP_ACTIVE_NS);
 		return;
 	}
 	ctx->idle_at_ns = 0;
+	/* A poller keeps the timer a window ahead: that it fired means the
+	 * application has stopped, or nearly (a call or two since its last
+	 * look).  Look again soon rather than a whole window later. */
 	if (app_polling(ctx))
-		rearm_later(ctx);
+		idle_timer_set(ctx, tr_now_ns() + APP_ACTIVE_NS / APP_LOOKS);
 	else
 		arm_all(ctx, 0);
 	tr_ctx_signal(ctx);
