@@ -113,12 +113,12 @@ static int rearm_pending(struct triad_ctx *ctx)
 }
 
 /* An application thread called in (lock held).  Now and then it dates
- * itself, as app_polling would, and keeps the idle timer at least half a
- * window ahead (see APP_LOOKS).  How often: every app_look_every calls, a count set from
- * the rate of its calls so that it looks about APP_LOOKS times a window
- * (a get's few calls take 40 us, a 64 KiB put's post alone 1.8 ms on the
- * test VM: a fixed count either reads the clock all the time or lets the
- * timer fire). */
+ * itself, as app_polling would, and keeps the idle timer at least a
+ * window ahead (APP_LOOKS).  How often: every app_look_every calls, a
+ * count set from the rate of its calls so that it looks about APP_LOOKS
+ * times a window (a get's few calls take 40 us, a 64 KiB put's post
+ * alone 1.8 ms on the test VM: a fixed count either reads the clock all
+ * the time or lets the timer fire). */
 static void app_call(struct triad_ctx *ctx)
 {
 	uint64_t n = ++ctx->app_calls - ctx->app_look_calls, now, dt, every;
@@ -128,7 +128,9 @@ static void app_call(struct triad_ctx *ctx)
 	now = tr_now_ns();
 	dt = now - ctx->app_look_ns;
 	every = dt ? n * (APP_ACTIVE_NS / APP_LOOKS) / dt : APP_LOOK_MAX_CALLS;
-	ctx->app_look_every = every < 1 ? 1 : every > APP_LOOK_MAX_CALLS ? APP_LOOK_MAX_CALLS : every;
+	if (every > APP_LOOK_MAX_CALLS)
+		every = APP_LOOK_MAX_CALLS;
+	ctx->app_look_every = every ? every : 1;
 	ctx->app_look_calls = ctx->app_calls;
 	ctx->app_look_ns = now;
 	ctx->app_seen_calls = ctx->app_calls;
