@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # host.sh: sourced by the host wrappers (bench/putget, am, copy, icount, init,
-# ftrace), each of which boots the one-VM fabric and runs its bench/run-NAME
-# in it.
+# ftrace, offcpu), each of which boots the one-VM fabric and runs its
+# bench/run-NAME in it.
 #
 # bench_vm NAME NODES PLANES TIMEOUT ARGS...: from the repository's root,
 # checks that $TRIAD_BUILD (default build) holds triad-perf, then replaces
