@@ -54,18 +54,25 @@ void tr_progress_app(struct triad_ctx *ctx)
 	tr_progress(ctx);
 }
 
-/* Has an application thread called in within the last APP_ACTIVE_NS (give
- * or take a re-arm period)?  It counts its calls, and the count is dated
- * here when it is seen to have moved: one clock read per look here
- * instead of one per call there (a put, a get, every spin of a wait). */
-static int app_polling(struct triad_ctx *ctx)
+/* Dates the application threads' call count if it moved since last seen. */
+static void app_date(struct triad_ctx *ctx, uint64_t now)
 {
-	uint64_t now = tr_now_ns();
-
 	if (ctx->app_calls != ctx->app_seen_calls) {
 		ctx->app_seen_calls = ctx->app_calls;
 		ctx->app_seen_ns = now;
 	}
+}
+
+/* Has an application thread called in within the last APP_ACTIVE_NS (give
+ * or take a look of the idle timer)?  It counts its calls, and the count
+ * is dated when it is seen to have moved, here or by the caller's own
+ * looks (app_call): not one clock read per call (a put, a get, every spin
+ * of a wait). */
+static int app_polling(struct triad_ctx *ctx)
+{
+	uint64_t now = tr_now_ns();
+
+	app_date(ctx, now);
 	return ctx->app_seen_ns && now - ctx->app_seen_ns < APP_ACTIVE_NS;
 }
 
@@ -113,7 +120,7 @@ static int rearm_pending(struct triad_ctx *ctx)
 }
 
 /* An application thread called in (lock held).  Now and then it dates
- * itself, as app_polling would, and keeps the idle timer at least a
+ * its calls (app_date), and keeps the idle timer at least a
  * window ahead (APP_LOOKS).  How often: every app_look_every calls, a
  * count set from the rate of its calls so that it looks about APP_LOOKS
  * times a window (a get's few calls take 40 us, a 64 KiB put's post
@@ -133,8 +140,7 @@ static void app_call(struct triad_ctx *ctx)
 	ctx->app_look_every = every ? every : 1;
 	ctx->app_look_calls = ctx->app_calls;
 	ctx->app_look_ns = now;
-	ctx->app_seen_calls = ctx->app_calls;
-	ctx->app_seen_ns = now;
+	app_date(ctx, now);
 	if ((int64_t)(ctx->idle_at_ns - now) < (int64_t)APP_ACTIVE_NS)
 		idle_timer_set(ctx, now + 2 * APP_ACTIVE_NS);
 }
