@@ -131,6 +131,45 @@ perftest_col() {
 json_num() {
     sed -n "s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1" | tail -n1
 }
+# bench_tool TOOL TAG N: one run of a tool that run-offcpu and run-ftrace
+# share, N operations, on the pair (bench_setup_pair); the client's output
+# in $OUT/TAG.out.  TOOL: read ucp_get get (8 B gets: ib_read_lat,
+# ucx_perftest ucp_get, triad-perf get_lat); write ucp_put put (8 B puts,
+# half round trips); write_bw ucp_put_bw put_bw (64 KiB puts); send_bw
+# ucp_am_bw am_bw (1 KiB messages; triad with 16 slots, 64 outstanding and
+# a polling receiver).
+bench_tool() {
+    local tag=$2 n=$3
+    case $1 in
+    read) perftest ib_read_lat "$tag" -C -s 8 -n "$n" ;;
+    ucp_get) ucx "$tag" -t ucp_get -s 8 -n "$n" ;;
+    get) triad "$tag" get_lat -s 8 -n "$n" --plane 0 ;;
+    write) perftest ib_write_lat "$tag" -C -s 8 -n "$n" ;;
+    ucp_put) ucx "$tag" -t ucp_put_lat -s 8 -n "$n" ;;
+    put) triad "$tag" put_lat -s 8 -n "$n" --plane 0 ;;
+    write_bw) perftest ib_write_bw "$tag" -s 65536 -n "$n" ;;
+    ucp_put_bw) ucx "$tag" -t ucp_put_bw -s 65536 -n "$n" ;;
+    put_bw) triad "$tag" put_bw -s 64k -n "$n" --plane 0 ;;
+    send_bw) perftest ib_send_bw "$tag" -s 1024 -n "$n" ;;
+    ucp_am_bw) ucx "$tag" -t ucp_am_bw -s 1024 -n "$n" ;;
+    am_bw) triad "$tag" am_bw -s 1k -n "$n" --window 64 --slots 16 --serve poll ;;
+    *) say "bench_tool: unknown tool '$1'"; return 2 ;;
+    esac
+}
+# bench_figure TOOL TAG: that run's own figure, with its unit (latency:
+# the median, t_typical; bandwidth: the average).
+bench_figure() {
+    local f=$OUT/$2.out
+    case $1 in
+    read | write) echo "$(cycles_to_us "$(perftest_col "$f" 8 5)") us" ;;
+    ucp_get | ucp_put) echo "$(ucx_col "$f" 3) us" ;;
+    get | put) echo "$(json_num "$f" t_typical_us) us" ;;
+    write_bw) echo "$(perftest_col "$f" 65536 4) MiB/s" ;;
+    send_bw) echo "$(perftest_col "$f" 1024 4) MiB/s" ;;
+    ucp_put_bw | ucp_am_bw) echo "$(ucx_col "$f" 7) MiB/s" ;;
+    put_bw | am_bw) echo "$(json_num "$f" bw_avg_mib_s) MiB/s" ;;
+    esac
+}
 median() {
     printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
         awk '{ a[NR] = $1 } END { if (NR == 0) print "NA"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
