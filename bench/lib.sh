@@ -45,6 +45,11 @@ cycles_to_us() { [[ -n $1 ]] && awk -v c="$1" -v m="$TSC_MHZ" 'BEGIN { printf "%
 
 PORT=18515
 
+# BENCH_CLIENT_ENV (an array of NAME=VALUE, unset by default): set for the
+# client of every run below and not for its server (run-doorbell preloads
+# bench/doorbell.so this way).  cenv: the command prefix that sets it.
+client_env() { cenv=(env ${BENCH_CLIENT_ENV[@]+"${BENCH_CLIENT_ENV[@]}"}); }
+
 # perftest NAME TAG ARGS...: one perftest run (server on node 1, vCPU 1,
 # client on node 0, vCPU 0, a fresh port each time); the client's output
 # goes to $OUT/TAG.out.  A failed run is not retried here (the callers do,
@@ -55,15 +60,16 @@ perftest() {
 # perftest_between CDEV CADDR CCPU SDEV SADDR SCPU NAME TAG ARGS...: the same
 # between any two devices, the client on vCPU CCPU, the server on SCPU.
 perftest_between() {
-    local cdev=$1 caddr=$2 ccpu=$3 sdev=$4 saddr=$5 scpu=$6 tool=$7 tag=$8 srv rc
+    local cdev=$1 caddr=$2 ccpu=$3 sdev=$4 saddr=$5 scpu=$6 tool=$7 tag=$8 srv rc cenv
     shift 8
+    client_env
     PORT=$((PORT + 1))
     timeout "$TOOL_TIMEOUT" taskset -c "$scpu" "$tool" -R -F -d "$sdev" --source_ip "$saddr" \
         -p "$PORT" "$@" >"$OUT/$tag.server" 2>&1 &
     srv=$!
     sleep 2 # the server needs a moment to listen
-    timeout "$TOOL_TIMEOUT" taskset -c "$ccpu" "$tool" -R -F -d "$cdev" --source_ip "$caddr" \
-        -p "$PORT" "$@" "$saddr" >"$OUT/$tag.out" 2>&1
+    "${cenv[@]}" timeout "$TOOL_TIMEOUT" taskset -c "$ccpu" "$tool" -R -F -d "$cdev" \
+        --source_ip "$caddr" -p "$PORT" "$@" "$saddr" >"$OUT/$tag.out" 2>&1
     rc=$?
     ((rc == 0)) || kill "$srv" 2>/dev/null
     wait "$srv" 2>/dev/null
@@ -79,8 +85,9 @@ perftest_between() {
 # perftest's own out-of-band exchange goes over TCP to ADDR1).
 # The client's output goes to $OUT/TAG.out.
 ucx() {
-    local tag=$1 srv rc
+    local tag=$1 srv rc cenv
     shift
+    client_env
     PORT=$((PORT + 1))
     UCX_TLS=rc_v UCX_UD_ETH_DGID_CHECK=n UCX_NET_DEVICES=$DEV1:1 UCX_WARN_UNUSED_ENV_VARS=n \
         timeout "$TOOL_TIMEOUT" taskset -c 1 ucx_perftest -p "$PORT" \
@@ -88,8 +95,8 @@ ucx() {
     srv=$!
     sleep 2 # the server needs a moment to listen
     UCX_TLS=rc_v UCX_UD_ETH_DGID_CHECK=n UCX_NET_DEVICES=$DEV0:1 UCX_WARN_UNUSED_ENV_VARS=n \
-        timeout "$TOOL_TIMEOUT" taskset -c 0 ucx_perftest "$ADDR1" -p "$PORT" "$@" \
-        >"$OUT/$tag.out" 2>&1
+        "${cenv[@]}" timeout "$TOOL_TIMEOUT" taskset -c 0 ucx_perftest "$ADDR1" -p "$PORT" \
+        "$@" >"$OUT/$tag.out" 2>&1
     rc=$?
     ((rc == 0)) || kill "$srv" 2>/dev/null
     wait "$srv" 2>/dev/null
@@ -106,14 +113,15 @@ ucx_col() {
 # ranks, rank 1 on vCPU 1 in the background, rank 0 on vCPU 0 (BENCH_NO_PIN=1:
 # both anywhere); rank 0's JSON goes to $OUT/TAG.out.
 triad() {
-    local tag=$1 r1 rc rc1 pin0=(taskset -c 0) pin1=(taskset -c 1)
+    local tag=$1 r1 rc rc1 pin0=(taskset -c 0) pin1=(taskset -c 1) cenv
     shift
+    client_env
     [[ ${BENCH_NO_PIN:-0} == 1 ]] && pin0=() pin1=()
     TRIAD_WORLD=$WORLD TRIAD_RANK=1 timeout "$TOOL_TIMEOUT" "${pin1[@]}" "$PERF" "$@" \
         --json --timeout 30 >"$OUT/$tag.server" 2>&1 &
     r1=$!
-    TRIAD_WORLD=$WORLD TRIAD_RANK=0 timeout "$TOOL_TIMEOUT" "${pin0[@]}" "$PERF" "$@" \
-        --json --timeout 30 >"$OUT/$tag.out" 2>"$OUT/$tag.err"
+    TRIAD_WORLD=$WORLD TRIAD_RANK=0 "${cenv[@]}" timeout "$TOOL_TIMEOUT" "${pin0[@]}" \
+        "$PERF" "$@" --json --timeout 30 >"$OUT/$tag.out" 2>"$OUT/$tag.err"
     rc=$?
     wait "$r1"
     rc1=$?
@@ -121,6 +129,26 @@ triad() {
     say "$tag: triad-perf failed (rank 0 status $rc, rank 1 status $rc1);" \
         "see $OUT/$tag.out, .err, .server"
     return 1
+}
+
+# readping TAG CALLS N: one run of bench/readping (an 8-byte READ ping on
+# raw verbs, CALLS distinct functions called between two gets), laid out
+# as perftest's; READPING names the binary (built by the caller in the VM).
+readping() {
+    local tag=$1 calls=$2 n=$3 srv rc cenv
+    client_env
+    PORT=$((PORT + 1))
+    timeout "$TOOL_TIMEOUT" taskset -c 1 "${READPING:?no readping built}" --server "$ADDR1" \
+        --port "$PORT" >"$OUT/$tag.server" 2>&1 &
+    srv=$!
+    sleep 1 # the server needs a moment to listen
+    "${cenv[@]}" timeout "$TOOL_TIMEOUT" taskset -c 0 "$READPING" --client "$ADDR0" "$ADDR1" \
+        --port "$PORT" --iters "$n" --calls "$calls" >"$OUT/$tag.out" 2>&1
+    rc=$?
+    ((rc == 0)) || kill "$srv" 2>/dev/null
+    wait "$srv" 2>/dev/null
+    ((rc == 0)) || say "$tag: readping failed (status $rc); see $OUT/$tag.out and .server"
+    return "$rc"
 }
 
 # perftest_col FILE SIZE COL: column COL of perftest's result line for SIZE.
@@ -137,7 +165,8 @@ json_num() {
 # ucx_perftest ucp_get, triad-perf get_lat); write ucp_put put (8 B puts,
 # half round trips); write_bw ucp_put_bw put_bw (64 KiB puts); send_bw
 # ucp_am_bw am_bw (1 KiB messages; triad with 16 slots, 64 outstanding and
-# a polling receiver).
+# a polling receiver); ping ping64 ping256 (bench/readping's 8-byte READs
+# with 0, 64 or 256 calls between two: the machine's price of code).
 bench_tool() {
     local tag=$2 n=$3
     case $1 in
@@ -153,6 +182,9 @@ bench_tool() {
     send_bw) perftest ib_send_bw "$tag" -s 1024 -n "$n" ;;
     ucp_am_bw) ucx "$tag" -t ucp_am_bw -s 1024 -n "$n" ;;
     am_bw) triad "$tag" am_bw -s 1k -n "$n" --window 64 --slots 16 --serve poll ;;
+    ping) readping "$tag" 0 "$n" ;;
+    ping64) readping "$tag" 64 "$n" ;;
+    ping256) readping "$tag" 256 "$n" ;;
     *) say "bench_tool: unknown tool '$1'"; return 2 ;;
     esac
 }
@@ -163,7 +195,7 @@ bench_figure() {
     case $1 in
     read | write) echo "$(cycles_to_us "$(perftest_col "$f" 8 5)") us" ;;
     ucp_get | ucp_put) echo "$(ucx_col "$f" 3) us" ;;
-    get | put) echo "$(json_num "$f" t_typical_us) us" ;;
+    get | put | ping | ping64 | ping256) echo "$(json_num "$f" t_typical_us) us" ;;
     write_bw) echo "$(perftest_col "$f" 65536 4) MiB/s" ;;
     send_bw) echo "$(perftest_col "$f" 1024 4) MiB/s" ;;
     ucp_put_bw | ucp_am_bw) echo "$(ucx_col "$f" 7) MiB/s" ;;
