@@ -348,11 +348,21 @@ int main(int argc, char **argv)
 		put_retire(ctx, &puts, right);
 	printf("rank %d: %d messages sent in %.1f s\n", ft_rank, st.count, ft_now_s() - t0);
 
-	/* Everything sent to us arrives. */
-	for (double end = ft_now_s() + 120;
+	/* Everything sent to us arrives.  A rank that waits here says so now
+	 * and then: when it waits long, its right neighbour times out in the
+	 * final barrier first, and this line names the cause. */
+	for (double start = ft_now_s(), end = start + 120, said = start;
 	     (st.got < (unsigned)st.count || st.notes < (unsigned)(st.count - 1) / PUT_EVERY + 1) &&
-	     ft_now_s() < end;)
+	     ft_now_s() < end;) {
 		triad_progress(ctx);
+		if (ft_now_s() - said >= 20) {
+			said = ft_now_s();
+			printf("rank %d: still waiting after %.0f s: %u of %d messages, %u of %d "
+			       "notifications from rank %d\n", ft_rank, said - start, st.got, st.count,
+			       st.notes, (st.count - 1) / PUT_EVERY + 1, st.left);
+			fflush(stdout);
+		}
+	}
 	FT_CHECK(st.got == (unsigned)st.count, "%u of %d messages from rank %d arrived", st.got,
 		 st.count, st.left);
 	FT_CHECK(st.notes == (unsigned)(st.count - 1) / PUT_EVERY + 1,
@@ -398,6 +408,8 @@ int main(int argc, char **argv)
 		printf("rank 0: during the fault %llu messages took plane %d; home plane %d is back\n",
 		       (unsigned long long)(alt1 - alt0), alt, home);
 	}
+	printf("rank %d: checked, at the final barrier\n", ft_rank);
+	fflush(stdout);
 	ft_barrier(ctx);
 	FT_CHECK(triad_win_destroy(win) == 0, "win_destroy");
 	for (unsigned p = 0; p < 3; p++)
