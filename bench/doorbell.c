@@ -22,6 +22,7 @@
  * Built by bench/run-doorbell in the VM: cc -O2 -shared -fPIC ... -ldl. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <rdma/ib_user_verbs.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -43,9 +44,11 @@ static int (*real_close)(int);
 static _Atomic unsigned char kind[MAX_FD]; /* 0 unknown, 1 uverbs, 2 other */
 static struct post *posts;
 static atomic_uint nposts;
-static int enabled = -1;
+static int enabled;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void setup(void)
+/* Once, from whichever comes first: a write(), a close() or the loader. */
+static void setup_once(void)
 {
 	real_write = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
 	real_close = (int (*)(int))dlsym(RTLD_NEXT, "close");
@@ -54,6 +57,16 @@ static void setup(void)
 		posts = calloc(MAX_POSTS, sizeof(*posts));
 		enabled = posts != NULL;
 	}
+}
+
+static void setup(void)
+{
+	pthread_once(&once, setup_once);
+}
+
+__attribute__((constructor)) static void at_load(void)
+{
+	setup();
 }
 
 static int is_uverbs(int fd)
@@ -80,8 +93,7 @@ ssize_t write(int fd, const void *buf, size_t count)
 	unsigned i;
 	ssize_t ret;
 
-	if (enabled < 0)
-		setup();
+	setup();
 	if (!enabled || fd < 0 || fd >= MAX_FD || count < sizeof(*hdr) ||
 	    (hdr->command & IB_USER_VERBS_CMD_COMMAND_MASK) != IB_USER_VERBS_CMD_POST_SEND ||
 	    !is_uverbs(fd))
@@ -97,8 +109,7 @@ ssize_t write(int fd, const void *buf, size_t count)
 
 int close(int fd)
 {
-	if (enabled < 0)
-		setup();
+	setup();
 	if (fd >= 0 && fd < MAX_FD)
 		atomic_store_explicit(&kind[fd], 0, memory_order_relaxed);
 	return real_close(fd);
@@ -137,7 +148,7 @@ __attribute__((destructor)) static void report(void)
 	uint64_t *post, *between;
 	FILE *f;
 
-	if (enabled != 1 || !out || !n) /* not a poster (timeout, a shell): no line */
+	if (!enabled || !out || !n) /* not a poster (timeout, a shell): no line */
 		return;
 	if (n > MAX_POSTS)
 		n = MAX_POSTS;
