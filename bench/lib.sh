@@ -50,31 +50,44 @@ PORT=18515
 # bench/doorbell.so this way).  cenv: the command prefix that sets it.
 client_env() { cenv=(env ${BENCH_CLIENT_ENV[@]+"${BENCH_CLIENT_ENV[@]}"}); }
 
+# pair_run TAG WHAT PAUSE SERVER CLIENT...: the command in the array named
+# SERVER in the background (output $OUT/TAG.server), PAUSE seconds for it to
+# listen, then the CLIENT command with BENCH_CLIENT_ENV (output $OUT/TAG.out).
+# A failed run is not retried here (the callers do, from scratch): a server
+# whose client died can hang, so it is killed.  WHAT names the tool.
+pair_run() {
+    local tag=$1 what=$2 pause=$3 srv rc cenv
+    local -n server_cmd=$4
+    shift 4
+    client_env
+    "${server_cmd[@]}" >"$OUT/$tag.server" 2>&1 &
+    srv=$!
+    sleep "$pause"
+    "${cenv[@]}" "$@" >"$OUT/$tag.out" 2>&1
+    rc=$?
+    ((rc == 0)) || kill "$srv" 2>/dev/null
+    wait "$srv" 2>/dev/null
+    ((rc == 0)) || say "$tag: $what failed (status $rc); see $OUT/$tag.out and .server"
+    return "$rc"
+}
+
 # perftest NAME TAG ARGS...: one perftest run (server on node 1, vCPU 1,
 # client on node 0, vCPU 0, a fresh port each time); the client's output
-# goes to $OUT/TAG.out.  A failed run is not retried here (the callers do,
-# from scratch): a server whose client died can hang, so it is killed.
+# goes to $OUT/TAG.out (pair_run).
 perftest() {
     perftest_between "$DEV0" "$ADDR0" 0 "$DEV1" "$ADDR1" 1 "$@"
 }
 # perftest_between CDEV CADDR CCPU SDEV SADDR SCPU NAME TAG ARGS...: the same
 # between any two devices, the client on vCPU CCPU, the server on SCPU.
 perftest_between() {
-    local cdev=$1 caddr=$2 ccpu=$3 sdev=$4 saddr=$5 scpu=$6 tool=$7 tag=$8 srv rc cenv
+    local cdev=$1 caddr=$2 ccpu=$3 sdev=$4 saddr=$5 scpu=$6 tool=$7 tag=$8 server
     shift 8
-    client_env
     PORT=$((PORT + 1))
-    timeout "$TOOL_TIMEOUT" taskset -c "$scpu" "$tool" -R -F -d "$sdev" --source_ip "$saddr" \
-        -p "$PORT" "$@" >"$OUT/$tag.server" 2>&1 &
-    srv=$!
-    sleep 2 # the server needs a moment to listen
-    "${cenv[@]}" timeout "$TOOL_TIMEOUT" taskset -c "$ccpu" "$tool" -R -F -d "$cdev" \
-        --source_ip "$caddr" -p "$PORT" "$@" "$saddr" >"$OUT/$tag.out" 2>&1
-    rc=$?
-    ((rc == 0)) || kill "$srv" 2>/dev/null
-    wait "$srv" 2>/dev/null
-    ((rc == 0)) || say "$tag: $tool failed (status $rc); see $OUT/$tag.out and .server"
-    return "$rc"
+    # shellcheck disable=SC2034 # pair_run reads it by name
+    server=(timeout "$TOOL_TIMEOUT" taskset -c "$scpu" "$tool" -R -F -d "$sdev"
+        --source_ip "$saddr" -p "$PORT" "$@")
+    pair_run "$tag" "$tool" 2 server timeout "$TOOL_TIMEOUT" taskset -c "$ccpu" "$tool" -R -F \
+        -d "$cdev" --source_ip "$caddr" -p "$PORT" "$@" "$saddr"
 }
 
 # ucx TAG ARGS...: one ucx_perftest run, laid out as perftest's: server on
@@ -85,23 +98,15 @@ perftest_between() {
 # perftest's own out-of-band exchange goes over TCP to ADDR1).
 # The client's output goes to $OUT/TAG.out.
 ucx() {
-    local tag=$1 srv rc cenv
+    local tag=$1 server
     shift
-    client_env
     PORT=$((PORT + 1))
-    UCX_TLS=rc_v UCX_UD_ETH_DGID_CHECK=n UCX_NET_DEVICES=$DEV1:1 UCX_WARN_UNUSED_ENV_VARS=n \
-        timeout "$TOOL_TIMEOUT" taskset -c 1 ucx_perftest -p "$PORT" \
-        >"$OUT/$tag.server" 2>&1 &
-    srv=$!
-    sleep 2 # the server needs a moment to listen
-    UCX_TLS=rc_v UCX_UD_ETH_DGID_CHECK=n UCX_NET_DEVICES=$DEV0:1 UCX_WARN_UNUSED_ENV_VARS=n \
-        "${cenv[@]}" timeout "$TOOL_TIMEOUT" taskset -c 0 ucx_perftest "$ADDR1" -p "$PORT" \
-        "$@" >"$OUT/$tag.out" 2>&1
-    rc=$?
-    ((rc == 0)) || kill "$srv" 2>/dev/null
-    wait "$srv" 2>/dev/null
-    ((rc == 0)) || say "$tag: ucx_perftest failed (status $rc); see $OUT/$tag.out and .server"
-    return "$rc"
+    # shellcheck disable=SC2034 # pair_run reads it by name
+    server=(env UCX_TLS=rc_v UCX_UD_ETH_DGID_CHECK=n UCX_NET_DEVICES="$DEV1:1"
+        UCX_WARN_UNUSED_ENV_VARS=n timeout "$TOOL_TIMEOUT" taskset -c 1 ucx_perftest -p "$PORT")
+    pair_run "$tag" ucx_perftest 2 server env UCX_TLS=rc_v UCX_UD_ETH_DGID_CHECK=n \
+        UCX_NET_DEVICES="$DEV0:1" UCX_WARN_UNUSED_ENV_VARS=n timeout "$TOOL_TIMEOUT" \
+        taskset -c 0 ucx_perftest "$ADDR1" -p "$PORT" "$@"
 }
 # ucx_col FILE COL: column COL of ucx_perftest's "Final:" line (3: the
 # median latency, us; 7: the bandwidth over the whole run, MB/s = MiB/s).
@@ -135,20 +140,13 @@ triad() {
 # raw verbs, CALLS distinct functions called between two gets), laid out
 # as perftest's; READPING names the binary (built by the caller in the VM).
 readping() {
-    local tag=$1 calls=$2 n=$3 srv rc cenv
-    client_env
+    local tag=$1 calls=$2 n=$3 server
     PORT=$((PORT + 1))
-    timeout "$TOOL_TIMEOUT" taskset -c 1 "${READPING:?no readping built}" --server "$ADDR1" \
-        --port "$PORT" >"$OUT/$tag.server" 2>&1 &
-    srv=$!
-    sleep 1 # the server needs a moment to listen
-    "${cenv[@]}" timeout "$TOOL_TIMEOUT" taskset -c 0 "$READPING" --client "$ADDR0" "$ADDR1" \
-        --port "$PORT" --iters "$n" --calls "$calls" >"$OUT/$tag.out" 2>&1
-    rc=$?
-    ((rc == 0)) || kill "$srv" 2>/dev/null
-    wait "$srv" 2>/dev/null
-    ((rc == 0)) || say "$tag: readping failed (status $rc); see $OUT/$tag.out and .server"
-    return "$rc"
+    # shellcheck disable=SC2034 # pair_run reads it by name
+    server=(timeout "$TOOL_TIMEOUT" taskset -c 1 "${READPING:?no readping built}" --server
+        "$ADDR1" --port "$PORT")
+    pair_run "$tag" readping 1 server timeout "$TOOL_TIMEOUT" taskset -c 0 "$READPING" \
+        --client "$ADDR0" "$ADDR1" --port "$PORT" --iters "$n" --calls "$calls"
 }
 
 # perftest_col FILE SIZE COL: column COL of perftest's result line for SIZE.

@@ -276,6 +276,7 @@ int main(int argc, char **argv)
 	struct puts puts = { .n = 0 };
 	size_t winlen;
 	int opt, n, right, home, alt = -1, nplanes;
+	unsigned notes_due;
 	uint64_t home0 = 0, home1 = 0, alt0 = 0, alt1 = 0;
 	char buf[1024];
 	double t0;
@@ -348,25 +349,25 @@ int main(int argc, char **argv)
 		put_retire(ctx, &puts, right);
 	printf("rank %d: %d messages sent in %.1f s\n", ft_rank, st.count, ft_now_s() - t0);
 
-	/* Everything sent to us arrives.  A rank that waits here says so now
-	 * and then: when it waits long, its right neighbour times out in the
-	 * final barrier first, and this line names the cause. */
+	/* Everything sent to us arrives: every message, and a notification
+	 * for every PUT_EVERY-th.  A rank that waits here says so now and
+	 * then: when it waits long, its right neighbour times out in the final
+	 * barrier first, and this line names the cause. */
+	notes_due = (unsigned)(st.count - 1) / PUT_EVERY + 1;
 	for (double start = ft_now_s(), end = start + 120, said = start;
-	     (st.got < (unsigned)st.count || st.notes < (unsigned)(st.count - 1) / PUT_EVERY + 1) &&
-	     ft_now_s() < end;) {
+	     (st.got < (unsigned)st.count || st.notes < notes_due) && ft_now_s() < end;) {
 		triad_progress(ctx);
 		if (ft_now_s() - said >= 20) {
 			said = ft_now_s();
-			printf("rank %d: still waiting after %.0f s: %u of %d messages, %u of %d "
+			printf("rank %d: still waiting after %.0f s: %u of %d messages, %u of %u "
 			       "notifications from rank %d\n", ft_rank, said - start, st.got, st.count,
-			       st.notes, (st.count - 1) / PUT_EVERY + 1, st.left);
+			       st.notes, notes_due, st.left);
 			fflush(stdout);
 		}
 	}
 	FT_CHECK(st.got == (unsigned)st.count, "%u of %d messages from rank %d arrived", st.got,
 		 st.count, st.left);
-	FT_CHECK(st.notes == (unsigned)(st.count - 1) / PUT_EVERY + 1,
-		 "%u of %d notifications arrived", st.notes, (st.count - 1) / PUT_EVERY + 1);
+	FT_CHECK(st.notes == notes_due, "%u of %u notifications arrived", st.notes, notes_due);
 	FT_CHECK(st.dups == 0 && st.note_dups == 0, "%u messages and %u notifications twice",
 		 st.dups, st.note_dups);
 	FT_CHECK(st.corrupt == 0 && st.note_bad == 0,
