@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# host.sh: sourced by the host wrappers (bench/putget, am, copy, icount, init,
+# host.sh: sourced by the host wrappers (bench/putget, am, copy, ratios, icount, init,
 # ftrace, offcpu), each of which boots the one-VM fabric and runs its
 # bench/run-NAME in it.
 #

@@ -208,6 +208,40 @@ median() {
 minimum() {
     printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | awk 'NR == 1 { v = $1 } END { print (NR ? v : "NA") }'
 }
+# ---- the machine's speed -------------------------------------------------------
+# The VM's vCPUs run at two speeds, for seconds at a time and each on its
+# own (bench/README.md, "The machine's two speeds"); bench/speed.c times a
+# fixed loop on a vCPU.  bench_speed_setup builds it into $OUT/speed;
+# bench_speed prints the slower vCPU's time per step now (ns).  The scripts
+# probe before and after each measured run and keep the slower probe as the
+# run's speed (RUN_SPEED in measure); a run whose speed is within
+# SPEED_SLACK of the boot's fastest probe ran at full speed.
+# shellcheck disable=SC2034 # read by the scripts that source this file
+SPEED_SLACK=1.25
+bench_speed_setup() {
+    SPEED_BIN=$OUT/speed
+    cc -O2 -o "$SPEED_BIN" "$(dirname "${BASH_SOURCE[0]}")/speed.c" ||
+        usage_die "cannot build bench/speed.c (cc)"
+}
+bench_speed() {
+    local a b
+    a=$(taskset -c 0 "$SPEED_BIN") b=$(taskset -c 1 "$SPEED_BIN")
+    awk -v a="$a" -v b="$b" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) print (a > b ? a : b); else print "NA" }'
+}
+# at_speed RUNS SPEEDS LIMIT: the figures of RUNS (one per round) whose
+# speed (SPEEDS, the same rounds) is a number <= LIMIT; the others as NA, so
+# that rounds still line up (rounds_span).
+at_speed() {
+    awk -v r="$1" -v s="$2" -v lim="$3" 'BEGIN {
+        n = split(r, R, " "); split(s, S, " ")
+        for (i = 1; i <= n; i++)
+            printf "%s ", (S[i] ~ /^[0-9.]+$/ && S[i] + 0 <= lim + 0) ? R[i] : "NA"
+        printf "\n" }'
+}
+# count_valid V...: how many of the words are numbers.
+count_valid() {
+    printf '%s\n' "$@" | grep -cE '^[0-9.]+$'
+}
 # valid V: a finite number >= 0 (perftest prints "inf" when its CPU clock
 # estimate fails, which happens under TCG); positive unless ZERO_OK=1.
 valid() {
