@@ -214,25 +214,37 @@ minimum() {
 # fixed loop on a vCPU.  bench_speed_setup builds it into $OUT/speed;
 # bench_speed prints the slower vCPU's time per step now (ns).  The scripts
 # probe before and after each measured run and keep the slower probe as the
-# run's speed (RUN_SPEED in measure); a run whose speed is within
-# SPEED_SLACK of the boot's fastest probe ran at full speed.
-# shellcheck disable=SC2034 # read by the scripts that source this file
+# run's speed (bench_run_speed); a run whose speed is within SPEED_SLACK of
+# the boot's fastest probe ran at full speed (bench_speed_limit).
 SPEED_SLACK=1.25
 bench_speed_setup() {
     SPEED_BIN=$OUT/speed
     cc -O2 -o "$SPEED_BIN" "$(dirname "${BASH_SOURCE[0]}")/speed.c" ||
         usage_die "cannot build bench/speed.c (cc)"
 }
-bench_speed() {
-    local a b
-    a=$(taskset -c 0 "$SPEED_BIN") b=$(taskset -c 1 "$SPEED_BIN")
-    awk -v a="$a" -v b="$b" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) print (a > b ? a : b); else print "NA" }'
+# slower A B: the larger of two times per step, or NA if either is not one.
+slower() {
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) print (a > b ? a : b); else print "NA" }'
 }
-# at_speed RUNS SPEEDS LIMIT: the figures of RUNS (one per round) whose
-# speed (SPEEDS, the same rounds) is a number <= LIMIT; the others as NA, so
+bench_speed() {
+    slower "$(taskset -c 0 "$SPEED_BIN")" "$(taskset -c 1 "$SPEED_BIN")"
+}
+# bench_speed_limit SPEED...: sets SPEED_MIN (the boot's fastest probe) and
+# SPEED_LIM (SPEED_SLACK times it), and prints what "at full speed" means.
+bench_speed_limit() {
+    SPEED_MIN=$(minimum "$@")
+    SPEED_LIM=$(awk -v m="$SPEED_MIN" -v k="$SPEED_SLACK" \
+        'BEGIN { if (m + 0 > 0) printf "%.3f", m * k; else print 0 }')
+    echo
+    echo "at full speed: only the runs whose slower vCPU ran the speed loop within $SPEED_SLACK x"
+    echo "of the boot's fastest probe ($SPEED_MIN ns a step; each run's probe is the slower of"
+    echo "before and after it; how many runs were kept, of $REPS)"
+}
+# at_speed RUNS SPEEDS: the figures of RUNS (one per round) whose speed
+# (SPEEDS, the same rounds) is a number <= SPEED_LIM; the others as NA, so
 # that rounds still line up (rounds_span).
 at_speed() {
-    awk -v r="$1" -v s="$2" -v lim="$3" 'BEGIN {
+    awk -v r="$1" -v s="$2" -v lim="$SPEED_LIM" 'BEGIN {
         n = split(r, R, " "); split(s, S, " ")
         for (i = 1; i <= n; i++)
             printf "%s ", (S[i] ~ /^[0-9.]+$/ && S[i] + 0 <= lim + 0) ? R[i] : "NA"
