@@ -101,12 +101,12 @@ ucx() {
     local tag=$1 server
     shift
     PORT=$((PORT + 1))
+    local env=(env UCX_TLS=rc_v UCX_UD_ETH_DGID_CHECK=n UCX_WARN_UNUSED_ENV_VARS=n)
     # shellcheck disable=SC2034 # pair_run reads it by name
-    server=(env UCX_TLS=rc_v UCX_UD_ETH_DGID_CHECK=n UCX_NET_DEVICES="$DEV1:1"
-        UCX_WARN_UNUSED_ENV_VARS=n timeout "$TOOL_TIMEOUT" taskset -c 1 ucx_perftest -p "$PORT")
-    pair_run "$tag" ucx_perftest 2 server env UCX_TLS=rc_v UCX_UD_ETH_DGID_CHECK=n \
-        UCX_NET_DEVICES="$DEV0:1" UCX_WARN_UNUSED_ENV_VARS=n timeout "$TOOL_TIMEOUT" \
-        taskset -c 0 ucx_perftest "$ADDR1" -p "$PORT" "$@"
+    server=("${env[@]}" UCX_NET_DEVICES="$DEV1:1" timeout "$TOOL_TIMEOUT" taskset -c 1
+        ucx_perftest -p "$PORT")
+    pair_run "$tag" ucx_perftest 2 server "${env[@]}" UCX_NET_DEVICES="$DEV0:1" \
+        timeout "$TOOL_TIMEOUT" taskset -c 0 ucx_perftest "$ADDR1" -p "$PORT" "$@"
 }
 # ucx_col FILE COL: column COL of ucx_perftest's "Final:" line (3: the
 # median latency, us; 7: the bandwidth over the whole run, MB/s = MiB/s).
@@ -214,8 +214,8 @@ minimum() {
 # fixed loop on a vCPU.  bench_speed_setup builds it into $OUT/speed;
 # bench_speed prints the slower vCPU's time per step now (ns).  The scripts
 # probe before and after each measured run and keep the slower probe as the
-# run's speed (bench_run_speed); a run whose speed is within SPEED_SLACK of
-# the boot's fastest probe ran at full speed (bench_speed_limit).
+# run's speed (speed_probed); a run whose speed is within SPEED_SLACK of the
+# boot's fastest probe ran at full speed (bench_speed_limit, at_speed).
 SPEED_SLACK=1.25
 bench_speed_setup() {
     SPEED_BIN=$OUT/speed
@@ -228,6 +228,11 @@ slower() {
 }
 bench_speed() {
     slower "$(taskset -c 0 "$SPEED_BIN")" "$(taskset -c 1 "$SPEED_BIN")"
+}
+# speed_probed KIND BEFORE: appends to the caller's SPEEDS[KIND] the speed of
+# the run just made: the slower of BEFORE (bench_speed before it) and now.
+speed_probed() {
+    SPEEDS[$1]+="$(slower "$2" "$(bench_speed)") "
 }
 # bench_speed_limit SPEED...: sets SPEED_MIN (the boot's fastest probe) and
 # SPEED_LIM (SPEED_SLACK times it), and prints what "at full speed" means.
@@ -249,6 +254,20 @@ at_speed() {
         for (i = 1; i <= n; i++)
             printf "%s ", (S[i] ~ /^[0-9.]+$/ && S[i] + 0 <= lim + 0) ? R[i] : "NA"
         printf "\n" }'
+}
+# speed_compare A_RUNS A_SPEEDS B_RUNS B_SPEEDS [OP TARGET]: A over B with
+# only their full-speed runs (at_speed): sets SC_RATIO (of the medians),
+# SC_VERDICT and SC_TAIL ("runs X and Y; rounds ...": how many runs each
+# kept, each round's ratio where both did).
+# shellcheck disable=SC2034 # SC_* are read by the callers
+speed_compare() {
+    local a b
+    a=$(at_speed "$1" "$2") b=$(at_speed "$3" "$4")
+    # shellcheck disable=SC2086
+    SC_RATIO=$(ratio "$(median $a)" "$(median $b)")
+    SC_VERDICT=$(verdict "$SC_RATIO" "${5-}" "${6-}")
+    # shellcheck disable=SC2086
+    SC_TAIL="runs $(count_valid $a) and $(count_valid $b); rounds $(rounds_span "$a" "$b" "${5-}" "${6-}")"
 }
 # count_valid V...: how many of the words are numbers.
 count_valid() {

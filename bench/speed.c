@@ -7,7 +7,7 @@
  * does not show the slow periods; one through memory (QEMU's software
  * TLB) does.  The benchmark scripts run it on each vCPU before and after
  * every measured run: the VM's vCPUs run at two speeds, for seconds at a
- * time and each on its own (about 1.45x apart for this loop, and about 2x
+ * time and each on its own (1.3-2x apart for this loop, and about 2x
  * for an 8-byte RDMA READ on the slower vCPU), so a run's figure says as
  * much about the machine's speed at the time as about the tool
  * (bench/README.md, "The machine's two speeds").
