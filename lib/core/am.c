@@ -15,7 +15,7 @@ int triad_am_register(triad_ctx_t *ctx, unsigned id, triad_am_handler_t handler,
 		tr_debug("am_register: needs a handler and an id <= %d (got %u)", TRIAD_AM_MAX_ID, id);
 		return -EINVAL;
 	}
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	if (ctx->am[id].fn) {
 		tr_debug("am_register: id %u already has a handler", id);
 		ret = -EEXIST;
@@ -218,7 +218,7 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 			return -ENOMEM;
 		req->len = len;
 	}
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	if (rank == ctx->rank) {
 		ret = am_self(ctx, id, buf, len);
 		if (!ret && req)
@@ -258,7 +258,7 @@ int triad_am_release(triad_am_msg_t *msg)
 		return 0;
 	}
 	ctx = b->lane->ctx;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	tr_lane_release(b);
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);

@@ -141,7 +141,7 @@ int triad_barrier(triad_ctx_t *ctx, int timeout_ms)
 		return -EINVAL;
 	if (ctx->size == 1)
 		return 0;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	if (ctx->bar_retry) {
 		b.epoch = ctx->bar_epoch; /* the barrier that timed out: arrived already */
 	} else {
@@ -158,7 +158,7 @@ int triad_barrier(triad_ctx_t *ctx, int timeout_ms)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	ret = tr_wait_until(ctx, barrier_done, &b, timeout_ms);
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	ctx->bar_retry = ret == -ETIMEDOUT;
 	if (ret == -ETIMEDOUT)
 		explain_timeout(ctx, b.epoch, timeout_ms);

@@ -306,7 +306,7 @@ int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t
 	bc->off = off;
 	bc->req = req;
 	*req_p = req;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	bc->seq = ctx->bc_seq[root]++;
 	tr_list_add_tail(&ctx->bcasts, &bc->link);
 	if (root == ctx->rank) {

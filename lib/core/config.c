@@ -103,7 +103,8 @@ static const struct var vars[] = {
 	  "    destination, which places it itself (no descriptor lookup, no RDMA WRITE;\n"
 	  "    relay and direct modes; at most a receive slot's room); 0: always write", NULL },
 	{ "TRIAD_BG_SPIN_US", "100", VAR_INT, F(bg_spin_us), 0, 1000000,
-	  "CPU time the progress thread keeps polling after it last found work", NULL },
+	  "microseconds the progress thread keeps polling after it last found work\n"
+	  "    (without yielding its CPU; an application thread's call ends it)", NULL },
 	{ "TRIAD_BCAST_PIPELINE", "32M", VAR_SIZE, F(bcast_pipeline), 1, 1ll << 50,
 	  "TRIAD_BCAST_AUTO pipelines broadcasts from this size (3+ ranks),\n"
 	  "    below it copies greedily (see bench/README.md for the measured crossover)", NULL },

@@ -490,7 +490,7 @@ int triad_copy(triad_ctx_t *ctx, int src_rank, uint32_t src_win, uint64_t src_of
 		return -ENOMEM;
 	req->len = len;
 	TR_EV(ctx, "api_copy", src_rank, dst_rank);
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	TR_EV(ctx, "api_locked", 0, 0);
 	n = tr_copy_submit(ctx, &order, req);
 	if (!n)
@@ -530,7 +530,7 @@ int triad_copy_event_poll(triad_ctx_t *ctx, struct triad_copy_event *ev_p)
 
 	if (!ctx || !ev_p)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	tr_progress_app(ctx);
 	if (ctx->ev_count) {
 		*ev_p = ctx->cevents[ctx->ev_head];

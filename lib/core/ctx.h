@@ -262,6 +262,9 @@ struct triad_ctx {
 	struct tr_pmix *pmix; /* launched by PMIx (pmix.c), or NULL */
 
 	pthread_mutex_t lock;
+	/* Application threads queued for the lock (tr_ctx_lock): a spinning
+	 * progress thread stops and leaves it to them (cq_cb). */
+	atomic_uint lock_wanted;
 	struct tr_list waiters; /* threads asleep in tr_wait_until */
 
 	struct ev_loop *loop;
@@ -495,6 +498,19 @@ void tr_wins_destroy_all(struct triad_ctx *ctx);
  * know. */
 void tr_conn_priv_ours(const struct triad_ctx *ctx, int plane, int peer,
 		       uint8_t buf[TR_WIRE_PRIV_LEN]);
+
+/* The context lock, as an application thread takes it: when another
+ * thread holds it, it says so while it queues, and a progress thread
+ * spinning on the lock's CPU (cq_cb) stops and lets it in.  The progress
+ * thread's own callbacks take the lock directly. */
+static inline void tr_ctx_lock(struct triad_ctx *ctx)
+{
+	if (pthread_mutex_trylock(&ctx->lock) == 0)
+		return;
+	atomic_fetch_add_explicit(&ctx->lock_wanted, 1, memory_order_relaxed);
+	pthread_mutex_lock(&ctx->lock);
+	atomic_fetch_sub_explicit(&ctx->lock_wanted, 1, memory_order_relaxed);
+}
 
 /* Does this rank take bare active messages (proto/wire.h; TRIAD_BARE_AM)? */
 static inline int tr_ctx_takes_bare(const struct triad_ctx *ctx)

@@ -144,7 +144,7 @@ int triad_plane_drain(triad_ctx_t *ctx, int plane)
 
 	if (!plane_ok(ctx, plane))
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	if (ctx->drained >> plane & 1u)
 		goto out;
 	if (!others_left(ctx, plane)) {
@@ -165,7 +165,7 @@ int triad_plane_restore(triad_ctx_t *ctx, int plane)
 {
 	if (!plane_ok(ctx, plane))
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	if (ctx->drained >> plane & 1u) {
 		ctx->drained &= ~(1u << plane);
 		tell_peers(ctx, plane, 0);
@@ -182,7 +182,7 @@ int triad_plane_fail(triad_ctx_t *ctx, int plane)
 
 	if (!plane_ok(ctx, plane))
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	for (int r = 0; r < ctx->size; r++) {
 		struct tr_lane *l = &ctx->peers[r].lane[plane];
 
@@ -203,7 +203,7 @@ int triad_plane_refuse_writes(triad_ctx_t *ctx, int plane)
 
 	if (!plane_ok(ctx, plane))
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	for (int r = 0; r < ctx->size && !ret; r++) {
 		struct tr_lane *l = &ctx->peers[r].lane[plane];
 
@@ -225,7 +225,7 @@ int triad_plane_info(triad_ctx_t *ctx, int plane, struct triad_plane_info *info_
 	if (!plane_ok(ctx, plane) || !info_p || (info_p->field_mask & ~(uint64_t)TRIAD_PLANE_INFO_ALL))
 		return -EINVAL;
 	in.field_mask = info_p->field_mask;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	tr_progress(ctx); /* count what already completed */
 	in.port_up = tr_fab_plane_port_up(ctx->fab, plane);
 	for (int r = 0; r < ctx->size; r++) {

@@ -10,7 +10,6 @@
  * reaps itself while it keeps calling in (tr_progress_want_send): events
  * for it come on only once it stops, through the idle timer. */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
@@ -247,6 +246,19 @@ static int spin_wanted(const struct triad_ctx *ctx, uint64_t rx)
 	return copy_awaited(ctx) || rx > 1;
 }
 
+/* Between two polls of a spin: no system call, and a sibling hardware
+ * thread gets the core's pipeline. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static int app_wants_in(struct triad_ctx *ctx);
+
 static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct triad_ctx *ctx = w->data;
@@ -274,24 +286,34 @@ static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	tr_progress(ctx);
 	TR_EV(ctx, "cq_served", plane, 0);
 	/* Poll a little longer before sleeping when something is on its way
-	 * (spin_wanted).  The budget is this thread's CPU time since it last
-	 * found something, not wall time: on a CPU shared with computing
-	 * threads the yields hand them the CPU, and what a fruitless spin
-	 * takes from them stays TRIAD_BG_SPIN_US per wake-up.  (Counted in
-	 * wall time, a broadcast root that kept finding a message now and
-	 * then spun through most of the broadcast.)  What renews it: a
-	 * message, or a completion while a copy is awaited; not the
-	 * completion of an answer's own send, which nobody waits for. */
+	 * (spin_wanted), for TRIAD_BG_SPIN_US since this thread last found
+	 * something.  What renews it: a message, or a completion while a copy
+	 * is awaited; not the completion of an answer's own send, which
+	 * nobody waits for.  The spin holds its CPU: it does not yield.  A
+	 * thread woken on that CPU preempts it as it would any running
+	 * thread, and a computing thread loses the budget at most per
+	 * wake-up.  A spin that yielded made every wake-up on its CPU twice
+	 * as long here (ib_send_lat -e 118-133 us alone, 243-253 beside a
+	 * yielding loop, 175-180 beside a plain one; bench/README.md), and
+	 * beside a computing thread it polled only when that thread's slice
+	 * ended.  Nor does it keep out an application thread: it stops when
+	 * one queues for the lock or one it woke has yet to take it
+	 * (app_wants_in).  Counted on the monotonic clock, which preemption
+	 * only makes run out sooner: a budget of CPU time needs a system
+	 * call per look. */
 	if (ctx->cfg.bg_spin_us && !app_polling(ctx) && spin_wanted(ctx, ctx->rx_msgs - rx0)) {
-		uint64_t budget = (uint64_t)ctx->cfg.bg_spin_us * 1000, from = tr_thread_cpu_ns();
+		uint64_t budget = (uint64_t)ctx->cfg.bg_spin_us * 1000, from = tr_now_ns();
 
-		while (tr_thread_cpu_ns() - from < budget && !app_polling(ctx)) {
+		while (tr_now_ns() - from < budget && !app_polling(ctx) && !app_wants_in(ctx)) {
 			pthread_mutex_unlock(&ctx->lock);
-			sched_yield();
+			cpu_relax();
 			pthread_mutex_lock(&ctx->lock);
 			rx0 = ctx->rx_msgs;
-			if (tr_progress(ctx) > 0 && (ctx->rx_msgs != rx0 || copy_awaited(ctx)))
-				from = tr_thread_cpu_ns();
+			if (tr_progress(ctx) > 0) {
+				tr_ctx_signal(ctx); /* a sleeper let in at once */
+				if (ctx->rx_msgs != rx0 || copy_awaited(ctx))
+					from = tr_now_ns();
+			}
 		}
 		TR_EV(ctx, "bg_spin_end", plane, 0);
 	}
@@ -348,6 +370,18 @@ void tr_ctx_signal(struct triad_ctx *ctx)
 	}
 }
 
+/* Is an application thread waiting for the lock: queued for it
+ * (tr_ctx_lock), or woken from tr_wait_until and not yet back in? */
+static int app_wants_in(struct triad_ctx *ctx)
+{
+	if (atomic_load_explicit(&ctx->lock_wanted, memory_order_relaxed))
+		return 1;
+	for (struct tr_list *l = ctx->waiters.next; l != &ctx->waiters; l = l->next)
+		if (tr_container_of(l, struct tr_waiter, link)->woken)
+			return 1;
+	return 0;
+}
+
 /* Sleeps until signalled for pred, or until the absolute CLOCK_MONOTONIC
  * deadline ts (lock held).  Returns 1 when pred was seen to hold, by the
  * signaller or here: it is evaluated once to true, never again (the
@@ -380,7 +414,7 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
 	uint64_t start = 0, spin_end = 0, end = UINT64_MAX;
 	int ret = 0;
 
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	for (;;) {
 		uint64_t now, wake;
 		struct timespec ts;
@@ -404,7 +438,7 @@ int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int tim
 		if (now < spin_end) {
 			/* Poll without starving the progress thread of the lock. */
 			pthread_mutex_unlock(&ctx->lock);
-			pthread_mutex_lock(&ctx->lock);
+			tr_ctx_lock(ctx);
 			continue;
 		}
 		/* Sleep until the progress thread signals. */

@@ -89,7 +89,7 @@ int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len)
 
 	if (!ctx || !addr || !len)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	for (int p = 0; ctx->cfg.reg_cache && p < ctx->nplanes; p++)
 		n += tr_rc_invalidate(&ctx->rcache[p].rc, addr, len);
 	pthread_mutex_unlock(&ctx->lock);
@@ -703,7 +703,7 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		tr_debug("%s: bad flags 0x%x (%d planes)", what, flags, ctx->nplanes);
 		return -EINVAL;
 	}
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	if (!req_p && kind == TR_REQ_PUT && rank != ctx->rank && len && len <= TR_LPUT_MAX &&
 	    !(flags & TRIAD_F_STRIPE) && lput_post(ctx, buf, (uint32_t)len, rank, win, off, flags))
 		goto out;
@@ -842,7 +842,7 @@ int triad_flush(triad_ctx_t *ctx, int rank, triad_req_t **req_p)
 		return -ENOMEM;
 	*req_p = fl;
 	p = &ctx->peers[rank];
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	if (p->ep_open && p->ep_open->out) { /* close it: this flush waits for it */
 		tr_list_add_tail(&p->ep_closed, &p->ep_open->link);
 		p->ep_open = NULL;
@@ -898,7 +898,7 @@ int triad_test(triad_req_t *req)
 		return -EINVAL;
 	if (req_done(req))
 		return 1;
-	pthread_mutex_lock(&req->ctx->lock);
+	tr_ctx_lock(req->ctx);
 	tr_progress_app(req->ctx);
 	pthread_mutex_unlock(&req->ctx->lock);
 	return req_done(req);
@@ -908,7 +908,7 @@ int triad_progress(triad_ctx_t *ctx)
 {
 	if (!ctx)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	tr_progress_app(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;

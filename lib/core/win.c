@@ -76,7 +76,7 @@ int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 	w->access = access;
 	w->notify = attr && (attr->field_mask & TRIAD_WIN_ATTR_NOTIFY) && attr->notify;
 
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	if (tr_win_find(ctx, id)) {
 		tr_debug("window %u already exists on rank %d", id, ctx->rank);
 		ret = -EEXIST;
@@ -138,7 +138,7 @@ int triad_win_destroy(triad_win_t *w)
 	if (!w)
 		return -EINVAL;
 	ctx = w->ctx;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	/* Peers drop their descriptor before the keys die: their next access
 	 * fails alone (NO_WINDOW) instead of breaking the connection at the
 	 * NIC, and a window created again under the same id is asked anew. */
