@@ -93,7 +93,7 @@ host_cpus() {
     done
 }
 
-# pin_vcpus PID FIRST: pin QEMU PID's vCPU threads ("CPU i/TCG", named thanks to
+# pin_vcpus PID FIRST: pin QEMU PID's vCPU threads ("CPU i/TCG" or "CPU i/KVM", named thanks to
 # -name ...,debug-threads=on) to host CPUs, vCPU i on the (FIRST+i)-th allowed
 # CPU, round robin. Pinning keeps latency figures stable (docs/fabric.md, Noise).
 # Best effort: waits up to 10 s for the threads, and never fails the run.
@@ -108,7 +108,7 @@ pin_vcpus() {
         local found=0
         for t in /proc/"$pid"/task/*; do
             comm=$(cat "$t/comm" 2>/dev/null) || continue
-            [[ $comm =~ ^CPU\ ([0-9]+)/TCG$ ]] || continue
+            [[ $comm =~ ^CPU\ ([0-9]+)/(TCG|KVM)$ ]] || continue
             idx=${BASH_REMATCH[1]}
             taskset -pc "${cpus[$(((first + idx) % n))]}" "${t##*/}" >/dev/null 2>&1 || true
             found=1
@@ -161,7 +161,19 @@ make_initramfs() {
 # triadsrv), the kernel console (ttyS0) into SHARE/.harness/console-NAME.log
 # and ttyS1 (the guest command's stdout+stderr) on QEMU's stdout.
 qemu_common_args() {
-    local name=$1 smp=$2 mem=$3 append=$4 share=$5 top
+    local name=$1 smp=$2 mem=$3 append=$4 share=$5 top accel
+    # TCG (software emulation) unless TRIAD_VM_ACCEL=kvm asks for hardware
+    # virtualisation (docs/fabric.md, section 2).
+    # shellcheck disable=SC2054 # the commas belong to QEMU option values
+    case ${TRIAD_VM_ACCEL:-tcg} in
+    tcg) accel=(-accel tcg,thread=multi -cpu max) ;;
+    kvm)
+        [[ -r /dev/kvm && -w /dev/kvm ]] ||
+            die "TRIAD_VM_ACCEL=kvm: /dev/kvm is missing or not usable here"
+        accel=(-accel kvm -cpu host)
+        ;;
+    *) die "TRIAD_VM_ACCEL: '$TRIAD_VM_ACCEL' is neither tcg nor kvm" ;;
+    esac
     # A project tree below a directory the guest mounts its own (a clone in
     # /tmp, say) is shared on its own and mounted over the guest's tmpfs at
     # the same path (triad.top=; guest/init).
@@ -173,7 +185,7 @@ qemu_common_args() {
     # shellcheck disable=SC2054 # the commas belong to QEMU option values
     QEMU_ARGS=(
         -name "$name,debug-threads=on"
-        -machine pc -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem"
+        -machine pc "${accel[@]}" -smp "$smp" -m "$mem"
         -nodefaults -no-user-config -display none -no-reboot
         -kernel "$VM_KERNEL" -initrd "$VM_INITRD"
         -append "console=ttyS0 quiet loglevel=1 panic=-1 random.trust_cpu=on tsc=reliable $append ${TRIAD_VM_APPEND:-}"
