@@ -17,6 +17,8 @@
  *    rdma_cm channel and the async event fds; it sleeps in the kernel when
  *    nothing happens, serves what nobody waits on (window lookups, copy
  *    orders, barrier messages) and wakes a sleeper when its condition holds.
+ * Application threads take the lock with tr_ctx_lock, which counts those
+ * that queue for it: the progress thread, when it spins, stops for them.
  * Only the progress thread touches libev watchers after start-up.  A
  * third thread, the reaper (ctx->reaper, lib/base/reaper.h), takes no lock
  * of the context: it releases the QPs and buffers of lanes that broke,
