@@ -453,7 +453,7 @@ static int connect_all(triad_ctx_t *ctx)
 {
 	int ret = 0, r, p;
 
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	if (ctx->cfg.connect == TR_CONNECT_LAZY) {
 		/* Listening is enough: the first use of a peer connects it. */
 		ctx->initialized = 1;
@@ -467,7 +467,7 @@ static int connect_all(triad_ctx_t *ctx)
 	if (ret)
 		return ret;
 	tr_wait_until(ctx, lanes_settled, ctx, ctx->cfg.connect_timeout_ms + 5000);
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	if (ctx->key_refused) {
 		pthread_mutex_unlock(&ctx->lock);
 		return -EACCES;
@@ -606,13 +606,13 @@ static void flush_messages(struct triad_ctx *ctx)
 		       FINI_STALL_MS * 1000000ull;
 	unsigned left, before;
 
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	left = unsent(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	while (left && tr_now_ns() < end) {
 		before = left;
 		tr_wait_until(ctx, all_sent, ctx, FINI_STALL_MS);
-		pthread_mutex_lock(&ctx->lock);
+		tr_ctx_lock(ctx);
 		left = unsent(ctx);
 		pthread_mutex_unlock(&ctx->lock);
 		if (left >= before)
@@ -645,7 +645,7 @@ static void cancel_all(struct triad_ctx *ctx)
 		if (draining) {
 			pthread_mutex_unlock(&ctx->lock);
 			sched_yield();
-			pthread_mutex_lock(&ctx->lock);
+			tr_ctx_lock(ctx);
 		}
 	} while (draining && tr_now_ns() < end);
 	if (draining)
@@ -657,7 +657,7 @@ static void cancel_all(struct triad_ctx *ctx)
  * lanes our exit breaks. */
 static void say_bye(struct triad_ctx *ctx)
 {
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	for (int r = 0; r < ctx->size; r++) {
 		struct tr_msg m = { .type = TR_MSG_BYE };
 
@@ -680,12 +680,12 @@ void triad_fini(triad_ctx_t *ctx)
 		say_bye(ctx);
 		flush_messages(ctx);
 	}
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	ctx->closing = 1;
 	pthread_mutex_unlock(&ctx->lock);
 	tr_progress_stop(ctx);
 	tr_ctl_teardown(ctx);
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	if (ctx->peers)
 		cancel_all(ctx);
 	tr_bcast_teardown(ctx); /* requests still open complete as cancelled */
@@ -743,7 +743,7 @@ int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane, struct triad_conn_st
 	    (stats_p->field_mask & ~(uint64_t)TRIAD_CONN_STATS_ALL))
 		return -EINVAL;
 	want = stats_p->field_mask;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock(ctx);
 	tr_progress(ctx); /* count what already completed */
 	l = &ctx->peers[rank].lane[plane];
 	c = &l->stats;

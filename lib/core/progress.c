@@ -289,17 +289,15 @@ static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	 * (spin_wanted), for TRIAD_BG_SPIN_US since this thread last found
 	 * something.  What renews it: a message, or a completion while a copy
 	 * is awaited; not the completion of an answer's own send, which
-	 * nobody waits for.  The spin holds its CPU: it does not yield.  A
-	 * thread woken on that CPU preempts it as it would any running
-	 * thread, and a computing thread loses the budget at most per
-	 * wake-up.  A spin that yielded made every wake-up on its CPU twice
-	 * as long here (ib_send_lat -e 118-133 us alone, 243-253 beside a
-	 * yielding loop, 175-180 beside a plain one; bench/README.md), and
-	 * beside a computing thread it polled only when that thread's slice
-	 * ended.  Nor does it keep out an application thread: it stops when
-	 * one queues for the lock or one it woke has yet to take it
-	 * (app_wants_in).  Counted on the monotonic clock, which preemption
-	 * only makes run out sooner: a budget of CPU time needs a system
+	 * nobody waits for.  The spin keeps its CPU (no sched_yield): beside
+	 * perftest a yielding loop made every wake-up on its CPU twice as long
+	 * (bench/README.md), and beside a computing thread a yield would hand
+	 * over the rest of a time slice, so the spin would poll once a slice.
+	 * A thread woken on its CPU waits for it at most the budget, unless
+	 * the scheduler preempts it.  Application threads do not wait: the
+	 * spin stops when one queues for the lock or one it woke has yet to
+	 * take it (app_wants_in).  The budget is monotonic time, which
+	 * preemption only makes run out sooner; CPU time would cost a system
 	 * call per look. */
 	if (ctx->cfg.bg_spin_us && !app_polling(ctx) && spin_wanted(ctx, ctx->rx_msgs - rx0)) {
 		uint64_t budget = (uint64_t)ctx->cfg.bg_spin_us * 1000, from = tr_now_ns();
