@@ -138,6 +138,13 @@ struct tr_peer {
 	 * lost, until a lane is up again. */
 	enum { TR_REJOIN_NONE, TR_REJOIN_WAIT, TR_REJOIN_LOST } rejoin;
 	uint64_t rejoin_deadline_ns;
+	/* The redo fence (peer.c): puts and copy chunks whose WRITE a break
+	 * flushed, held until the peer's end of that connection can execute
+	 * nothing more, then done again or completed; and the COPY_DATA given
+	 * back behind them, in order. */
+	struct tr_list fenceq;
+	unsigned nfenced;
+	int fence_settling;
 };
 
 struct triad_win {
@@ -183,6 +190,8 @@ struct triad_req {
 	unsigned flags;		/* TRIAD_F_*: a pinned op is never moved */
 	int redo;		/* flushed by a lane that broke: done again, whole */
 	int redos;		/* times it was */
+	unsigned fence_planes;	/* planes whose break flushed a WRITE of it, which
+				 * may still land: it settles once they are fenced */
 	const struct tr_mr *mr; /* of buf; NULL: inline */
 	struct tr_mr *tmp_mr;	/* registration for this request only */
 	struct tr_rc_entry *rc_ent; /* or the cached one it holds, of plane rc_plane */
@@ -447,6 +456,14 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
 		      struct triad_req *req);
 void tr_peer_lane_changed(struct tr_lane *l);
 void tr_peer_free(struct tr_peer *p); /* at close */
+/* The redo fence.  req (a put or copy chunk, its last WRITE back) had a
+ * WRITE flushed by a break on each plane of req->fence_planes: 1 when it
+ * must wait until each of those breaks is fenced (then tr_rma_fenced()
+ * settles it); 0 when it may settle now.  tr_peer_fence_settle() releases,
+ * in order, what no break holds back any more (a fence came, the peer is
+ * gone or lost, or the context is closing). */
+int tr_peer_fence_hold(struct triad_req *req);
+void tr_peer_fence_settle(struct triad_ctx *ctx, struct tr_peer *p);
 /* The sender's window (tx_done): may the encoded message data (ours) be
  * posted on l now; and one of ours arrived (its send completed). */
 int tr_peer_seq_ok(const struct tr_lane *l, const void *data);
@@ -571,6 +588,8 @@ void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all,
 			enum triad_status st);
 /* The lane req was queued on broke before it was posted whole. */
 void tr_rma_lane_broken(struct triad_req *req, enum triad_status st);
+/* req, held by the redo fence, may settle now: done again or completed. */
+void tr_rma_fenced(struct triad_req *req);
 
 /* Active messages (am.c): deliver m, which sits in receive buffer b;
  * 1 when the handler kept it. */

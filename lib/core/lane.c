@@ -128,7 +128,12 @@ static void lane_set_state(struct tr_lane *l, enum tr_lane_state s)
 	}
 	if (s == TR_LANE_UP || s == TR_LANE_FAILED)
 		l->first_use = 0; /* settled */
+	if (s == TR_LANE_UP) /* the peer accepted no new one while its old end lived */
+		l->fenced_gen = l->down_gen;
 	if (s == TR_LANE_DRAINING) {
+		l->down_gen++;
+		if (l->peer_closed) /* its end is closed already */
+			l->fenced_gen = l->down_gen;
 		/* The flow-control engines start afresh with the next connection:
 		 * keep their error counts in the totals. */
 		l->stats.fc_timeouts += tr_fc_tx_errors(&l->fc_tx);
@@ -332,6 +337,7 @@ static void established(struct tr_lane *l, const struct tr_conn_priv *peer)
 		return;
 	}
 	l->qpn = tr_fab_qp_num(l->qp);
+	l->remote_qpn = tr_fab_qp_remote_num(l->qp);
 	lane_set_state(l, TR_LANE_UP);
 	for (int i = 0; i < l->nrx; i++) {
 		if (post_recv(&l->rx[i])) {

@@ -113,7 +113,16 @@ struct tr_lane {
 	ev_tstamp deadline;
 	int attempts;
 	int want_reconnect; /* broken after start-up: the progress thread retries */
-	int peer_closed;    /* it broke because the peer disconnected */
+	int peer_closed;    /* it broke because the peer closed its end (a
+			     * disconnect, or its PLANE_DOWN) */
+	/* The redo fence (peer.c): a WRITE flushed by a break may still be
+	 * on its way and land at the peer, until the peer's end of the QP is
+	 * in the error state.  down_gen counts the lane's breaks; fenced_gen
+	 * is the latest break known fenced (the peer's answer to our
+	 * PLANE_DOWN, its own disconnect or PLANE_DOWN, or a connection
+	 * rebuilt, which the peer accepts only once its old end is gone). */
+	uint32_t down_gen, fenced_gen;
+	uint32_t remote_qpn; /* the peer's end of the current connection */
 	/* Connect on first use (TRIAD_CONNECT=lazy, tr_lane_use). */
 	int ever_up;	  /* it has been up: from now on the lower rank rebuilds it */
 	int first_use;	  /* its first connection is being set up for an operation */

@@ -20,6 +20,17 @@ struct tr_parked {
 };
 #define TR_PARKED_MAX (4 * TR_SEQ_WINDOW)
 
+/* What waits for the redo fence (see there). */
+struct tr_fence_wait {
+	struct tr_list link;
+	struct triad_req *req; /* an operation (rma.c), or NULL: the message below */
+	int plane;	       /* the message: the lane that gave it back */
+	unsigned prio;
+	int len;
+	char data[];
+};
+
+
 int tr_lane_live(const struct triad_ctx *ctx, const struct tr_lane *l)
 {
 	return l->state == TR_LANE_UP && tr_fab_plane_port_up(ctx->fab, l->plane);
@@ -713,6 +724,7 @@ static void rejoin_give_up(struct triad_ctx *ctx, struct tr_peer *p)
 		tr_warn("rank %d: no connection back within %d ms (TRIAD_REJOIN_MS): lost",
 			p->rank, ctx->cfg.rejoin_ms);
 	p->rejoin = TR_REJOIN_LOST;
+	tr_peer_fence_settle(ctx, p);
 	if (p->awaiting)
 		await_fail(ctx, p, TRIAD_S_UNREACHABLE);
 	if (!tr_peer_alive(ctx, p->rank))
@@ -725,6 +737,7 @@ void tr_peer_gone(struct triad_ctx *ctx, int peer, const char *why)
 
 	tr_warn("rank %d: %s: its process is gone", peer, why);
 	p->gone = 1;
+	tr_peer_fence_settle(ctx, p);
 	if (p->rejoin == TR_REJOIN_WAIT && !p->await_settling)
 		rejoin_give_up(ctx, p);
 	tr_ctx_signal(ctx);
@@ -762,6 +775,13 @@ void tr_peer_await_cancel(struct triad_ctx *ctx)
 
 void tr_peer_free(struct tr_peer *p)
 {
+	while (!tr_list_empty(&p->fenceq)) { /* settled at close: messages only */
+		struct tr_fence_wait *e = tr_list_first(&p->fenceq, struct tr_fence_wait, link);
+
+		tr_list_del(&e->link);
+		free(e);
+	}
+	p->nfenced = 0;
 	for (unsigned q = 0; q < TR_FC_NPRIO; q++) {
 		free(p->skip[q].seq);
 		p->skip[q] = (struct tr_skips){ 0 };
@@ -832,6 +852,127 @@ static void unpark(struct tr_peer *p, unsigned prio)
 	p->unparking = 0;
 }
 
+/* ---- the redo fence -------------------------------------------------------------*/
+/* A WRITE that a break flushed may have been executed, or not, or may still
+ * be on its way: delayed in a switch or a queue of the broken plane, it is
+ * executed by the peer's end of the old connection whenever it arrives, as
+ * long as that end is alive.  A verbs fence on the new connection orders
+ * nothing on the old one.  So an operation one of whose WRITEs a break
+ * flushed is done again, or completed, only once the peer's end of that
+ * connection can execute nothing more:
+ *   - we ask it (PLANE_DOWN with the peer's QP number and our count of the
+ *     lane's breaks), it moves its end to the error state and answers
+ *     (PLANE_DOWN, ack = 1, the same count);
+ *   - or it closed that end itself (a disconnect, its own PLANE_DOWN);
+ *   - or the lane is connected again (the peer accepts a connection only
+ *     once its old end on the plane is gone: lane.c, REJECT_STALE);
+ *   - or the peer is gone, lost, or we are closing.
+ * Held operations settle in the order they came, and a COPY_DATA given back
+ * behind them waits its turn, so it still follows its chunks. */
+static int fenced(const struct triad_ctx *ctx, const struct tr_peer *p, unsigned planes)
+{
+	for (int q = 0; q < ctx->nplanes; q++)
+		if (planes >> q & 1u && p->lane[q].fenced_gen != p->lane[q].down_gen)
+			return 0;
+	return 1;
+}
+
+/* Nothing of the peer's can land any more, or nobody cares. */
+static int fence_moot(const struct triad_ctx *ctx, const struct tr_peer *p)
+{
+	return ctx->closing || p->gone || p->rejoin == TR_REJOIN_LOST;
+}
+
+static int fence_push(struct tr_peer *p, struct triad_req *req, const struct tr_lane *l,
+		      const void *data, int len, unsigned prio)
+{
+	struct tr_fence_wait *e = malloc(sizeof(*e) + (size_t)len);
+
+	if (!e) {
+		tr_error("rank %d: no memory to hold an operation for the redo fence: it goes "
+			 "now, and its first attempt may still land", p->rank);
+		return 0;
+	}
+	*e = (struct tr_fence_wait){ .req = req, .plane = l ? l->plane : -1, .prio = prio,
+				     .len = len };
+	if (len)
+		memcpy(e->data, data, (size_t)len);
+	tr_list_add_tail(&p->fenceq, &e->link);
+	p->nfenced++;
+	return 1;
+}
+
+int tr_peer_fence_hold(struct triad_req *req)
+{
+	struct triad_ctx *ctx = req->ctx;
+	struct tr_peer *p = &ctx->peers[req->peer];
+
+	if ((tr_list_empty(&p->fenceq) && fenced(ctx, p, req->fence_planes)) ||
+	    fence_moot(ctx, p) || !fence_push(p, req, NULL, NULL, 0, 0))
+		return 0;
+	tr_debug("rank %d: a %s waits for the redo fence (planes 0x%x)", p->rank,
+		 req->kind == TR_REQ_CHUNK ? "copy chunk" : "put", req->fence_planes);
+	return 1;
+}
+
+static void msg_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
+		       struct triad_req *req);
+
+void tr_peer_fence_settle(struct triad_ctx *ctx, struct tr_peer *p)
+{
+	if (p->fence_settling)
+		return; /* the outer call goes on */
+	p->fence_settling = 1;
+	while (!tr_list_empty(&p->fenceq)) {
+		struct tr_fence_wait *e = tr_list_first(&p->fenceq, struct tr_fence_wait, link);
+
+		if (e->req && !fence_moot(ctx, p) && !fenced(ctx, p, e->req->fence_planes))
+			break;
+		tr_list_del(&e->link);
+		p->nfenced--;
+		if (e->req)
+			tr_rma_fenced(e->req);
+		else
+			msg_resend(&p->lane[e->plane], e->data, e->len, e->prio, NULL);
+		free(e);
+	}
+	p->fence_settling = 0;
+}
+
+/* The peer asks us to close our end of the connection on a plane (ack 0),
+ * or answers that it closed its own (ack 1). */
+static void on_plane_down(struct triad_ctx *ctx, struct tr_peer *p,
+			  const struct tr_plane_down_body *d)
+{
+	struct tr_lane *l = &p->lane[d->plane];
+	struct tr_msg m = { .type = TR_MSG_PLANE_DOWN };
+	int ret;
+
+	if (d->ack) {
+		/* Serial arithmetic: the answer fences every break up to its own. */
+		if ((int32_t)(d->gen - l->fenced_gen) > 0 && (int32_t)(d->gen - l->down_gen) <= 0)
+			l->fenced_gen = d->gen;
+		tr_peer_fence_settle(ctx, p);
+		return;
+	}
+	/* Only the end it names: a late question must not break a connection
+	 * rebuilt meanwhile (whose QP is another). */
+	if (l->state == TR_LANE_UP && (!d->qpn || d->qpn == l->qpn)) {
+		tr_warn("peer %d plane %u: the peer reports the connection broken", p->rank,
+			d->plane);
+		l->peer_closed = 1; /* its end is closed: nothing to ask back */
+		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
+	}
+	/* Our end of that connection is in the error state now (or was never
+	 * up, or is another connection): nothing it was sent executes here. */
+	m.u.plane_down = *d;
+	m.u.plane_down.ack = 1;
+	ret = tr_peer_send(ctx, p->rank, &m, TR_FC_HIGH, NULL);
+	if (ret)
+		tr_debug("rank %d: no answer to its PLANE_DOWN of plane %u: %s", p->rank,
+			 d->plane, strerror(-ret));
+}
+
 /* ---- lane events ----------------------------------------------------------------*/
 int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
@@ -891,6 +1032,7 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		 * retry until we close. */
 		tr_info("peer %d: closing", l->peer);
 		p->gone = 1;
+		tr_peer_fence_settle(ctx, p);
 		break;
 	case TR_MSG_PLANE_DRAIN:
 		if ((int)m->u.plane_drain.plane < ctx->nplanes) {
@@ -904,15 +1046,8 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		}
 		break;
 	case TR_MSG_PLANE_DOWN:
-		if ((int)m->u.plane_down.plane < ctx->nplanes) {
-			struct tr_lane *broken = &p->lane[m->u.plane_down.plane];
-
-			if (broken->state == TR_LANE_UP) {
-				tr_warn("peer %d plane %u: the peer reports the connection broken",
-					l->peer, m->u.plane_down.plane);
-				tr_lane_fail(broken, TRIAD_S_UNREACHABLE);
-			}
-		}
+		if ((int)m->u.plane_down.plane < ctx->nplanes)
+			on_plane_down(ctx, p, &m->u.plane_down);
 		break;
 	default:
 		break;
@@ -969,6 +1104,20 @@ static int await_again(struct tr_lane *l, const void *data, int len, unsigned pr
 
 void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
 		      struct triad_req *req)
+{
+	struct tr_peer *p = &l->ctx->peers[l->peer];
+	struct tr_msg m;
+
+	/* A COPY_DATA behind chunks that wait for the redo fence waits too:
+	 * it must not tell the destination before they are done again. */
+	if (!req && !tr_list_empty(&p->fenceq) && !l->ctx->closing &&
+	    copy_data_of(data, len, &m) && fence_push(p, NULL, l, data, len, prio))
+		return;
+	msg_resend(l, data, len, prio, req);
+}
+
+static void msg_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
+		       struct triad_req *req)
 {
 	struct triad_ctx *ctx = l->ctx;
 	/* A copy's messages take the plane its chunks were done again on
@@ -1040,16 +1189,21 @@ void tr_peer_lane_changed(struct tr_lane *l)
 		if (l->state == TR_LANE_DRAINING && !ctx->closing && !l->peer_closed &&
 		    !p->gone) {
 			/* The peer may not have noticed (a link fault loses its DREQ):
-			 * tell it on another plane, so it drops its side and the pair
-			 * can rebuild the connection. */
+			 * tell it on another plane, so it closes its end (the redo
+			 * fence waits for its answer) and the pair can rebuild the
+			 * connection.  With no plane left it waits for one (rejoin),
+			 * or the rebuilt connection is the fence. */
 			struct tr_msg m = { .type = TR_MSG_PLANE_DOWN };
 			struct tr_lane *alt = tr_peer_lane(ctx, l->peer, 0);
 
 			m.u.plane_down.plane = (uint32_t)l->plane;
-			if (alt != l && alt->state == TR_LANE_UP)
-				tr_peer_send_on(alt, &m, TR_FC_HIGH, NULL);
+			m.u.plane_down.qpn = l->remote_qpn;
+			m.u.plane_down.gen = l->down_gen;
+			if (alt != l || p->rejoin == TR_REJOIN_WAIT)
+				tr_peer_send_chosen(alt, &m, TR_FC_HIGH, NULL);
 		}
 	}
+	tr_peer_fence_settle(ctx, p);
 	await_settle(ctx, p);
 	tr_ctx_signal(ctx);
 }

@@ -344,6 +344,27 @@ static void redo(struct triad_req *req)
 	tr_win_lookup(ctx, req);
 }
 
+/* Every WRITE and READ of req is back: done again, or complete.  A
+ * WRITE that a break flushed may still be on its way to the peer (RC
+ * cannot tell a flushed WRITE from one executed, or from one delayed on
+ * the wire): req waits for the redo fence first, so that the old attempt
+ * can land neither after the new one nor after the completion. */
+static void settle(struct triad_req *req)
+{
+	if (req->fence_planes && tr_peer_fence_hold(req))
+		return;
+	tr_rma_fenced(req);
+}
+
+void tr_rma_fenced(struct triad_req *req)
+{
+	req->fence_planes = 0;
+	if (req->redo && req->status == TRIAD_S_OK && !req->ctx->closing)
+		redo(req);
+	else
+		tr_req_complete(req, req->redo && !req->status ? TRIAD_S_CANCELLED : req->status);
+}
+
 void tr_rma_lane_broken(struct triad_req *req, enum triad_status st)
 {
 	tr_list_del(&req->link);
@@ -354,15 +375,14 @@ void tr_rma_lane_broken(struct triad_req *req, enum triad_status st)
 		req->status = st;
 	if (req->inflight)
 		return; /* the flushed chunks come back first */
-	if (req->redo)
-		redo(req);
-	else
-		tr_req_complete(req, req->status);
+	settle(req);
 }
 
 void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault)
 {
 	req->inflight--;
+	if (st != TRIAD_S_OK && conn_fault && req->kind != TR_REQ_GET)
+		req->fence_planes |= 1u << req->lane->plane; /* a WRITE: see settle() */
 	if (st != TRIAD_S_OK && conn_fault && may_redo(req)) {
 		req->redo = 1;
 	} else if (st != TRIAD_S_OK && req->status == TRIAD_S_OK) {
@@ -375,10 +395,7 @@ void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault)
 	}
 	if (req->inflight || req->posted < req->len)
 		return;
-	if (req->redo && req->status == TRIAD_S_OK)
-		redo(req);
-	else
-		tr_req_complete(req, req->status);
+	settle(req);
 }
 
 /* Operations on this rank's own windows are memory copies. */

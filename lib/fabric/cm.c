@@ -132,7 +132,8 @@ static void reject(const struct tr_fab_plane *pl, struct rdma_cm_id *id, const u
 }
 
 static void on_connect_request(struct tr_fab *fab, struct tr_fab_plane *pl,
-			       struct rdma_cm_id *id, const uint8_t *priv, size_t len)
+			       struct rdma_cm_id *id, const uint8_t *priv, size_t len,
+			       uint32_t remote_qpn)
 {
 	uint8_t reply[TR_FAB_PRIV_MAX];
 	size_t reply_len = 0;
@@ -149,6 +150,7 @@ static void on_connect_request(struct tr_fab *fab, struct tr_fab_plane *pl,
 		return;
 	}
 	id->context = qp;
+	qp->remote_qpn = remote_qpn;
 	if (tr_qp_setup(qp, id)) {
 		reject(pl, id, NULL, 0);
 		if (!qp->id && rdma_destroy_id(id))
@@ -193,9 +195,11 @@ void tr_fab_cm_dispatch(struct tr_fab *fab)
 		uint8_t priv[TR_FAB_PRIV_MAX];
 		size_t plen = 0;
 		int status = ev->status;
+		uint32_t remote_qpn = 0; /* the other end's QP: in a request, an accept */
 
 		if (type == RDMA_CM_EVENT_CONNECT_REQUEST || type == RDMA_CM_EVENT_ESTABLISHED ||
 		    type == RDMA_CM_EVENT_REJECTED) {
+			remote_qpn = ev->param.conn.qp_num;
 			plen = ev->param.conn.private_data_len;
 			if (plen > sizeof(priv))
 				plen = sizeof(priv);
@@ -206,7 +210,7 @@ void tr_fab_cm_dispatch(struct tr_fab *fab)
 			tr_warn("rdma_ack_cm_event: %m");
 
 		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-			on_connect_request(fab, listen->context, id, priv, plen);
+			on_connect_request(fab, listen->context, id, priv, plen, remote_qpn);
 			continue;
 		}
 		if (is_listener(fab, id)) {
@@ -228,6 +232,8 @@ void tr_fab_cm_dispatch(struct tr_fab *fab)
 		case RDMA_CM_EVENT_ESTABLISHED:
 			short_rnr_timer(qp); /* the active side's (the passive's again) */
 			qp->connected = 1;
+			if (!qp->remote_qpn) /* the active side learns it now */
+				qp->remote_qpn = remote_qpn;
 			report(qp, TR_CM_ESTABLISHED, priv, plen, NULL);
 			break;
 		case RDMA_CM_EVENT_REJECTED:

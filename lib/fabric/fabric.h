@@ -176,6 +176,9 @@ void tr_fab_qp_destroy(struct tr_qp *qp);
 void tr_fab_qp_retire(struct tr_qp *qp);
 void tr_fab_qp_free(struct tr_qp *qp);
 uint32_t tr_fab_qp_num(const struct tr_qp *qp);
+/* The QP number of the connection's other end (from rdma_cm's request or
+ * accept), 0 before it is known. */
+uint32_t tr_fab_qp_remote_num(const struct tr_qp *qp);
 /* Largest payload that goes inline (no registration needed). */
 uint32_t tr_fab_qp_max_inline(const struct tr_qp *qp);
 

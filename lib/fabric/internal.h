@@ -43,6 +43,7 @@ struct tr_qp {
 	struct ibv_qp *qp;
 	uint32_t max_inline;
 	int connected; /* ESTABLISHED seen, not yet disconnected */
+	uint32_t remote_qpn; /* the other end's QP number, once known (0 before) */
 	uint8_t priv[TR_FAB_PRIV_MAX];
 	size_t priv_len;
 };

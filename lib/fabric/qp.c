@@ -148,6 +148,11 @@ uint32_t tr_fab_qp_num(const struct tr_qp *qp)
 	return qp->qp ? qp->qp->qp_num : 0;
 }
 
+uint32_t tr_fab_qp_remote_num(const struct tr_qp *qp)
+{
+	return qp->remote_qpn;
+}
+
 uint32_t tr_fab_qp_max_inline(const struct tr_qp *qp)
 {
 	return qp->max_inline;

@@ -78,8 +78,8 @@ static size_t body_len(const struct tr_msg *m)
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
 	case TR_MSG_BARRIER_FAIL:
-	case TR_MSG_PLANE_DOWN:
 	case TR_MSG_WIN_GONE: return 4;
+	case TR_MSG_PLANE_DOWN: return 16;
 	case TR_MSG_AM: return TR_WIRE_AM_HDR_LEN + (size_t)m->u.am.len;
 	case TR_MSG_COPY: return TR_WIRE_COPY_LEN + (size_t)m->u.copy.carried;
 	case TR_MSG_BCAST_DONE:
@@ -152,7 +152,8 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 	    (m->u.am.len > TR_WIRE_MAX_LEN - TR_WIRE_HDR_LEN - TR_WIRE_AM_HDR_LEN ||
 	     (m->u.am.len && !m->u.am.data)))
 		return -EINVAL;
-	if (m->type == TR_MSG_PLANE_DOWN && m->u.plane_down.plane >= TRIAD_MAX_PLANES)
+	if (m->type == TR_MSG_PLANE_DOWN &&
+	    (m->u.plane_down.plane >= TRIAD_MAX_PLANES || m->u.plane_down.ack > 1))
 		return -EINVAL;
 	if (m->type == TR_MSG_SEQ_SKIP && m->u.seq_skip.count > TR_WIRE_SKIP_MAX)
 		return -EINVAL;
@@ -209,6 +210,9 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		break;
 	case TR_MSG_PLANE_DOWN:
 		PUT32(&c, m->u.plane_down.plane);
+		PUT32(&c, m->u.plane_down.qpn);
+		PUT32(&c, m->u.plane_down.gen);
+		PUT32(&c, m->u.plane_down.ack);
 		break;
 	case TR_MSG_WIN_GONE:
 		PUT32(&c, m->u.win_gone.win);
@@ -362,7 +366,10 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		break;
 	case TR_MSG_PLANE_DOWN:
 		m.u.plane_down.plane = GET32(&c);
-		if (m.u.plane_down.plane >= TRIAD_MAX_PLANES)
+		m.u.plane_down.qpn = GET32(&c);
+		m.u.plane_down.gen = GET32(&c);
+		m.u.plane_down.ack = GET32(&c);
+		if (m.u.plane_down.plane >= TRIAD_MAX_PLANES || m.u.plane_down.ack > 1)
 			return -EPROTO;
 		break;
 	case TR_MSG_WIN_GONE:

@@ -43,7 +43,8 @@ enum tr_msg_type {
 	TR_MSG_BARRIER_REL,   /* rank 0 -> all: epoch complete */
 	TR_MSG_BSM,	      /* a buffer status message alone: no body, no slot */
 	TR_MSG_AM,	      /* an active message for a user handler */
-	TR_MSG_PLANE_DOWN,    /* my connection to you on this plane broke */
+	TR_MSG_PLANE_DOWN,    /* my connection to you on this plane broke (ack = 0); or
+			       * the answer (ack = 1): my end of it can no longer execute */
 	TR_MSG_COPY,	      /* third-party copy: START, DATA, RESP or DONE */
 	TR_MSG_BCAST_DONE,    /* root -> rank: broadcast seq is over for you */
 	TR_MSG_BYE,	      /* I am closing (triad_fini): do not reconnect; no body */
@@ -75,8 +76,16 @@ struct tr_msg {
 		struct {
 			uint32_t epoch;
 		} barrier;
-		struct {
-			uint32_t plane;
+		/* The redo fence (docs/spec/plane-switching.md): the side that
+		 * saw a connection break asks its peer to put its end of it,
+		 * QP number qpn (0: whatever it has on the plane), in the
+		 * error state, and the peer answers with ack = 1 and the same
+		 * gen, the asker's count of that lane's breaks. */
+		struct tr_plane_down_body {
+			uint32_t plane; /* < TRIAD_MAX_PLANES */
+			uint32_t qpn;
+			uint32_t gen;
+			uint32_t ack; /* 0 or 1 */
 		} plane_down;
 		struct {
 			uint32_t win;

@@ -1,7 +1,7 @@
 /* Put and get on a real fabric, every rank a process.
  *
  *   test_putget [--max-size BYTES] [--random N] [--phases LIST] [--fault fail|refuse]
- *               [--fault-planes last|all]
+ *               [--fault-planes last|all] [--delay MS]
  *
  * Phases (default all):
  *   sizes   rank 0 <-> rank 1: put and get of 1 B .. max-size (powers of two
@@ -31,6 +31,18 @@
  *           left with no connection to anyone (one plane or more): every op
  *           must still complete OK, held until the pair has reconnected
  *           (TRIAD_REJOIN_MS) and done again then.
+ *   late    (asked for; 2 ranks, 2 planes or more) nothing of a put lands after
+ *           it completed: rank 0's home plane to rank 1 is delayed by
+ *           --delay MS (netem), rank 0 puts LATE_N blocks to rank 1 and fails
+ *           that plane under them (triad_plane_fail), so each is done again on
+ *           another plane while its first attempt's WRITE may still sit in
+ *           the delay.  Every put must complete OK; then rank 1 rewrites every
+ *           block, waits three delays, and no block may hold the put's bytes
+ *           again (the first attempt executed by rank 1's end of the broken
+ *           connection after the completion: the redo fence must prevent it).
+ *           --fault-planes all: rank 0 fails every plane, so that no plane is
+ *           left to tell rank 1 at once; the puts are done again once the
+ *           pair has reconnected on the plane without the delay.
  */
 #include <getopt.h>
 #include <unistd.h>
@@ -46,6 +58,7 @@
 #define NFAULTS 4              /* faults: plane faults by each rank */
 
 static uint64_t max_size = 64ull << 20;
+static int late_delay_ms = 200;
 static int nrandom = 250;
 static const char *fault = "fail"; /* faults: what is done to a plane */
 static int fault_all;		   /* faults: to every plane at once */
@@ -377,6 +390,82 @@ static enum triad_status op_status(triad_ctx_t *ctx, int get, int peer, uint32_t
 	return ft_wait(req, 60000);
 }
 
+#define LATE_N 96
+#define LATE_BLOCK 4096
+#define LATE_OWNER 0x5a /* what rank 1 writes over every block once complete */
+
+static void phase_late(triad_ctx_t *ctx)
+{
+	const int plane = 1 % nplanes; /* rank 0's home plane to rank 1 */
+	int wrong = 0;
+
+	if (size < 2 || nplanes < 2) {
+		if (rank == 0)
+			printf("late: needs 2 ranks and 2 planes: not run\n");
+		FT_CHECK(0, "the late phase needs 2 ranks and 2 planes (%d, %d)", size, nplanes);
+		return;
+	}
+	ft_barrier(ctx);
+	if (rank == 0) {
+		static triad_req_t *req[LATE_N];
+		char *src = malloc(LATE_N * LATE_BLOCK);
+		double t0, t1;
+		int ret, ok = 0;
+
+		FT_CHECK(src, "no memory");
+		if (!src)
+			return;
+		ft_fill(src, LATE_N * LATE_BLOCK, 0x1a7e, 0);
+		/* The window's description first, and both lanes up: the puts
+		 * below go out at once. */
+		ret = triad_put(ctx, src, 8, 1, WIN_MAIN, 0, 0, &req[0]);
+		FT_CHECK(ret == 0 && ft_wait(req[0], 30000) == TRIAD_S_OK, "first put");
+		FT_CHECK(ft_ctl("netem 0 %d delay %dms", plane, late_delay_ms) == 0, "netem");
+		for (int i = 0; i < LATE_N; i++) {
+			ret = triad_put(ctx, src + (size_t)i * LATE_BLOCK, LATE_BLOCK, 1, WIN_MAIN,
+					(uint64_t)i * LATE_BLOCK, 0, &req[i]);
+			FT_CHECK(ret == 0, "put %d: %s", i, strerror(-ret));
+		}
+		usleep(20000); /* their WRITEs reach the delay */
+		t0 = ft_now_s();
+		for (int q = 0; q < nplanes; q++)
+			if (q == plane || fault_all)
+				ft_fault_plane(ctx, q, 0);
+		for (int i = 0; i < LATE_N; i++) {
+			enum triad_status st = ft_wait(req[i], 30000);
+
+			ok += st == TRIAD_S_OK;
+			FT_CHECK(st == TRIAD_S_OK, "put %d: %s", i, triad_status_str(st));
+		}
+		t1 = ft_now_s();
+		printf("late: %d of %d puts complete OK %.1f ms after plane %d failed (delay %d ms)\n",
+		       ok, LATE_N, (t1 - t0) * 1e3, plane, late_delay_ms);
+		free(src);
+	}
+	ft_barrier(ctx); /* rank 1 learns that every put completed */
+	if (rank == 1) {
+		memset(win_buf, LATE_OWNER, LATE_N * LATE_BLOCK);
+		usleep((useconds_t)(3 * late_delay_ms + 200) * 1000);
+		for (int i = 0; i < LATE_N; i++) {
+			const unsigned char *b = (const unsigned char *)win_buf + (size_t)i * LATE_BLOCK;
+
+			for (int k = 0; k < LATE_BLOCK; k++)
+				if (b[k] != LATE_OWNER) {
+					wrong++;
+					break;
+				}
+		}
+		printf("late: %d of %d blocks written again after their put completed\n", wrong,
+		       LATE_N);
+		FT_CHECK(wrong == 0, "%d of %d blocks were written after their put completed",
+			 wrong, LATE_N);
+	}
+	ft_barrier(ctx);
+	if (rank == 0)
+		FT_CHECK(ft_ctl("clear 0 %d", plane) == 0, "netem clear");
+	ft_barrier(ctx);
+}
+
 static void phase_errors(triad_ctx_t *ctx)
 {
 	char ro[4096];
@@ -455,6 +544,7 @@ int main(int argc, char **argv)
 		{ "phases", required_argument, NULL, 'p' },
 		{ "fault", required_argument, NULL, 'f' },
 		{ "fault-planes", required_argument, NULL, 'F' },
+		{ "delay", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *phases = "sizes,stripe,random,errors"; /* faults: asked for */
@@ -462,12 +552,19 @@ int main(int argc, char **argv)
 	triad_win_t *win;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "s:r:p:f:F:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:r:p:f:F:d:", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': max_size = strtoull(optarg, NULL, 0); break;
 		case 'r': nrandom = atoi(optarg); break;
 		case 'p': phases = optarg; break;
 		case 'f': fault = optarg; break;
+		case 'd':
+			late_delay_ms = atoi(optarg);
+			if (late_delay_ms < 1 || late_delay_ms > 10000) {
+				fprintf(stderr, "--delay: '%s' is not 1 .. 10000 ms\n", optarg);
+				return 2;
+			}
+			break;
 		case 'F':
 			if (strcmp(optarg, "last") && strcmp(optarg, "all")) {
 				fprintf(stderr, "--fault-planes: '%s' is neither last nor all\n",
@@ -478,7 +575,8 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: %s [--max-size B] [--random N] [--phases LIST] "
-				"[--fault fail|refuse] [--fault-planes last|all]\n", argv[0]);
+				"[--fault fail|refuse] [--fault-planes last|all] [--delay MS]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -510,6 +608,8 @@ int main(int argc, char **argv)
 		phase_ops(ctx, 0);
 	if (strstr(phases, "faults"))
 		phase_ops(ctx, 1);
+	if (strstr(phases, "late"))
+		phase_late(ctx);
 	if (strstr(phases, "errors"))
 		phase_errors(ctx);
 	ret = ft_finish(ctx, "test_putget");

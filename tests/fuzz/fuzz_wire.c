@@ -39,7 +39,10 @@ static int same_msg(const struct tr_msg *a, const struct tr_msg *b)
 	case TR_MSG_BYE:
 		return 1;
 	case TR_MSG_PLANE_DOWN:
-		return a->u.plane_down.plane == b->u.plane_down.plane;
+		return a->u.plane_down.plane == b->u.plane_down.plane &&
+		       a->u.plane_down.qpn == b->u.plane_down.qpn &&
+		       a->u.plane_down.gen == b->u.plane_down.gen &&
+		       a->u.plane_down.ack == b->u.plane_down.ack;
 	case TR_MSG_WIN_GONE:
 		return a->u.win_gone.win == b->u.win_gone.win;
 	case TR_MSG_PLANE_DRAIN:

@@ -206,7 +206,11 @@ int main(int argc, char **argv)
 	m.seq = 13;
 	m.slot = 1;
 	m.u.plane_down.plane = 1;
+	m.u.plane_down.qpn = 0x11;
+	m.u.plane_down.gen = 2;
 	bad |= emit(argv[1], "plane_down", &m);
+	m.u.plane_down.ack = 1;
+	bad |= emit(argv[1], "plane_down_ack", &m);
 
 	memset(&m, 0, sizeof(m));
 	m.type = TR_MSG_BYE;

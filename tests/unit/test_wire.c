@@ -105,6 +105,9 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 		break;
 	case TR_MSG_PLANE_DOWN:
 		assert_int_equal(a->u.plane_down.plane, b->u.plane_down.plane);
+		assert_int_equal(a->u.plane_down.qpn, b->u.plane_down.qpn);
+		assert_int_equal(a->u.plane_down.gen, b->u.plane_down.gen);
+		assert_int_equal(a->u.plane_down.ack, b->u.plane_down.ack);
 		break;
 	case TR_MSG_WIN_GONE:
 		assert_int_equal(a->u.win_gone.win, b->u.win_gone.win);
@@ -152,8 +155,8 @@ static size_t wire_len(const struct tr_msg *m)
 	case TR_MSG_BARRIER:
 	case TR_MSG_BARRIER_REL:
 	case TR_MSG_BARRIER_FAIL:
-	case TR_MSG_PLANE_DOWN:
 	case TR_MSG_WIN_GONE: return 32 + 4;
+	case TR_MSG_PLANE_DOWN: return 32 + 16;
 	case TR_MSG_COPY: return 32 + 64 + (size_t)m->u.copy.carried;
 	case TR_MSG_BCAST_DONE:
 	case TR_MSG_PLANE_DRAIN: return 32 + 8;
@@ -328,6 +331,9 @@ static struct tr_msg random_msg(void)
 		break;
 	case TR_MSG_PLANE_DOWN:
 		m.u.plane_down.plane = (uint32_t)(rnd() % TRIAD_MAX_PLANES);
+		m.u.plane_down.qpn = (uint32_t)rnd() & 0xffffff;
+		m.u.plane_down.gen = (uint32_t)rnd();
+		m.u.plane_down.ack = (uint32_t)(rnd() & 1);
 		break;
 	case TR_MSG_WIN_GONE:
 		m.u.win_gone.win = (uint32_t)rnd();
@@ -1183,6 +1189,36 @@ static void test_decode_bad_plane_drain(void **state)
 	assert_int_equal(tr_msg_encode(&m, buf_b, TR_WIRE_MAX_LEN), -EINVAL);
 }
 
+/* PLANE_DOWN: a plane below TRIAD_MAX_PLANES, ack 0 or 1, and its
+ * question's QP number and break count back unchanged. */
+static void test_decode_bad_plane_down(void **state)
+{
+	struct tr_msg m = { .type = TR_MSG_PLANE_DOWN, .seq = 5 }, out;
+	int n;
+
+	(void)state;
+	m.u.plane_down.plane = TRIAD_MAX_PLANES - 1;
+	m.u.plane_down.qpn = 0x123456;
+	m.u.plane_down.gen = 0xfffffffeu;
+	m.u.plane_down.ack = 1;
+	n = encode(&m, buf_a);
+	assert_int_equal(n, TR_WIRE_HDR_LEN + 16);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_int_equal(out.u.plane_down.qpn, 0x123456);
+	assert_int_equal(out.u.plane_down.gen, 0xfffffffeu);
+	assert_int_equal(out.u.plane_down.ack, 1);
+	put32(buf_a + BODY, TRIAD_MAX_PLANES);
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	put32(buf_a + BODY, 0);
+	put32(buf_a + BODY + 12, 2);
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	m.u.plane_down.ack = 2;
+	assert_int_equal(tr_msg_encode(&m, buf_b, TR_WIRE_MAX_LEN), -EINVAL);
+	m.u.plane_down.ack = 0;
+	m.u.plane_down.plane = TRIAD_MAX_PLANES;
+	assert_int_equal(tr_msg_encode(&m, buf_b, TR_WIRE_MAX_LEN), -EINVAL);
+}
+
 /* SEQ_SKIP: at most TR_WIRE_SKIP_MAX numbers, and exactly as many as it
  * says. */
 static void test_decode_bad_seq_skip(void **state)
@@ -1946,6 +1982,7 @@ int main(void)
 		cmocka_unit_test(test_decode_too_many_planes),
 		cmocka_unit_test(test_decode_bad_status),
 		cmocka_unit_test(test_decode_bad_plane_drain),
+		cmocka_unit_test(test_decode_bad_plane_down),
 		cmocka_unit_test(test_decode_bad_seq_skip),
 		cmocka_unit_test(test_decode_bad_access),
 		cmocka_unit_test(test_decode_base_len_overflow),
