@@ -3,10 +3,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define LINE_MAX_LEN 1024
 #define FILE_MAX_LEN (1 << 20)
@@ -353,16 +356,44 @@ int tr_ctl_conf_parse(const char *text, const char *file, struct tr_ctl_conf *c,
 	return ret;
 }
 
+static const char *file_kind(mode_t mode)
+{
+	return S_ISDIR(mode)	? "a directory"
+	       : S_ISFIFO(mode) ? "a FIFO"
+	       : S_ISSOCK(mode) ? "a socket"
+	       : S_ISCHR(mode)	? "a character device"
+	       : S_ISBLK(mode)	? "a block device"
+				: "not a plain file";
+}
+
 int tr_ctl_conf_load(const char *path, struct tr_ctl_conf *c, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	/* O_NONBLOCK: opening a FIFO waits for a writer, which may never
+	 * come (a daemon reloading on SIGHUP would hang in it).  Whatever is
+	 * not a regular file is refused before anything is read. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY), ret;
+	struct stat st;
 	char *text;
 	size_t n;
-	int ret;
+	FILE *f;
 
+	if (fd < 0 || fstat(fd, &st)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file (%s)", path, file_kind(st.st_mode));
+		close(fd);
+		return -EINVAL;
+	}
+	f = fdopen(fd, "r");
 	if (!f) {
 		ret = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		close(fd);
 		return ret;
 	}
 	text = malloc(FILE_MAX_LEN + 1);

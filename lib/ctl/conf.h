@@ -62,7 +62,9 @@ void tr_ctl_conf_defaults(struct tr_ctl_conf *c);
 int tr_ctl_conf_parse(const char *text, const char *file, struct tr_ctl_conf *c, char *err,
 		      size_t errlen);
 
-/* Reads and parses path; -errno with "FILE: message" when unreadable. */
+/* Reads and parses path; -errno with "FILE: message" when unreadable,
+ * -EINVAL with "FILE: not a regular file (a FIFO)" and the like for
+ * anything but a regular file (never waits on a FIFO). */
 int tr_ctl_conf_load(const char *path, struct tr_ctl_conf *c, char *err, size_t errlen);
 
 /* The policy the configuration starts with: every plane NORMAL. */

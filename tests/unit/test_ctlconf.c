@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -233,6 +234,20 @@ static void test_load(void **state)
 	assert_int_equal(tr_ctl_conf_load(path, &c, err, sizeof(err)), -ENOENT);
 	snprintf(want, sizeof(want), "%s: No such file or directory", path);
 	assert_string_equal(err, want);
+	/* Not a regular file: refused by name, and a FIFO without a writer
+	 * does not make the load wait for one. */
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(tr_ctl_conf_load(path, &c, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s: not a regular file (a FIFO)", path);
+	assert_string_equal(err, want);
+	unlink(path);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(tr_ctl_conf_load(path, &c, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s: not a regular file (a directory)", path);
+	assert_string_equal(err, want);
+	rmdir(path);
+	assert_int_equal(tr_ctl_conf_load("/dev/null", &c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "/dev/null: not a regular file (a character device)");
 }
 
 int main(void)
