@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ enum {
 };
 
 #define REPLY_TIMEOUT_MS 10000
+#define CONNECT_TIMEOUT_MS 5000 /* a daemon stopped with its backlog full */
 
 static void usage(FILE *out)
 {
@@ -56,6 +58,10 @@ static void usage(FILE *out)
 static int connect_to(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	/* A Unix socket's connect waits while the listener's backlog is
+	 * full (a daemon stopped or stuck), for as long as SO_SNDTIMEO. */
+	struct timeval tv = { .tv_sec = CONNECT_TIMEOUT_MS / 1000,
+			      .tv_usec = CONNECT_TIMEOUT_MS % 1000 * 1000 };
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -64,8 +70,18 @@ static int connect_to(const char *path)
 	}
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv))) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		fprintf(stderr, "triadctl: cannot reach triadd at %s: %s\n", path, strerror(errno));
+		if (errno == EAGAIN || errno == EINPROGRESS)
+			fprintf(stderr, "triadctl: cannot reach triadd at %s: no connection taken "
+				"within %d s (a daemon stopped or overloaded?)\n", path,
+				CONNECT_TIMEOUT_MS / 1000);
+		else
+			fprintf(stderr, "triadctl: cannot reach triadd at %s: %s\n", path,
+				strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -117,6 +133,28 @@ static void print_text(FILE *out, const char *prefix, const char *text, uint32_t
 	fprintf(out, "%s%.*s\n", prefix, (int)len, text);
 }
 
+/* With -j, a reply that is not JSON (the daemon refuses a connection
+ * before it has read whether the command asked for JSON) as the error
+ * object of the schema. */
+static void print_json_of_text(const struct tr_ctl_msg *m)
+{
+	struct td_out o = { 0 };
+	char *text = strndup(m->u.reply.text, m->u.reply.text_len);
+
+	if (!text) {
+		fprintf(stderr, "triadctl: out of memory\n");
+		return;
+	}
+	td_out_printf(&o, "{\"version\":1,\"ok\":%s,\"code\":%u,\"message\":",
+		      m->u.reply.code == TR_CTL_OK ? "true" : "false", m->u.reply.code);
+	td_out_json_str(&o, text);
+	td_out_printf(&o, "}");
+	if (o.buf)
+		puts(o.buf);
+	td_out_free(&o);
+	free(text);
+}
+
 static int exit_of(const struct tr_ctl_msg *m)
 {
 	if (m->u.reply.code == TR_CTL_OK)
@@ -154,7 +192,10 @@ static int run(const char *path, struct tr_ctl_msg *cmd, int wait_ms)
 		goto out;
 	}
 	rc = exit_of(&m);
-	if (rc == EXIT_OK && cmd->u.cmd.op == TR_CTL_OP_CONFIG)
+	if ((cmd->u.cmd.flags & TR_CTL_F_JSON) &&
+	    (!m.u.reply.text_len || m.u.reply.text[0] != '{'))
+		print_json_of_text(&m);
+	else if (rc == EXIT_OK && cmd->u.cmd.op == TR_CTL_OP_CONFIG)
 		print_env(m.u.reply.text, m.u.reply.text_len, cmd->u.cmd.flags & TR_CTL_F_JSON);
 	else
 		print_text(rc == EXIT_OK || (cmd->u.cmd.flags & TR_CTL_F_JSON) ? stdout : stderr,
@@ -219,10 +260,15 @@ static int plane_args(int argc, char **argv, struct tr_ctl_msg *cmd, int *wait_m
 		}
 	}
 	if (cmd->u.cmd.flags & TR_CTL_F_WAIT) {
-		cmd->u.cmd.timeout_ms = (uint32_t)(secs * 1000);
+		/* Rounded up, and at least 1 ms: 0 would tell the daemon "no
+		 * deadline". */
+		double x = secs * 1000;
+		uint32_t ms = (uint32_t)x;
+
+		cmd->u.cmd.timeout_ms = ms + ((double)ms < x || !ms);
 		/* The daemon answers at its deadline; this one covers a daemon
 		 * that never does. */
-		*wait_ms = (int)(secs * 1000) + 2000;
+		*wait_ms = (int)cmd->u.cmd.timeout_ms + 2000;
 	}
 	return 0;
 }
