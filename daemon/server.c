@@ -32,10 +32,53 @@
 #define F_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1 */
 #endif
 
-#define SEND_TIMEOUT_MS 200
-#define SETTLE_S 0.005 /* how often pending planes are checked */
+#define SETTLE_S 0.005	      /* how often pending planes are checked */
+#define ACCEPT_RETRY_S 0.2 /* accept paused at the descriptor limit: try again */
 
 static void conn_close(struct td_conn *c, const char *why);
+
+/* Sends m (fd >= 0 attached) to c without ever waiting: what its socket
+ * does not take now is queued and flushed when it is writable.  A peer
+ * whose queue would exceed TD_TX_MAX does not read: it is dropped. */
+static void conn_send(struct td_conn *c, const struct tr_ctl_msg *m, int fd)
+{
+	int ret;
+
+	if (c->dead)
+		return;
+	ret = tr_ctl_tx_send(c->fd, &c->tx, m, fd);
+	if (ret == -EAGAIN) {
+		if (!ev_is_active(&c->wr_w))
+			ev_io_start(c->d->loop, &c->wr_w);
+		return;
+	}
+	if (ret == -ENOBUFS) {
+		c->d->stats.not_reading++;
+		td_log(LOG_WARNING, "connection of pid %d (uid %u) does not read: %zu bytes queued: "
+		       "closed", (int)c->pid, (unsigned)c->uid, tr_ctl_tx_queued(&c->tx));
+		conn_close(c, "does not read its socket");
+	} else if (ret) {
+		/* The peer is gone (EPIPE, ECONNRESET): its EOF may not have
+		 * been read yet. */
+		conn_close(c, c->kind == TD_CONN_CLIENT ? "gone" : NULL);
+	}
+}
+
+static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct td_conn *c = w->data;
+	int ret;
+
+	(void)revents;
+	if (c->dead)
+		return;
+	ret = tr_ctl_tx_flush(c->fd, &c->tx);
+	if (ret == -EAGAIN)
+		return;
+	ev_io_stop(loop, w);
+	if (ret)
+		conn_close(c, c->kind == TD_CONN_CLIENT ? "gone" : NULL);
+}
 
 /* ---- the policy table ---------------------------------------------------------*/
 static int table_open(struct td *d)
@@ -108,8 +151,7 @@ void td_event(struct td *d, const char *json, const char *text)
 			len = snprintf(line, sizeof(line), "%s %s", when, text);
 		m.u.event.text = line;
 		m.u.event.text_len = (uint32_t)(len < (int)sizeof(line) ? len : (int)sizeof(line) - 1);
-		if (tr_ctl_send(c->fd, &m, -1, SEND_TIMEOUT_MS))
-			conn_close(c, "monitor does not read");
+		conn_send(c, &m, -1);
 	}
 }
 
@@ -131,13 +173,15 @@ static void plane_event(struct td *d, int p, uint32_t from)
 
 static void client_event(struct td *d, const struct td_conn *c, const char *what)
 {
-	char json[256], text[256];
+	char json[256], text[512], name[4 * TR_CTL_NAME_MAX];
 
 	snprintf(json, sizeof(json),
 		 "\"event\":\"client\",\"what\":\"%s\",\"id\":%u,\"pid\":%d,\"uid\":%u,\"rank\":%d",
 		 what, c->id, (int)c->pid, (unsigned)c->uid, c->rank);
+	/* The name is the client's to choose: escaped for terminals and logs. */
+	td_text_escape(name, sizeof(name), c->name[0] ? c->name : "?");
 	snprintf(text, sizeof(text), "client %u %s (pid %d, uid %u, rank %d, %s)", c->id, what,
-		 (int)c->pid, (unsigned)c->uid, c->rank, c->name[0] ? c->name : "?");
+		 (int)c->pid, (unsigned)c->uid, c->rank, name);
 	td_event(d, json, text);
 }
 
@@ -165,8 +209,7 @@ void td_publish(struct td *d)
 		if (c->kind != TD_CONN_CLIENT || c->dead)
 			continue;
 		d->stats.notifies++;
-		if (tr_ctl_send(c->fd, &m, -1, SEND_TIMEOUT_MS))
-			conn_close(c, "does not read its socket");
+		conn_send(c, &m, -1);
 	}
 	if (any_pending(d) && !ev_is_active(&d->settle_w))
 		ev_timer_again(d->loop, &d->settle_w);
@@ -194,8 +237,7 @@ static void reply(struct td_conn *c, int status, unsigned code, const char *text
 	m.u.reply.code = code;
 	m.u.reply.text = text;
 	m.u.reply.text_len = (uint32_t)strlen(text);
-	if (tr_ctl_send(c->fd, &m, -1, SEND_TIMEOUT_MS))
-		conn_close(c, "does not read its socket");
+	conn_send(c, &m, -1);
 }
 
 /* An answer of one line, as text or {"version":1,"ok":..,...}. */
@@ -259,20 +301,21 @@ static void left_events(struct td *d, unsigned left)
 
 static void settle(struct td *d)
 {
-	const struct tr_ctl_counters *cl[TD_MAX_CLIENTS];
+	struct tr_ctl_creg cl[TD_MAX_CONNS];
 	uint64_t pend[TRIAD_MAX_PLANES];
 	uint32_t before[TRIAD_MAX_PLANES];
 	unsigned n = 0, changed;
 	struct tr_list *l;
 
-	for (l = d->conns.next; l != &d->conns && n < TD_MAX_CLIENTS; l = l->next) {
+	for (l = d->conns.next; l != &d->conns && n < TD_MAX_CONNS; l = l->next) {
 		struct td_conn *c = tr_container_of(l, struct td_conn, link);
 
 		if (c->kind != TD_CONN_CLIENT || c->dead)
 			continue;
 		if (!c->counters)
-			return; /* its COUNTERS follows its HELLO: it may use the plane */
-		cl[n++] = c->counters;
+			return; /* its COUNTERS follows its HELLO (within TD_HANDSHAKE_S) */
+		cl[n].c = c->counters;
+		cl[n++].nplanes = c->counters_np;
 	}
 	for (unsigned p = 0; p < d->pol.nplanes; p++) {
 		pend[p] = d->plane[p].pend_gen;
@@ -364,8 +407,7 @@ static struct plane_sum plane_sum(const struct td *d, unsigned p)
 		const struct td_conn *c = tr_container_of(l, struct td_conn, link);
 		const struct tr_ctl_cplane *e;
 
-		if (c->kind != TD_CONN_CLIENT || c->dead || !c->counters ||
-		    p >= c->counters->nplanes)
+		if (c->kind != TD_CONN_CLIENT || c->dead || !c->counters || p >= c->counters_np)
 			continue;
 		e = &c->counters->plane[p];
 		s.switched += atomic_load_explicit(&e->switched, memory_order_relaxed) != 0;
@@ -448,7 +490,8 @@ static void report_clients(struct td *d, struct td_out *o, int json)
 		      "id", "pid", "uid", "rank", "name", "planes (switched/inflight)");
 	for (struct tr_list *l = d->conns.next; l != &d->conns; l = l->next) {
 		const struct td_conn *c = tr_container_of(l, struct td_conn, link);
-		unsigned np = c->counters ? c->counters->nplanes : 0;
+		/* The copy: the region's own nplanes is the client's to rewrite. */
+		unsigned np = c->counters ? c->counters_np : 0;
 
 		if (c->kind != TD_CONN_CLIENT || c->dead)
 			continue;
@@ -463,8 +506,9 @@ static void report_clients(struct td *d, struct td_out *o, int json)
 				      (unsigned long long)(c->counters ? atomic_load(
 						&c->counters->applied_gen) : 0));
 		} else {
-			td_out_printf(o, "%-5u %-8d %-6u %-5d %-16s", c->id, (int)c->pid,
-				      (unsigned)c->uid, c->rank, c->name);
+			td_out_printf(o, "%-5u %-8d %-6u %-5d ", c->id, (int)c->pid,
+				      (unsigned)c->uid, c->rank);
+			td_out_text_str(o, c->name, 16);
 		}
 		for (unsigned p = 0; p < np; p++) {
 			const struct tr_ctl_cplane *e = &c->counters->plane[p];
@@ -492,13 +536,19 @@ static void report_stats(struct td *d, struct td_out *o, int json)
 
 	td_out_printf(o, json ? "{\"version\":1,\"connections\":%llu,\"refused\":%llu,"
 				"\"protocol_errors\":%llu,\"clients_lost\":%llu,\"commands\":%llu,"
-				"\"notifies\":%llu,\"clients\":%u,\"planes\":["
+				"\"notifies\":%llu,\"clients\":%u,\"handshake_timeouts\":%llu,"
+				"\"not_reading\":%llu,\"accept_failures\":%llu,\"open\":%d,"
+				"\"planes\":["
 			      : "connections %llu\nrefused %llu\nprotocol_errors %llu\n"
-				"clients_lost %llu\ncommands %llu\nnotifies %llu\nclients %u\n",
+				"clients_lost %llu\ncommands %llu\nnotifies %llu\nclients %u\n"
+				"handshake_timeouts %llu\nnot_reading %llu\naccept_failures %llu\n"
+				"open %d\n",
 		      (unsigned long long)s->connections, (unsigned long long)s->refused,
 		      (unsigned long long)s->protocol_errors, (unsigned long long)s->clients_lost,
 		      (unsigned long long)s->commands, (unsigned long long)s->notifies,
-		      nclients(d));
+		      nclients(d), (unsigned long long)s->handshake_timeouts,
+		      (unsigned long long)s->not_reading, (unsigned long long)s->accept_failures,
+		      d->nconns);
 	for (unsigned p = 0; p < d->pol.nplanes; p++) {
 		const struct td_plane *pl = &d->plane[p];
 
@@ -533,11 +583,16 @@ static void report_config(struct td *d, struct td_out *o, int json)
 	const struct tr_ctl_conf *c = &d->conf;
 
 	if (!json) {
-		td_out_printf(o, "file %s\nsocket %s\ngroup %s\nsocket_mode 0%o\n"
+		/* Paths are bytes: escaped like a client's name. */
+		td_out_printf(o, "file ");
+		td_out_text_str(o, d->conf_path, 0);
+		td_out_printf(o, "\nsocket ");
+		td_out_text_str(o, c->socket, 0);
+		td_out_printf(o, "\ngroup %s\nsocket_mode 0%o\n"
 			      "debounce_down_ms %u\ndebounce_up_ms %u\ncounters_ms %u\n"
 			      "strict_order %s\nchoice_threshold %u\nchoice_alpha_pct %u\n"
 			      "contention_threshold %u\n",
-			      d->conf_path, c->socket, c->group[0] ? c->group : "-", c->socket_mode,
+			      c->group[0] ? c->group : "-", c->socket_mode,
 			      c->debounce_down_ms, c->debounce_up_ms, c->counters_ms,
 			      c->strict_order ? "yes" : "no", c->choice_threshold,
 			      c->choice_alpha_pct, c->choice_cont);
@@ -655,6 +710,11 @@ static void on_cmd(struct td_conn *c, const struct tr_ctl_msg *m)
 	if (c->kind == TD_CONN_NEW)
 		c->kind = TD_CONN_CTL;
 	c->flags = m->u.cmd.flags;
+	/* triadctl says one thing and reads the answer: an idle command
+	 * connection is closed TD_HANDSHAKE_S after its last command (a
+	 * monitor or a --wait is not idle). */
+	if (c->kind == TD_CONN_CTL)
+		ev_timer_again(d->loop, &c->hs_w);
 	switch (op) {
 	case TR_CTL_OP_STATUS: report_status(d, &o, json); break;
 	case TR_CTL_OP_CLIENTS: report_clients(d, &o, json); break;
@@ -662,16 +722,20 @@ static void on_cmd(struct td_conn *c, const struct tr_ctl_msg *m)
 	case TR_CTL_OP_CONFIG: report_config(d, &o, json); break;
 	case TR_CTL_OP_MONITOR:
 		c->monitor = 1;
+		ev_timer_stop(d->loop, &c->hs_w);
 		td_out_printf(&o, json ? "{\"version\":1,\"ok\":true,\"message\":\"monitoring\"}"
 				       : "monitoring");
 		break;
 	default:
 		p = find_plane(d, m->u.cmd.arg, m->u.cmd.arg_len);
 		if (p < 0) {
-			char msg[300];
+			char arg[TR_CTL_PLANE_NAME * 4], esc[sizeof(arg) * 4], msg[sizeof(esc) + 64];
+			size_t len = m->u.cmd.arg_len < sizeof(arg) ? m->u.cmd.arg_len : sizeof(arg) - 1;
 
-			snprintf(msg, sizeof(msg), "no plane '%.*s' (triadctl status lists them)",
-				 (int)m->u.cmd.arg_len, m->u.cmd.arg);
+			memcpy(arg, m->u.cmd.arg, len);
+			arg[len] = '\0';
+			td_text_escape(esc, sizeof(esc), arg);
+			snprintf(msg, sizeof(msg), "no plane '%s' (triadctl status lists them)", esc);
 			reply_msg(c, -ENOENT, TR_CTL_BAD_CMD, -1, msg);
 		} else if (c->wait_plane >= 0) {
 			reply_msg(c, -EBUSY, TR_CTL_BAD_CMD, -1, "a command is still waiting");
@@ -708,7 +772,10 @@ static int on_hello(struct td_conn *c, const struct tr_ctl_msg *m)
 	w.u.welcome.table_size = sizeof(struct tr_ctl_table);
 	w.u.welcome.gen = tr_ctl_table_gen(c->d->table);
 	client_event(c->d, c, "connected");
-	return tr_ctl_send(c->fd, &w, c->d->ro_fd, SEND_TIMEOUT_MS);
+	/* The table's descriptor stays open as long as the daemon: it may
+	 * wait in c's queue. */
+	conn_send(c, &w, c->d->ro_fd);
+	return 0;
 }
 
 /* The client's counters region: a memfd sealed against shrinking (else a
@@ -716,6 +783,7 @@ static int on_hello(struct td_conn *c, const struct tr_ctl_msg *m)
 static int on_counters(struct td_conn *c, const struct tr_ctl_msg *m)
 {
 	int fd = tr_ctl_rx_take_fd(c->rx), seals;
+	unsigned np;
 	struct stat st;
 	void *map;
 
@@ -735,11 +803,13 @@ static int on_counters(struct td_conn *c, const struct tr_ctl_msg *m)
 	close(fd);
 	if (map == MAP_FAILED)
 		return -errno;
-	if (tr_ctl_counters_check(map, sizeof(struct tr_ctl_counters))) {
+	if (tr_ctl_counters_check(map, sizeof(struct tr_ctl_counters), &np)) {
 		munmap(map, sizeof(struct tr_ctl_counters));
 		return -EPROTO;
 	}
 	c->counters = map;
+	c->counters_np = np;
+	ev_timer_stop(c->d->loop, &c->hs_w); /* the handshake is done */
 	return 0;
 }
 
@@ -753,9 +823,12 @@ static void conn_close(struct td_conn *c, const char *why)
 		return;
 	c->dead = 1;
 	ev_io_stop(d->loop, &c->w);
+	ev_io_stop(d->loop, &c->wr_w);
+	ev_timer_stop(d->loop, &c->hs_w);
 	close(c->fd);
 	c->fd = -1;
 	tr_ctl_rx_reset(c->rx);
+	tr_ctl_tx_reset(&c->tx);
 	if (c->kind == TD_CONN_CLIENT) {
 		if (why)
 			d->stats.clients_lost++;
@@ -786,6 +859,11 @@ static void reap(struct td *d)
 		free(c);
 	}
 	ev_check_stop(d->loop, &d->reap_w);
+	/* Descriptors were freed: accepting may work again. */
+	if (d->lfd >= 0 && ev_is_active(&d->accept_retry_w)) {
+		ev_timer_stop(d->loop, &d->accept_retry_w);
+		ev_io_start(d->loop, &d->accept_w);
+	}
 }
 
 static void reap_cb(struct ev_loop *loop, ev_check *w, int revents)
@@ -809,6 +887,12 @@ static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 	ret = tr_ctl_rx_read(c->fd, c->rx);
 	if (ret == -EAGAIN)
 		return;
+	/* A descriptor rides only with COUNTERS, once: no connection may
+	 * make the daemon hold more than that one (its descriptor limit is
+	 * counted on it, TD_NOFILE_WANT). */
+	if (ret > 0 &&
+	    c->rx->nfds > (c->kind == TD_CONN_NEW || (c->kind == TD_CONN_CLIENT && !c->counters)))
+		ret = -EPROTO;
 	if (ret == 0 || ret == -ECONNRESET) {
 		/* EOF: a client gone (dead or closed), or triadctl done. */
 		conn_close(c, c->kind == TD_CONN_CLIENT ? "gone" : NULL);
@@ -831,6 +915,26 @@ static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+/* TD_HANDSHAKE_S after connecting (or after its last command) c has not
+ * become a client with counters, a monitor or a waiting command. */
+static void handshake_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct td_conn *c = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (c->dead || c->wait_plane >= 0)
+		return; /* a --wait: its own deadline answers it; the timer repeats */
+	c->d->stats.handshake_timeouts++;
+	td_log(LOG_WARNING, "connection of pid %d (uid %u): %s within %.0f s: closed", (int)c->pid,
+	       (unsigned)c->uid,
+	       c->kind == TD_CONN_CLIENT ? "HELLO without COUNTERS"
+	       : c->kind == TD_CONN_CTL  ? "no command"
+					 : "no HELLO and no command",
+	       TD_HANDSHAKE_S);
+	conn_close(c, c->kind == TD_CONN_CLIENT ? "no COUNTERS in time" : NULL);
+}
+
 static int in_group(uid_t uid, gid_t gid)
 {
 	struct passwd pw, *res = NULL;
@@ -848,10 +952,14 @@ static int in_group(uid_t uid, gid_t gid)
 	return 0;
 }
 
+static int is_admin(const struct ucred *cr)
+{
+	return cr->uid == 0 || cr->uid == geteuid();
+}
+
 static int allowed(const struct td *d, const struct ucred *cr)
 {
-	return cr->uid == 0 || cr->uid == geteuid() || cr->gid == d->gid ||
-	       in_group(cr->uid, d->gid);
+	return is_admin(cr) || cr->gid == d->gid || in_group(cr->uid, d->gid);
 }
 
 static void refuse(struct td *d, int fd, const struct ucred *cr, const char *why)
@@ -884,8 +992,22 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	fd = accept4(d->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		/* At the descriptor limit (or out of memory) the connection
+		 * stays in the backlog and the socket stays readable: retrying
+		 * at once would spin.  Pause until a connection is freed, or
+		 * ACCEPT_RETRY_S. */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			if (!d->stats.accept_failures++)
+				td_log(LOG_WARNING, "accept: %s (%d connections open): paused, "
+				       "counted in stats.accept_failures", strerror(errno),
+				       d->nconns);
+			ev_io_stop(d->loop, &d->accept_w);
+			ev_timer_set(&d->accept_retry_w, ACCEPT_RETRY_S, 0);
+			ev_timer_start(d->loop, &d->accept_retry_w);
+		}
 		return;
+	}
 	d->stats.connections++;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
 		close(fd);
@@ -895,8 +1017,13 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		refuse(d, fd, &cr, "not root, not triadd's user, not in its group");
 		return;
 	}
-	if (d->nconns >= TD_MAX_CLIENTS) {
-		refuse(d, fd, &cr, "too many connections");
+	if (d->nconns >= TD_MAX_CONNS ||
+	    (d->nconns >= TD_MAX_CONNS - TD_ROOT_CONNS && !is_admin(&cr))) {
+		char why[120];
+
+		snprintf(why, sizeof(why), "too many connections (%d open; the last %d of %d are "
+			 "kept for root)", d->nconns, TD_ROOT_CONNS, TD_MAX_CONNS);
+		refuse(d, fd, &cr, why);
 		return;
 	}
 	c = calloc(1, sizeof(*c));
@@ -908,6 +1035,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	tr_ctl_rx_init(c->rx);
+	tr_ctl_tx_init(&c->tx, TD_TX_MAX);
 	c->d = d;
 	c->fd = fd;
 	c->pid = cr.pid;
@@ -919,6 +1047,11 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	ev_io_init(&c->w, conn_cb, fd, EV_READ);
 	c->w.data = c;
 	ev_io_start(d->loop, &c->w);
+	ev_io_init(&c->wr_w, conn_write_cb, fd, EV_WRITE);
+	c->wr_w.data = c;
+	ev_timer_init(&c->hs_w, handshake_cb, TD_HANDSHAKE_S, TD_HANDSHAKE_S);
+	c->hs_w.data = c;
+	ev_timer_start(d->loop, &c->hs_w);
 	tr_list_add_tail(&d->conns, &c->link);
 	d->nconns++;
 }
@@ -929,6 +1062,7 @@ static int socket_open(struct td *d)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = d->conf.socket;
 	char dir[sizeof(sa.sun_path)], *slash;
+	struct stat st;
 	int ret;
 
 	memcpy(sa.sun_path, path, strlen(path) + 1);
@@ -939,22 +1073,36 @@ static int socket_open(struct td *d)
 		if (mkdir(dir, 0755) && errno != EEXIST)
 			td_log(LOG_WARNING, "%s: %s", dir, strerror(errno));
 	}
+	/* Only a socket is ever removed: `socket =` naming some other file
+	 * is a mistake in the configuration, not ours to delete. */
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		td_log(LOG_ERR, "%s: exists and is not a socket: not removed (name another "
+		       "'socket' in %s, or remove it)", path, d->conf_path);
+		return -EEXIST;
+	}
 	d->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (d->lfd < 0)
 		return -errno;
-	/* A socket file left by a daemon that was killed: take it over, but
-	 * not one a live daemon still answers on. */
-	if (connect(d->lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+	/* A socket file left by a daemon that was killed (nobody listens:
+	 * ECONNREFUSED) is taken over; one a live daemon answers on is not,
+	 * nor one whose backlog is full (EAGAIN: a daemon stopped or busy). */
+	ret = connect(d->lfd, (struct sockaddr *)&sa, sizeof(sa)) ? errno : 0;
+	close(d->lfd);
+	d->lfd = -1;
+	if (ret == 0) {
 		td_log(LOG_ERR, "%s: another triadd answers there", path);
-		close(d->lfd);
-		d->lfd = -1;
 		return -EADDRINUSE;
 	}
-	close(d->lfd);
+	if (ret != ENOENT && ret != ECONNREFUSED) {
+		td_log(LOG_ERR, "%s: a socket that takes no connection now (%s): another triadd may "
+		       "be stopped or busy there; not taken over", path, strerror(ret));
+		return -EADDRINUSE;
+	}
 	d->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (d->lfd < 0)
 		return -errno;
-	unlink(path);
+	if (ret == ECONNREFUSED)
+		unlink(path);
 	if (bind(d->lfd, (struct sockaddr *)&sa, sizeof(sa))) {
 		ret = -errno;
 		td_log(LOG_ERR, "%s: %s", path, strerror(errno));
@@ -962,7 +1110,7 @@ static int socket_open(struct td *d)
 		d->lfd = -1;
 		return ret;
 	}
-	if (chmod(path, d->conf.socket_mode) ||
+	if (lstat(path, &st) || chmod(path, d->conf.socket_mode) ||
 	    (d->conf.group[0] && chown(path, (uid_t)-1, d->gid)) || listen(d->lfd, 64)) {
 		ret = -errno;
 		td_log(LOG_ERR, "%s: %s", path, strerror(errno));
@@ -971,10 +1119,21 @@ static int socket_open(struct td *d)
 		unlink(path);
 		return ret;
 	}
+	d->sock_dev = st.st_dev;
+	d->sock_ino = st.st_ino;
 	ev_io_init(&d->accept_w, accept_cb, d->lfd, EV_READ);
 	d->accept_w.data = d;
 	ev_io_start(d->loop, &d->accept_w);
 	return 0;
+}
+
+static void accept_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct td *d = w->data;
+
+	(void)revents;
+	if (d->lfd >= 0)
+		ev_io_start(loop, &d->accept_w);
 }
 
 int td_server_open(struct td *d)
@@ -994,6 +1153,8 @@ int td_server_open(struct td *d)
 	ev_init(&d->settle_w, settle_cb);
 	d->settle_w.repeat = SETTLE_S;
 	d->settle_w.data = d;
+	ev_init(&d->accept_retry_w, accept_retry_cb);
+	d->accept_retry_w.data = d;
 	return socket_open(d);
 }
 
@@ -1003,10 +1164,16 @@ void td_server_close(struct td *d)
 		conn_close(tr_container_of(l, struct td_conn, link), NULL);
 	reap(d);
 	ev_timer_stop(d->loop, &d->settle_w);
+	ev_timer_stop(d->loop, &d->accept_retry_w);
 	if (d->lfd >= 0) {
+		struct stat st;
+
 		ev_io_stop(d->loop, &d->accept_w);
 		close(d->lfd);
-		unlink(d->conf.socket);
+		/* Ours only: not a file someone put there since. */
+		if (!lstat(d->conf.socket, &st) && st.st_dev == d->sock_dev &&
+		    st.st_ino == d->sock_ino)
+			unlink(d->conf.socket);
 	}
 	d->lfd = -1;
 	table_close(d);

@@ -2,7 +2,8 @@
  *
  *   triadd [-c FILE] [-f] [--check-config]
  *
- * Loads the configuration (every error "FILE:LINE: message"), opens the
+ * Loads the configuration (every error "FILE:LINE: message"; FILE made
+ * absolute first, so that a detached daemon reloads it), opens the
  * policy table and the socket, watches the planes' health and serves the
  * triad processes of the node and triadctl, in one libev loop.  SIGTERM
  * and SIGINT end it cleanly (socket unlinked, table freed); SIGHUP reloads
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,6 +121,47 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
+/* path made absolute against the working directory, as given otherwise
+ * (symbolic links are not resolved: a link moved to another file is
+ * followed at the next reload).  A detached daemon works in /, where a
+ * relative path would name another file, or none. */
+static char *absolute(const char *path)
+{
+	char *cwd, *abs;
+	size_t len;
+
+	if (path[0] == '/')
+		return strdup(path);
+	cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return NULL;
+	len = strlen(cwd) + strlen(path) + 2;
+	abs = malloc(len);
+	if (abs)
+		snprintf(abs, len, "%s/%s", cwd, path);
+	free(cwd);
+	return abs;
+}
+
+/* The soft descriptor limit up to TD_NOFILE_WANT, as far as the hard one
+ * allows; a warning when that is not enough for TD_MAX_CONNS. */
+static void nofile_raise(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur < TD_NOFILE_WANT) {
+		rl.rlim_cur = rl.rlim_max < TD_NOFILE_WANT ? rl.rlim_max : TD_NOFILE_WANT;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < TD_NOFILE_WANT)
+		td_log(LOG_WARNING, "open files limited to %llu (RLIMIT_NOFILE): %d connections "
+		       "need %d; at the limit new connections wait (raise LimitNOFILE)",
+		       (unsigned long long)rl.rlim_cur, TD_MAX_CONNS, TD_NOFILE_WANT);
+}
+
 static void signals_start(struct td *d)
 {
 	ev_signal *ws[] = { &d->sigterm_w, &d->sigint_w, &d->sighup_w };
@@ -142,15 +185,15 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct td *d = calloc(1, sizeof(*d));
+	const char *conf = DEFAULT_CONF;
 	int check = 0, opt, ret;
-	char err[512];
+	char err[512], *path;
 
 	if (!d)
 		return 1;
-	d->conf_path = DEFAULT_CONF;
 	while ((opt = getopt_long(argc, argv, "c:fh", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': d->conf_path = optarg; break;
+		case 'c': conf = optarg; break;
 		case 'f': d->foreground = 1; break;
 		case 'C': check = 1; break;
 		case 'h': usage(stdout); free(d); return 0;
@@ -163,25 +206,37 @@ int main(int argc, char **argv)
 		free(d);
 		return 2;
 	}
+	path = absolute(conf);
+	if (!path) {
+		fprintf(stderr, "triadd: %s: cannot make the path absolute: %s\n", conf,
+			strerror(errno));
+		free(d);
+		return 1;
+	}
+	d->conf_path = path;
 	if (load(d->conf_path, &d->conf, &d->gid, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);
+		free(path);
 		free(d);
 		return 1;
 	}
 	if (check) {
 		printf("%s: ok (%d plane(s))\n", d->conf_path, d->conf.nplanes);
+		free(path);
 		free(d);
 		return 0;
 	}
 	if (!d->foreground) {
 		if (daemon(0, 0)) {
 			perror("triadd: daemon");
+			free(path);
 			free(d);
 			return 1;
 		}
 		use_syslog = 1;
 		openlog("triadd", LOG_PID, LOG_DAEMON);
 	}
+	nofile_raise();
 	d->loop = ev_default_loop(EVFLAG_AUTO);
 	signals_start(d);
 	ret = td_server_open(d);
@@ -194,6 +249,7 @@ int main(int argc, char **argv)
 	td_monitor_close(d);
 	td_server_close(d);
 	ev_loop_destroy(d->loop);
+	free(path);
 	free(d);
 	return ret ? 1 : 0;
 }

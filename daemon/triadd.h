@@ -19,7 +19,25 @@
 #include "ctl/table.h"
 
 #define TD_MAX_COUNTERS 64
-#define TD_MAX_CLIENTS 1024
+/* Connections at once; the last TD_ROOT_CONNS of them only for root (and
+ * triadd's own user), so that a flood of other connections never locks
+ * the administrator out. */
+#define TD_MAX_CONNS 1024
+#define TD_ROOT_CONNS 32
+/* A connection that has not finished its HELLO and COUNTERS (or, for
+ * triadctl, sent its command) this long after connecting, or after its
+ * last command, is closed: it would hold every drain, or a slot. */
+#define TD_HANDSHAKE_S 5.0
+/* What a peer that does not read may have queued before it is dropped:
+ * the largest frame, once (the kernel's socket buffer comes first). */
+#define TD_TX_MAX TR_CTL_MAX_FRAME
+/* Descriptors the daemon needs: a socket and at most one descriptor in
+ * transit per connection (COUNTERS' memfd), and its own (loop, netlink,
+ * devices, the table, sysfs reads).  triadd raises its soft limit to
+ * this and warns when it cannot; the systemd unit's LimitNOFILE is above
+ * it. */
+#define TD_OWN_FDS 64
+#define TD_NOFILE_WANT (2 * TD_MAX_CONNS + TD_OWN_FDS)
 
 struct ibv_context;
 struct nl_cache_mngr;
@@ -54,7 +72,10 @@ struct td_conn {
 	struct td *d;
 	int fd;
 	ev_io w;
+	ev_io wr_w;	 /* while tx holds something: flush when writable */
+	ev_timer hs_w;	 /* the handshake (or idle) deadline, TD_HANDSHAKE_S */
 	struct tr_ctl_rx *rx;
+	struct tr_ctl_tx tx; /* what the socket did not take at once, <= TD_TX_MAX */
 	enum td_conn_kind kind;
 	pid_t pid;
 	uid_t uid;
@@ -64,6 +85,7 @@ struct td_conn {
 	uint32_t nplanes;
 	char name[TR_CTL_NAME_MAX];
 	struct tr_ctl_counters *counters; /* mapped read-only; NULL until COUNTERS */
+	unsigned counters_np;		  /* its nplanes, read once at COUNTERS (table.h) */
 	uint64_t since_ns;
 	int monitor;		/* monitor: events go to it */
 	int dead;		/* closed; freed by the reaper */
@@ -74,6 +96,9 @@ struct td_conn {
 
 struct td_stats {
 	uint64_t connections, refused, protocol_errors, clients_lost, commands, notifies;
+	uint64_t handshake_timeouts; /* closed at TD_HANDSHAKE_S */
+	uint64_t not_reading;	     /* dropped: more than TD_TX_MAX queued */
+	uint64_t accept_failures;    /* accept() failed (at the descriptor limit) */
 };
 
 struct td {
@@ -85,6 +110,9 @@ struct td {
 	/* the socket */
 	int lfd;
 	ev_io accept_w;
+	ev_timer accept_retry_w; /* accept paused: at the descriptor limit */
+	dev_t sock_dev;		 /* the socket file we made (removed only if still ours) */
+	ino_t sock_ino;
 	/* the policy table: tfd read-write for us, ro_fd read-only for clients */
 	int tfd, ro_fd;
 	struct tr_ctl_table *table;
@@ -133,8 +161,16 @@ struct td_out {
 	int failed; /* out of memory */
 };
 void td_out_printf(struct td_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* s as a JSON string, quotes included. */
+/* s as a JSON string, quotes included: valid UTF-8 whatever s holds
+ * (a byte that is not part of a well-formed sequence becomes U+FFFD). */
 void td_out_json_str(struct td_out *o, const char *s);
+/* s for a terminal or a log line: control characters (C0, DEL, C1), a
+ * backslash and bytes that are not UTF-8 as \xNN (a backslash as \\),
+ * the rest as it is; cut to fit len with its NUL.  The characters
+ * written (for columns). */
+size_t td_text_escape(char *dst, size_t len, const char *s);
+/* s escaped so, left-aligned in width characters. */
+void td_out_text_str(struct td_out *o, const char *s, int width);
 void td_out_free(struct td_out *o);
 
 #endif

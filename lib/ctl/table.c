@@ -119,27 +119,38 @@ void tr_ctl_counters_init(struct tr_ctl_counters *c, unsigned nplanes)
 	c->nplanes = nplanes > TRIAD_MAX_PLANES ? TRIAD_MAX_PLANES : nplanes;
 }
 
-int tr_ctl_counters_check(const struct tr_ctl_counters *c, size_t maplen)
+int tr_ctl_counters_check(const struct tr_ctl_counters *c, size_t maplen, unsigned *nplanes_p)
 {
-	if (!c || maplen < sizeof(*c) || c->magic != TR_CTL_COUNTERS_MAGIC ||
-	    c->version != TR_CTL_TABLE_VERSION || c->size != sizeof(*c) || c->nplanes < 1 ||
-	    c->nplanes > TRIAD_MAX_PLANES)
+	const volatile struct tr_ctl_counters *v = c;
+	uint32_t magic, version, size, nplanes;
+
+	if (!c || maplen < sizeof(*c))
 		return -EPROTO;
+	/* One load each (volatile: not re-read behind our back), then only
+	 * the copies are looked at. */
+	magic = v->magic;
+	version = v->version;
+	size = v->size;
+	nplanes = v->nplanes;
+	if (magic != TR_CTL_COUNTERS_MAGIC || version != TR_CTL_TABLE_VERSION ||
+	    size != sizeof(*c) || nplanes < 1 || nplanes > TRIAD_MAX_PLANES)
+		return -EPROTO;
+	*nplanes_p = nplanes;
 	return 0;
 }
 
 /* Has client c reached what plane's pending state asks for?  idle: and
  * has nothing in flight there any more (off only). */
-static int client_settled(const struct tr_ctl_counters *c, unsigned plane, uint64_t pend_gen,
+static int client_settled(const struct tr_ctl_creg *r, unsigned plane, uint64_t pend_gen,
 			  int off, int idle)
 {
 	const struct tr_ctl_cplane *e;
 
-	if (plane >= c->nplanes)
+	if (plane >= r->nplanes || plane >= TRIAD_MAX_PLANES)
 		return 1; /* it does not use the plane */
-	if (atomic_load_explicit(&c->applied_gen, memory_order_acquire) < pend_gen)
+	if (atomic_load_explicit(&r->c->applied_gen, memory_order_acquire) < pend_gen)
 		return 0;
-	e = &c->plane[plane];
+	e = &r->c->plane[plane];
 	if (!off)
 		return !atomic_load_explicit(&e->switched, memory_order_relaxed);
 	return atomic_load_explicit(&e->switched, memory_order_relaxed) &&
@@ -147,7 +158,7 @@ static int client_settled(const struct tr_ctl_counters *c, unsigned plane, uint6
 }
 
 unsigned tr_ctl_left(const struct tr_ctl_policy *p, const uint64_t *pend_gen,
-		     const struct tr_ctl_counters *const *clients, unsigned nclients)
+		     const struct tr_ctl_creg *clients, unsigned nclients)
 {
 	unsigned left = 0;
 
@@ -155,14 +166,14 @@ unsigned tr_ctl_left(const struct tr_ctl_policy *p, const uint64_t *pend_gen,
 		int all = p->plane[q].state == TR_CTL_SWITCH_PENDING;
 
 		for (unsigned i = 0; i < nclients && all; i++)
-			all = client_settled(clients[i], q, pend_gen[q], 1, 0);
+			all = client_settled(&clients[i], q, pend_gen[q], 1, 0);
 		left |= (unsigned)all << q;
 	}
 	return left;
 }
 
 unsigned tr_ctl_settle(struct tr_ctl_policy *p, const uint64_t *pend_gen,
-		       const struct tr_ctl_counters *const *clients, unsigned nclients)
+		       const struct tr_ctl_creg *clients, unsigned nclients)
 {
 	unsigned changed = 0;
 
@@ -173,7 +184,7 @@ unsigned tr_ctl_settle(struct tr_ctl_policy *p, const uint64_t *pend_gen,
 		if (!off && e->state != TR_CTL_RESTORE_PENDING)
 			continue;
 		for (unsigned i = 0; i < nclients && all; i++)
-			all = client_settled(clients[i], q, pend_gen[q], off, 1);
+			all = client_settled(&clients[i], q, pend_gen[q], off, 1);
 		if (!all)
 			continue;
 		e->state = off ? TR_CTL_SWITCHED : TR_CTL_NORMAL;

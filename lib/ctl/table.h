@@ -121,8 +121,20 @@ uint64_t tr_ctl_table_gen(const struct tr_ctl_table *t);
 
 /* Client side of the counters region. */
 void tr_ctl_counters_init(struct tr_ctl_counters *c, unsigned nplanes);
-/* Daemon side: 0 when the mapping is a counters region of this version. */
-int tr_ctl_counters_check(const struct tr_ctl_counters *c, size_t maplen);
+/* Daemon side: 0 and the region's plane count in *nplanes_p when the
+ * mapping is a counters region of this version, -EPROTO otherwise.  The
+ * header is read once: the client may rewrite it at any time after, so
+ * the daemon keeps *nplanes_p and never reads the header again. */
+int tr_ctl_counters_check(const struct tr_ctl_counters *c, size_t maplen, unsigned *nplanes_p);
+
+/* A client's counters region as the daemon sees it: the mapping, and the
+ * plane count its header had when the daemon checked it (1..
+ * TRIAD_MAX_PLANES).  Only the per-plane words below nplanes and
+ * applied_gen are read from the mapping after that. */
+struct tr_ctl_creg {
+	const struct tr_ctl_counters *c;
+	unsigned nplanes;
+};
 
 /* Drain completion: a plane pending since generation pend_gen[p] settles
  * (SWITCH_PENDING -> SWITCHED, RESTORE_PENDING -> NORMAL) once every
@@ -130,12 +142,12 @@ int tr_ctl_counters_check(const struct tr_ctl_counters *c, size_t maplen);
  * (or back).  A client with fewer planes does not hold back the others.
  * Returns the mask of planes that changed state. */
 unsigned tr_ctl_settle(struct tr_ctl_policy *p, const uint64_t *pend_gen,
-		       const struct tr_ctl_counters *const *clients, unsigned nclients);
+		       const struct tr_ctl_creg *clients, unsigned nclients);
 
 /* The SWITCH_PENDING planes every client has left (applied and switched),
  * whatever they still have in flight there: a mask. */
 unsigned tr_ctl_left(const struct tr_ctl_policy *p, const uint64_t *pend_gen,
-		     const struct tr_ctl_counters *const *clients, unsigned nclients);
+		     const struct tr_ctl_creg *clients, unsigned nclients);
 
 /* 1 when some plane other than `plane` is in use (NORMAL or
  * RESTORE_PENDING, not faulty): leaving plane keeps one live. */

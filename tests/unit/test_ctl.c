@@ -218,6 +218,79 @@ static void test_io_socketpair(void **state)
 	free(rx);
 }
 
+/* The daemon's queue: what the socket does not take waits, in order, a
+ * descriptor with its own frame; past the bound a message is refused
+ * whole (the daemon drops that peer), and nothing ever waits. */
+static void test_io_tx_queue(void **state)
+{
+	struct tr_ctl_rx *rx = malloc(sizeof(*rx));
+	struct tr_ctl_msg m = { .type = TR_CTL_NOTIFY }, o;
+	struct tr_ctl_tx tx;
+	int sv[2], ret, sndbuf = 4096, fds = 0, fd_gen = -1;
+	uint64_t sent = 0, got = 0;
+	size_t before;
+
+	(void)state;
+	assert_non_null(rx);
+	tr_ctl_rx_init(rx);
+	tr_ctl_tx_init(&tx, 512);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+	/* Until the socket is full, everything goes out at once. */
+	do {
+		m.u.notify.gen = ++sent;
+		ret = tr_ctl_tx_send(sv[0], &tx, &m, -1);
+	} while (ret == 0 && sent < 100000);
+	assert_int_equal(ret, -EAGAIN);
+	assert_true(tr_ctl_tx_queued(&tx) > 0);
+	/* A descriptor waits with its frame. */
+	m.u.notify.gen = ++sent;
+	fd_gen = (int)sent;
+	assert_int_equal(tr_ctl_tx_send(sv[0], &tx, &m, 0 /* stdin */), -EAGAIN);
+	/* Up to the bound; past it nothing of the message is queued. */
+	do {
+		before = tr_ctl_tx_queued(&tx);
+		m.u.notify.gen = ++sent;
+		ret = tr_ctl_tx_send(sv[0], &tx, &m, -1);
+	} while (ret == -EAGAIN);
+	assert_int_equal(ret, -ENOBUFS);
+	sent--; /* that one was refused */
+	assert_int_equal(tr_ctl_tx_queued(&tx), before);
+	assert_true(before <= 512);
+	assert_int_equal(tr_ctl_tx_flush(sv[0], &tx), -EAGAIN);
+	/* The reader drains; the queue follows, every frame once, in order. */
+	while (got < sent) {
+		ret = tr_ctl_rx_read(sv[1], rx);
+		assert_true(ret > 0 || ret == -EAGAIN);
+		while (tr_ctl_rx_next(rx, &o) == 1) {
+			assert_int_equal(o.type, TR_CTL_NOTIFY);
+			assert_true(o.u.notify.gen == ++got);
+			if ((int)got == fd_gen) {
+				int fd = tr_ctl_rx_take_fd(rx);
+
+				assert_true(fd > 2);
+				close(fd);
+				fds++;
+			}
+		}
+		ret = tr_ctl_tx_flush(sv[0], &tx);
+		assert_true(ret == 0 || ret == -EAGAIN);
+	}
+	assert_int_equal(fds, 1);
+	assert_int_equal(tr_ctl_rx_take_fd(rx), -1);
+	assert_int_equal(tr_ctl_tx_flush(sv[0], &tx), 0);
+	assert_int_equal(tr_ctl_tx_queued(&tx), 0);
+	assert_null(tx.buf); /* an idle connection holds no buffer */
+	/* A peer gone: the socket's error, not a wait. */
+	close(sv[1]);
+	m.u.notify.gen = 1;
+	assert_int_equal(tr_ctl_tx_send(sv[0], &tx, &m, -1), -EPIPE);
+	close(sv[0]);
+	tr_ctl_tx_reset(&tx);
+	tr_ctl_rx_reset(rx);
+	free(rx);
+}
+
 static void test_table_read_write(void **state)
 {
 	struct tr_ctl_table *t = calloc(1, sizeof(*t));
@@ -330,15 +403,23 @@ static void test_table_race(void **state)
 static void test_settle(void **state)
 {
 	struct tr_ctl_counters *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
-	const struct tr_ctl_counters *cl[2] = { a, b };
+	struct tr_ctl_creg cl[2] = { { a, 0 }, { b, 0 } };
 	uint64_t pend[TRIAD_MAX_PLANES] = { 0 };
 	struct tr_ctl_policy p;
 
 	(void)state;
 	tr_ctl_counters_init(a, 2);
 	tr_ctl_counters_init(b, 1); /* a client with one plane only */
-	assert_int_equal(tr_ctl_counters_check(a, sizeof(*a)), 0);
-	assert_int_equal(tr_ctl_counters_check(a, sizeof(*a) - 8), -EPROTO);
+	assert_int_equal(tr_ctl_counters_check(a, sizeof(*a), &cl[0].nplanes), 0);
+	assert_int_equal(cl[0].nplanes, 2);
+	assert_int_equal(tr_ctl_counters_check(b, sizeof(*b), &cl[1].nplanes), 0);
+	assert_int_equal(cl[1].nplanes, 1);
+	assert_int_equal(tr_ctl_counters_check(a, sizeof(*a) - 8, &cl[0].nplanes), -EPROTO);
+	a->nplanes = TRIAD_MAX_PLANES + 1;
+	assert_int_equal(tr_ctl_counters_check(a, sizeof(*a), &cl[0].nplanes), -EPROTO);
+	assert_int_equal(cl[0].nplanes, 2); /* only set on success */
+	/* What b says after the check is not looked at: its copy is. */
+	b->nplanes = 0xffffffffu;
 	tr_ctl_policy_default(&p, 2);
 	assert_int_equal(tr_ctl_other_live(&p, 1), 1);
 	p.plane[1].state = TR_CTL_SWITCH_PENDING;
@@ -413,6 +494,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_codec_roundtrip), cmocka_unit_test(test_encode_rejects),
 		cmocka_unit_test(test_decode_rejects),	cmocka_unit_test(test_io_socketpair),
+		cmocka_unit_test(test_io_tx_queue),
 		cmocka_unit_test(test_table_read_write), cmocka_unit_test(test_table_race),
 		cmocka_unit_test(test_settle),		cmocka_unit_test(test_health),
 	};
