@@ -34,7 +34,8 @@ struct opts {
 	struct list algos, ranks, sizes, planes;
 	uint32_t root;
 	uint64_t pipe_chunk;
-	uint32_t fanout, window;
+	uint32_t fanout, window, max_kids;
+	uint64_t inline_max;
 	enum fmt fmt;
 	bool memory;
 };
@@ -45,7 +46,11 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s [options]\n"
-		"  -a, --algo A        greedy, binomial, pipelined, auto, a list, or all (default all)\n"
+		"  -a, --algo A        triad (the delegated broadcast, its shape chosen), tree,\n"
+		"                      twotree; the root-driven greedy, binomial, pipelined, auto;\n"
+		"                      refs (the MPI reference models: ref:binomial, ref:scat+ring,\n"
+		"                      ref:scat+rd, ref:pipe-bin, ref:chain); a list; or all\n"
+		"                      (default triad,greedy,binomial,pipelined,refs)\n"
 		"  -n, --ranks N       ranks: N, N1,N2,... or A..B (doubling; default 8..4096)\n"
 		"  -s, --size S        bytes: 64k, 1M, a list or A..B (doubling; default 1K..64M)\n"
 		"      --root R        the broadcast's root (default 0)\n"
@@ -64,7 +69,9 @@ static void usage(FILE *f)
 		"      --mode M        copy mode: transport-ack (the broadcast's), relay, direct\n"
 		"      --pipe-chunk S  pipelined: chunk (default: the copy chunk, at most 1M)\n"
 		"      --fanout F      pipelined: children per rank, 0 auto (default), 1 chain\n"
-		"      --window W      pipelined: chunks in flight per link (default 4)\n"
+		"      --window W      pipelined, twotree: chunks in flight per link (default 4)\n"
+		"      --inline S      tree: data carried in the order up to S bytes (default 1K)\n"
+		"      --max-kids K    tree: children per rank at most (default ceil(log2 N) + 8)\n"
 		"      --profile P     vm: the one-VM Soft-RoCE fabric as calibrated in docs/sim.md\n"
 		"      --memory        print memory and QPs per process instead (-n, --planes,\n"
 		"                      TRIAD_* variables; peers from a broadcast of -a at -s)\n"
@@ -162,16 +169,49 @@ static void parse_list(const char *opt, const char *s, bool sizes, uint64_t min,
 
 static const char *const algo_opt[] = { "auto", "greedy", "binomial", "pipelined" };
 
-/* "all", or one algorithm or a comma-separated list of them. */
+/* -a's values: the root-driven engine's algorithms as they are, the
+ * delegated engine's shapes from A_DELEG, the reference models from A_REF. */
+#define A_DELEG 100
+#define A_REF 200
+
+static const char *algo_name(uint64_t a)
+{
+	if (a >= A_REF)
+		return sim_ref_str((enum sim_ref)(a - A_REF));
+	if (a >= A_DELEG)
+		return a == A_DELEG ? "triad" : tr_bnode_shape_str((unsigned)(a - A_DELEG));
+	return a == TR_BCAST_PIPELINE ? "pipelined" : tr_bcast_algo_str((unsigned)a);
+}
+
+static void add_algo(struct list *l, uint64_t a)
+{
+	for (unsigned i = 0; i < l->n; i++)
+		if (l->v[i] == a)
+			return;
+	if (l->n < MAX_LIST)
+		l->v[l->n++] = a;
+}
+
+static void add_refs(struct list *l)
+{
+	for (unsigned r = 0; r < SIM_REF_N; r++)
+		add_algo(l, A_REF + r);
+}
+
+/* "all", "refs", or one algorithm or a comma-separated list of them. */
 static void parse_algos(const char *s, struct list *l)
 {
 	char buf[128], *tok, *save = NULL;
 
 	l->n = 0;
 	if (!strcasecmp(s, "all")) {
-		l->v[l->n++] = TR_BCAST_GREEDY;
-		l->v[l->n++] = TR_BCAST_BINOMIAL;
-		l->v[l->n++] = TR_BCAST_PIPELINE;
+		add_algo(l, A_DELEG);
+		add_algo(l, A_DELEG + TR_BNODE_TREE);
+		add_algo(l, A_DELEG + TR_BNODE_TWOTREE);
+		add_algo(l, TR_BCAST_GREEDY);
+		add_algo(l, TR_BCAST_BINOMIAL);
+		add_algo(l, TR_BCAST_PIPELINE);
+		add_refs(l);
 		return;
 	}
 	if (strlen(s) >= sizeof(buf))
@@ -180,13 +220,33 @@ static void parse_algos(const char *s, struct list *l)
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		unsigned a;
 
+		if (!strcasecmp(tok, "refs")) {
+			add_refs(l);
+			continue;
+		}
+		if (!strcasecmp(tok, "triad")) {
+			add_algo(l, A_DELEG);
+			continue;
+		}
+		if (!strcasecmp(tok, "tree") || !strcasecmp(tok, "twotree")) {
+			add_algo(l, A_DELEG + (tok[1] == 'r' || tok[1] == 'R' ? TR_BNODE_TREE
+									: TR_BNODE_TWOTREE));
+			continue;
+		}
+		for (a = 0; a < SIM_REF_N; a++)
+			if (!strcasecmp(tok, sim_ref_str((enum sim_ref)a)))
+				break;
+		if (a < SIM_REF_N) {
+			add_algo(l, A_REF + a);
+			continue;
+		}
 		for (a = 0; a < TR_BCAST_NALGOS; a++)
 			if (!strcasecmp(tok, algo_opt[a]) || !strcasecmp(tok, tr_bcast_algo_str(a)))
 				break;
 		if (a == TR_BCAST_NALGOS)
-			bad("%s: '%s' is not greedy, binomial, pipelined, auto or all", "--algo", tok);
-		if (l->n < MAX_LIST)
-			l->v[l->n++] = a;
+			bad("%s: '%s' is not triad, tree, twotree, greedy, binomial, pipelined, auto, "
+			    "a ref:* model, refs or all", "--algo", tok);
+		add_algo(l, a);
 	}
 	if (!l->n)
 		bad("%s: '%s' names no algorithm", "--algo", s);
@@ -215,7 +275,7 @@ static void profile_vm(struct sim_net *n)
 enum {
 	O_ROOT = 256, O_LAT, O_LAT_MODEL, O_LAT_SPREAD, O_RACK, O_SEED, O_OVERHEAD, O_GAP, O_BW,
 	O_WAKE, O_SPIN, O_ROOT_SPIN, O_COPY_CHUNK, O_MODE, O_PIPE_CHUNK, O_FANOUT, O_WINDOW,
-	O_PROFILE, O_MEMORY, O_PLANES, O_CSV, O_JSON,
+	O_PROFILE, O_MEMORY, O_PLANES, O_CSV, O_JSON, O_INLINE, O_MAX_KIDS,
 };
 
 static const struct option longopts[] = {
@@ -239,6 +299,8 @@ static const struct option longopts[] = {
 	{ "pipe-chunk", required_argument, NULL, O_PIPE_CHUNK },
 	{ "fanout", required_argument, NULL, O_FANOUT },
 	{ "window", required_argument, NULL, O_WINDOW },
+	{ "inline", required_argument, NULL, O_INLINE },
+	{ "max-kids", required_argument, NULL, O_MAX_KIDS },
 	{ "profile", required_argument, NULL, O_PROFILE },
 	{ "memory", no_argument, NULL, O_MEMORY },
 	{ "planes", required_argument, NULL, O_PLANES },
@@ -257,7 +319,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	int c;
 
 	sim_net_default(&o->net);
-	parse_algos("all", &o->algos);
+	parse_algos("triad,greedy,binomial,pipelined,refs", &o->algos);
 	parse_list("--ranks", "8..4096", false, 1, 1u << 20, &o->ranks);
 	parse_list("--size", "1K..64M", true, 0, 1ull << 40, &o->sizes);
 	parse_list("--planes", "1,2,4", false, 1, 8, &o->planes);
@@ -306,6 +368,10 @@ static void parse(int argc, char **argv, struct opts *o)
 		case O_WINDOW:
 			o->window = (uint32_t)parse_uint("--window", optarg, 1, TR_BCAST_MAX_WINDOW);
 			break;
+		case O_INLINE: o->inline_max = parse_size("--inline", optarg); break;
+		case O_MAX_KIDS:
+			o->max_kids = (uint32_t)parse_uint("--max-kids", optarg, 1, TR_BNODE_MAX_KIDS);
+			break;
 		case O_PROFILE: break; /* applied above */
 		case O_MEMORY: o->memory = true; break;
 		case O_PLANES: parse_list("--planes", optarg, false, 1, 8, &o->planes); break;
@@ -342,18 +408,39 @@ static void size_str(uint64_t v, char *buf, size_t len)
 	snprintf(buf, len, "%" PRIu64 "%s", v, unit[u]);
 }
 
-static int run_one(const struct opts *o, uint32_t n, uint64_t len, enum tr_bcast_algo algo,
+/* One row: a simulated broadcast, or a reference model (res->t_done =
+ * res->t_all = its time, no events). */
+static int run_one(const struct opts *o, uint32_t n, uint64_t len, uint64_t algo,
 		   struct sim_result *res)
 {
-	struct sim_bcast_cfg cfg = { .nranks = n, .root = o->root, .len = len, .algo = algo,
+	struct sim_bcast_cfg cfg = { .nranks = n, .root = o->root, .len = len,
 				     .chunk = o->pipe_chunk, .fanout = o->fanout,
-				     .window = o->window };
+				     .window = o->window, .inline_max = o->inline_max,
+				     .max_kids = o->max_kids };
 	char err[256];
-	int ret = sim_bcast(&o->net, &cfg, NULL, NULL, res, err, sizeof(err));
+	int ret;
 
+	if (algo >= A_REF) {
+		double t = sim_ref_time(&o->net, (enum sim_ref)(algo - A_REF), n, o->root, len,
+					&res->chunk);
+
+		*res = (struct sim_result){ .t_done = t, .t_all = t, .chunk = res->chunk };
+		if (t < 0)
+			fprintf(stderr, "%s: %s, N %u: no memory\n", prog, algo_name(algo), n);
+		return t < 0 ? -ENOMEM : 0;
+	}
+	if (algo >= A_DELEG) {
+		cfg.deleg = true;
+		cfg.shape = (enum tr_bnode_shape)(algo - A_DELEG);
+		if (cfg.shape == TR_BNODE_TREE)
+			cfg.chunk = 0;
+	} else {
+		cfg.algo = (enum tr_bcast_algo)algo;
+	}
+	ret = sim_bcast(&o->net, &cfg, NULL, NULL, res, err, sizeof(err));
 	if (ret)
-		fprintf(stderr, "%s: %s, N %u, %" PRIu64 " B: %s\n", prog, tr_bcast_algo_str(algo),
-			n, len, err);
+		fprintf(stderr, "%s: %s, N %u, %" PRIu64 " B: %s\n", prog, algo_name(algo), n, len,
+			err);
 	return ret;
 }
 
@@ -363,50 +450,77 @@ static int run_bcasts(const struct opts *o)
 	int status = 0;
 
 	if (o->fmt == FMT_TABLE)
-		printf("%-6s %6s %-9s %14s %14s %7s %14s %6s %6s %7s\n", "size", "N", "algo",
-		       "time[us]", "lower[us]", "ratio", "all[us]", "root", "peers", "mean");
+		printf("%-6s %6s %-13s %11s %11s %7s %11s %8s %7s %7s %6s %6s %7s\n", "size", "N",
+		       "algo", "time[us]", "lower[us]", "ratio", "all[us]", "vs-best", "root-ev",
+		       "max-ev", "root", "peers", "mean");
 	else if (o->fmt == FMT_CSV)
 		printf("size,n,algo,time_us,lower_us,ratio,all_us,copies,puts,msgs,writes,"
-		       "root_peers,max_peers,avg_peers,events\n");
+		       "root_peers,max_peers,avg_peers,events,root_events,max_events,best_ref_us,"
+		       "vs_best,shape,chunk\n");
 	else
 		printf("[");
 	for (unsigned si = 0; si < o->sizes.n; si++) {
 		for (unsigned ni = 0; ni < o->ranks.n; ni++) {
-			for (unsigned ai = 0; ai < o->algos.n; ai++) {
-				uint64_t len = o->sizes.v[si];
-				uint32_t n = (uint32_t)o->ranks.v[ni];
-				struct sim_result r;
-				double lb = sim_lower_bound(&o->net, n, len);
-				double ratio;
-				const char *algo;
-				char sz[32];
+			uint64_t len = o->sizes.v[si];
+			uint32_t n = (uint32_t)o->ranks.v[ni];
+			double lb = sim_lower_bound(&o->net, n, len), best = -1;
 
-				if (run_one(o, n, len, (enum tr_bcast_algo)o->algos.v[ai], &r)) {
+			/* The best of the reference models, whether printed or not. */
+			for (unsigned r = 0; r < SIM_REF_N; r++) {
+				double t = sim_ref_time(&o->net, (enum sim_ref)r, n, o->root, len, NULL);
+
+				if (t >= 0 && (best < 0 || t < best))
+					best = t;
+			}
+			for (unsigned ai = 0; ai < o->algos.n; ai++) {
+				uint64_t a = o->algos.v[ai];
+				bool ref = a >= A_REF, deleg = !ref && a >= A_DELEG;
+				struct sim_result r;
+				double ratio, vs;
+				char sz[32], algo[40], rev[24] = "-", mev[24] = "-";
+
+				if (run_one(o, n, len, a, &r)) {
 					status = 1;
 					continue;
 				}
-				ratio = lb > 0 ? r.t_done / lb : 0;
-				algo = r.algo == TR_BCAST_PIPELINE ? "pipelined" : tr_bcast_algo_str(r.algo);
+				ratio = lb > 0 ? r.t_all / lb : 0;
+				vs = best > 0 ? r.t_all / best : 0;
 				size_str(len, sz, sizeof(sz));
+				if (a == A_DELEG)
+					snprintf(algo, sizeof(algo), "triad:%s",
+						 tr_bnode_shape_str(r.shape));
+				else if (deleg || ref)
+					snprintf(algo, sizeof(algo), "%s", algo_name(a));
+				else
+					snprintf(algo, sizeof(algo), "%s", algo_name(r.algo));
+				if (!ref) {
+					snprintf(rev, sizeof(rev), "%" PRIu64, r.root_events);
+					snprintf(mev, sizeof(mev), "%" PRIu64, r.max_events);
+				}
 				if (o->fmt == FMT_TABLE)
-					printf("%-6s %6u %-9s %14.1f %14.1f %7.2f %14.1f %6u %6u %7.2f\n",
-					       sz, n, algo, r.t_done, lb, ratio, r.t_all, r.root_peers,
-					       r.max_peers, r.avg_peers);
+					printf("%-6s %6u %-13s %11.1f %11.1f %7.2f %11.1f %8.2f %7s %7s "
+					       "%6u %6u %7.2f\n",
+					       sz, n, algo, r.t_done, lb, ratio, r.t_all, vs, rev, mev,
+					       r.root_peers, r.max_peers, r.avg_peers);
 				else if (o->fmt == FMT_CSV)
 					printf("%" PRIu64 ",%u,%s,%.3f,%.3f,%.4f,%.3f,%" PRIu64 ",%" PRIu64
-					       ",%" PRIu64 ",%" PRIu64 ",%u,%u,%.3f,%" PRIu64 "\n",
+					       ",%" PRIu64 ",%" PRIu64 ",%u,%u,%.3f,%" PRIu64 ",%" PRIu64
+					       ",%" PRIu64 ",%.3f,%.4f,%s,%" PRIu64 "\n",
 					       len, n, algo, r.t_done, lb, ratio, r.t_all, r.copies, r.puts,
 					       r.msgs, r.writes, r.root_peers, r.max_peers, r.avg_peers,
-					       r.events);
+					       r.events, r.root_events, r.max_events, best, vs,
+					       deleg ? tr_bnode_shape_str(r.shape) : "", r.chunk);
 				else
 					printf("%s\n {\"size\": %" PRIu64 ", \"n\": %u, \"algo\": \"%s\", "
 					       "\"time_us\": %.3f, \"lower_us\": %.3f, \"ratio\": %.4f, "
 					       "\"all_us\": %.3f, \"copies\": %" PRIu64 ", \"puts\": %" PRIu64
 					       ", \"msgs\": %" PRIu64 ", \"writes\": %" PRIu64
-					       ", \"root_peers\": %u, \"max_peers\": %u, \"avg_peers\": %.3f}",
+					       ", \"root_peers\": %u, \"max_peers\": %u, \"avg_peers\": %.3f"
+					       ", \"root_events\": %" PRIu64 ", \"max_events\": %" PRIu64
+					       ", \"best_ref_us\": %.3f, \"vs_best\": %.4f}",
 					       first ? "" : ",", len, n, algo, r.t_done, lb, ratio, r.t_all,
 					       r.copies, r.puts, r.msgs, r.writes, r.root_peers, r.max_peers,
-					       r.avg_peers);
+					       r.avg_peers, r.root_events, r.max_events, best, vs);
 				first = false;
 			}
 		}
@@ -472,7 +586,7 @@ static int run_memory(const struct opts *o)
 		printf("# TRIAD_SLOTS=%d TRIAD_SLOT_SIZE=%" PRIu64 " TRIAD_SQ_DEPTH=%d "
 		       "TRIAD_COPY_OPS=%d; MiB per process; on demand: peers of a %s broadcast of %"
 		       PRIu64 " B\n", cfg.slots, cfg.slot_size, cfg.sq_depth, cfg.copy_ops,
-		       tr_bcast_algo_str((unsigned)o->algos.v[0]), o->sizes.v[0]);
+		       algo_name(o->algos.v[0]), o->sizes.v[0]);
 		printf("%6s %2s %7s %9s %9s %9s %9s %9s | %5s %7s %9s %9s\n", "N", "P", "QPs",
 		       "reg[MiB]", "cq[MiB]", "wq[MiB]", "host[MiB]", "total", "peers", "QPs",
 		       "reg[MiB]", "total");
@@ -488,7 +602,7 @@ static int run_memory(const struct opts *o)
 		uint64_t peers;
 
 		/* On demand, the busiest non-root's peers (the root's are all N - 1). */
-		if (run_one(o, (uint32_t)n, o->sizes.v[0], (enum tr_bcast_algo)o->algos.v[0], &r)) {
+		if (run_one(o, (uint32_t)n, o->sizes.v[0], o->algos.v[0], &r)) {
 			status = 1;
 			continue;
 		}

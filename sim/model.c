@@ -18,6 +18,9 @@ enum ev_type {
 	EV_MSG,	      /* a copy message arrived at rank */
 	EV_WRITE_DONE, /* the RC acknowledgement of a WRITE reached its source */
 	EV_RANK_DONE, /* the root's RANK_DONE arrived */
+	EV_BORDER,    /* deleg: an ORDER arrived */
+	EV_BREPORT,   /* deleg: a REPORT arrived */
+	EV_BABORT,    /* deleg: an ABORT arrived */
 };
 
 struct ev {
@@ -29,6 +32,9 @@ struct ev {
 	uint8_t msg;
 	uint64_t chunk;
 	struct tr_copy_hdr hdr;
+	struct tr_bnode_order ord; /* EV_BORDER */
+	uint16_t status;	   /* EV_BREPORT, EV_BABORT */
+	uint32_t failed;
 };
 
 struct heap {
@@ -45,6 +51,7 @@ struct rank {
 	double wr_land;	 /* a message behind it on that QP cannot overtake it */
 	double rx_free;	 /* its NIC's receive side */
 	uint32_t peers;
+	uint64_t ev; /* events handled and posts: o each */
 	struct tr_copy eng;
 };
 
@@ -53,6 +60,8 @@ struct rank {
 struct xfer {
 	uint32_t src, dst;
 	uint64_t chunk;
+	bool order_pending; /* deleg: its ORDER waits for the last WRITE */
+	struct tr_bnode_act order;
 	struct xfer *prev, *next;
 };
 
@@ -78,9 +87,14 @@ struct sim {
 	struct tr_bcast_rank *bc_ranks;
 	struct tr_bcast_act *bacts; /* the engine's output */
 	unsigned bcap;
+	struct tr_bnode_act *bnacts; /* deleg: the engines' output */
 	struct tr_bcast_act *bq; /* actions waiting to be executed */
 	size_t bq_head, bq_n, bq_cap;
 	bool draining;
+	/* deleg: every rank's engine */
+	bool deleg;
+	struct tr_bnode *bn;
+	struct xfer *last_write; /* the WRITE an ORDER right after it follows */
 	double copy_done; /* sim_copy: the request completed */
 	struct sim_result *res;
 	char *err;
@@ -238,6 +252,7 @@ static double cpu_take(struct sim *s, uint32_t r, double t)
 
 	if (s->net.wake_us > 0 && t - k->cpu_free > spin)
 		start += s->net.wake_us;
+	k->ev++;
 	k->cpu_free = start + s->net.o_us;
 	return k->cpu_free;
 }
@@ -251,6 +266,8 @@ static double post(struct sim *s, uint32_t from, uint32_t to, uint64_t bytes, bo
 {
 	struct rank *f = &s->rk[from], *d = &s->rk[to];
 	double t = f->cpu_free += s->net.o_us;
+
+	f->ev++;
 	double tx = xmit_time(&s->net, bytes);
 	double *line = bulk ? &f->tx_free : &f->msg_free;
 	double start = t > *line ? t : *line;
@@ -281,6 +298,7 @@ static void emit(struct sim *s, enum sim_trace_type type, double t, uint32_t src
 /* ---- the copy engines' actions --------------------------------------------- */
 
 static void bcast_report(struct sim *s, struct xfer *x, enum triad_status st);
+static void bn_write_done(struct sim *s, uint32_t r, struct xfer *x, enum triad_status st);
 
 static void copy_exec(struct sim *s, uint32_t r, const struct tr_copy_act *a, int n)
 {
@@ -333,7 +351,9 @@ static void copy_exec(struct sim *s, uint32_t r, const struct tr_copy_act *a, in
 				fail(s, -EIO, "copy %u -> %u failed: status %u (leg %s)",
 				     a->hdr.source, a->hdr.destination, a->hdr.status,
 				     tr_copy_leg_str(a->hdr.leg));
-			if (s->bcast)
+			if (s->deleg)
+				bn_write_done(s, r, a->req, (enum triad_status)a->hdr.status);
+			else if (s->bcast)
 				bcast_report(s, a->req, (enum triad_status)a->hdr.status);
 			else
 				s->copy_done = s->rk[r].cpu_free;
@@ -489,7 +509,173 @@ static void bcast_report(struct sim *s, struct xfer *x, enum triad_status st)
 	xfer_free(s, x);
 }
 
+/* ---- the delegated broadcast: every rank's engine ---------------------------- */
+
+static void xfer_free(struct sim *s, struct xfer *x);
+static void bn_out(struct sim *s, uint32_t r, int n);
+
+static struct xfer *xfer_new(struct sim *s, uint32_t src, uint32_t dst, uint64_t chunk)
+{
+	struct xfer *x = malloc(sizeof(*x));
+
+	if (!x) {
+		fail(s, -ENOMEM, "no memory for a transfer");
+		return NULL;
+	}
+	*x = (struct xfer){ .src = src, .dst = dst, .chunk = chunk, .next = s->xfers };
+	if (s->xfers)
+		s->xfers->prev = x;
+	s->xfers = x;
+	return x;
+}
+
+static void bn_post_order(struct sim *s, uint32_t r, const struct tr_bnode_act *a)
+{
+	uint64_t bytes = s->net.msg_bytes + (a->ord.carried ? a->len : 0);
+	double t = post(s, r, a->to, bytes, false);
+	struct ev *e;
+
+	emit(s, SIM_TR_ORDER, s->rk[r].cpu_free, r, a->to, a->k, a->off, a->len);
+	if (a->ord.carried)
+		emit(s, SIM_TR_LANDED, t, r, a->to, a->k, a->off, a->len);
+	e = heap_push(s, t, EV_BORDER, a->to);
+	if (!e)
+		return;
+	e->from = r;
+	e->ord = a->ord;
+	s->res->msgs++;
+}
+
+static void bn_exec(struct sim *s, uint32_t r, const struct tr_bnode_act *a, int n)
+{
+	for (int i = 0; i < n && !s->fail; i++, a++) {
+		switch (a->type) {
+		case TR_BNODE_ACT_WRITE: {
+			/* A copy with this rank as initiator and source (transport-ack). */
+			struct tr_copy_hdr order = { .source = r, .destination = a->to,
+						     .src_win = WIN_ID, .dst_win = WIN_ID,
+						     .src_off = a->off, .dst_off = a->off,
+						     .len = a->len, .mode = TR_COPY_TRANSPORT_ACK };
+			struct tr_copy_act acts[TR_COPY_ACTS];
+			struct xfer *x = xfer_new(s, r, a->to, a->k);
+			uint64_t op;
+
+			if (!x)
+				return;
+			/* The copy engine posts at most copy_inflight WRITEs at once:
+			 * past that the ORDER waits for the copy's end, so that it
+			 * never overtakes the data. */
+			x->order_pending = a->len > s->net.copy_chunk * s->net.copy_inflight;
+			s->last_write = x;
+			copy_exec(s, r, acts,
+				  tr_copy_request(&s->rk[r].eng, &order, x, TR_COPY_NO_DEADLINE, &op,
+						  acts, TR_COPY_ACTS));
+			break;
+		}
+		case TR_BNODE_ACT_ORDER: {
+			struct xfer *x = s->last_write;
+
+			s->last_write = NULL;
+			if (x && x->order_pending && x->dst == a->to && x->chunk == a->k) {
+				x->order = *a;
+				break;
+			}
+			bn_post_order(s, r, a);
+			break;
+		}
+		case TR_BNODE_ACT_REPORT:
+		case TR_BNODE_ACT_ABORT: {
+			double t = post(s, r, a->to, s->net.msg_bytes, false);
+			struct ev *e = heap_push(s, t, a->type == TR_BNODE_ACT_REPORT ? EV_BREPORT
+										  : EV_BABORT,
+						 a->to);
+
+			if (!e)
+				return;
+			e->from = r;
+			e->status = a->status;
+			e->failed = a->failed;
+			e->ord = a->ord;
+			s->res->msgs++;
+			break;
+		}
+		case TR_BNODE_ACT_RELEASE: {
+			double t = s->rk[r].cpu_free;
+
+			if (a->status != TRIAD_S_OK)
+				fail(s, -EIO, "rank %u released with status %u", r, a->status);
+			if (t > s->res->t_all)
+				s->res->t_all = t;
+			emit(s, SIM_TR_RANK_DONE, t, r, r, 0, 0, 0);
+			break;
+		}
+		case TR_BNODE_ACT_DONE:
+			s->res->t_done = s->rk[r].cpu_free;
+			s->res->status = a->status;
+			emit(s, SIM_TR_DONE, s->res->t_done, r, r, 0, 0, 0);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* Executes what rank r's engine returned in s->bnacts, and what it has
+ * waiting (ABORTs); the array is reused by nested calls: copied first. */
+static void bn_out(struct sim *s, uint32_t r, int n)
+{
+	struct tr_bnode *b = &s->bn[r];
+
+	for (;;) {
+		if (n < 0) {
+			fail(s, -EIO, "rank %u: broadcast engine refused an event (%d)", r, n);
+			return;
+		}
+		struct tr_bnode_act acts[n > 0 ? n : 1];
+
+		memcpy(acts, s->bnacts, (size_t)n * sizeof(*acts));
+		bn_exec(s, r, acts, n);
+		if (s->fail || !tr_bnode_pending(b))
+			return;
+		n = tr_bnode_poll(b, s->bnacts, s->bcap);
+	}
+}
+
+static void bn_write_done(struct sim *s, uint32_t r, struct xfer *x, enum triad_status st)
+{
+	uint32_t to = x->dst;
+	uint64_t k = x->chunk;
+
+	emit(s, SIM_TR_REPORT, s->rk[r].cpu_free, r, to, k, 0, 0);
+	if (x->order_pending)
+		bn_post_order(s, r, &x->order);
+	if (s->last_write == x)
+		s->last_write = NULL;
+	xfer_free(s, x);
+	if (st == TRIAD_S_OK)
+		s->res->copies++;
+	bn_out(s, r, tr_bnode_write_done(&s->bn[r], to, k, st, s->bnacts, s->bcap));
+}
+
+static void bn_event(struct sim *s, const struct ev *e)
+{
+	struct tr_bnode *b = &s->bn[e->rank];
+	int n;
+
+	if (e->type == EV_BORDER)
+		n = tr_bnode_on_order(b, e->from, &e->ord, s->bnacts, s->bcap);
+	else if (e->type == EV_BREPORT)
+		n = tr_bnode_on_report(b, e->from, (enum triad_status)e->status, e->failed,
+				       e->ord.shape, s->bnacts, s->bcap);
+	else
+		n = tr_bnode_on_abort(b, e->from, (enum triad_status)e->status, e->failed,
+				      e->ord.shape, s->bnacts, s->bcap);
+	bn_out(s, e->rank, n);
+}
+
 /* ---- the clock -------------------------------------------------------------- */
+
+static void bn_event(struct sim *s, const struct ev *e);
 
 static void handle(struct sim *s, const struct ev *e)
 {
@@ -508,6 +694,11 @@ static void handle(struct sim *s, const struct ev *e)
 		copy_exec(s, e->rank, acts,
 			  tr_copy_chunk_done(c, e->hdr.initiator, e->hdr.op_id, e->chunk,
 					     TRIAD_S_OK, acts, TR_COPY_ACTS));
+		break;
+	case EV_BORDER:
+	case EV_BREPORT:
+	case EV_BABORT:
+		bn_event(s, e);
 		break;
 	case EV_RANK_DONE:
 		if (t > s->res->t_all)
@@ -530,6 +721,11 @@ static void run(struct sim *s)
 }
 
 /* ---- set-up ------------------------------------------------------------------ */
+
+static double lat_cb(void *arg, uint32_t a, uint32_t b)
+{
+	return sim_link_lat(arg, a, b);
+}
 
 static int net_check(const struct sim_net *n, char *err, size_t errlen)
 {
@@ -576,7 +772,7 @@ void sim_net_default(struct sim_net *net)
 
 /* Table sizes: the root initiates every transfer in flight; a source
  * serves at most fanout x window of them at once. */
-static int ranks_init(struct sim *s, uint32_t iops_root, uint32_t sops)
+static int ranks_init(struct sim *s, uint32_t iops_root, uint32_t iops_other, uint32_t sops)
 {
 	s->rk = calloc(s->nranks, sizeof(*s->rk));
 	if (!s->rk)
@@ -591,7 +787,7 @@ static int ranks_init(struct sim *s, uint32_t iops_root, uint32_t sops)
 			.nranks = s->nranks,
 			.chunk = s->net.copy_chunk,
 			.inflight = s->net.copy_inflight,
-			.niops = r == s->root ? iops_root : 1,
+			.niops = r == s->root ? iops_root : iops_other,
 			.nsops = sops,
 			.win = win_cb,
 			.win_arg = s,
@@ -622,6 +818,8 @@ static void sim_free(struct sim *s)
 	free(s->bc_ranks);
 	free(s->bacts);
 	free(s->bq);
+	free(s->bn);
+	free(s->bnacts);
 }
 
 static void peer_stats(struct sim *s)
@@ -629,6 +827,10 @@ static void peer_stats(struct sim *s)
 	uint64_t sum = 0;
 
 	s->res->root_peers = s->rk[s->root].peers;
+	s->res->root_events = s->rk[s->root].ev;
+	for (uint32_t r = 0; r < s->nranks; r++)
+		if (r != s->root && s->rk[r].ev > s->res->max_events)
+			s->res->max_events = s->rk[r].ev;
 	for (uint32_t r = 0; r < s->nranks; r++) {
 		if (r == s->root)
 			continue;
@@ -637,6 +839,69 @@ static void peer_stats(struct sim *s)
 			s->res->max_peers = s->rk[r].peers;
 	}
 	s->res->avg_peers = s->nranks > 1 ? (double)sum / (s->nranks - 1) : 0;
+}
+
+/* The delegated broadcast: every rank's tr_bnode and tr_copy engines. */
+static int sim_deleg(struct sim *s, const struct sim_bcast_cfg *cfg)
+{
+	struct sim_result *res = s->res;
+	struct tr_bnode_cfg bcfg = {
+		.nranks = cfg->nranks,
+		.root = cfg->root,
+		.len = cfg->len,
+		.shape = cfg->shape,
+		.chunk = cfg->chunk,
+		.window = cfg->window,
+		.max_kids = cfg->max_kids,
+		.inline_max = cfg->inline_max ? cfg->inline_max : TR_BNODE_INLINE_DEFAULT,
+		.cost = { .lat_us = s->net.lat_us, .o_us = s->net.o_us, .gap_us = s->net.gap_us,
+			  .bw = s->net.bw, .msg_bytes = s->net.msg_bytes },
+		.lat = s->net.lat_model == SIM_LAT_EQUAL ? NULL : lat_cb,
+		.lat_arg = &s->net,
+	};
+	uint32_t ops = TR_BNODE_MAX_KIDS + 4 * TR_BNODE_MAX_WINDOW + 8;
+	int ret = 0;
+
+	s->deleg = true;
+	s->bn = calloc(cfg->nranks, sizeof(*s->bn));
+	if (!s->bn || ranks_init(s, ops, ops, ops)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t r = 0; r < cfg->nranks; r++) {
+		bcfg.rank = r;
+		if (tr_bnode_init(&s->bn[r], &bcfg)) {
+			snprintf(s->err, s->errlen, "the broadcast engine refused the configuration");
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	s->bcap = tr_bnode_acts_max(&s->bn[cfg->root]);
+	s->bnacts = calloc(s->bcap, sizeof(*s->bnacts));
+	if (!s->bnacts) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	res->shape = (enum tr_bnode_shape)s->bn[cfg->root].shape;
+	res->chunk = s->bn[cfg->root].cfg.chunk;
+	bn_out(s, cfg->root, tr_bnode_start(&s->bn[cfg->root], s->bnacts, s->bcap));
+	run(s);
+	if (!s->fail && !tr_bnode_finished(&s->bn[cfg->root]))
+		fail(s, -EIO, "the clock ran out of events before the broadcast was over");
+	for (uint32_t r = 0; !s->fail && cfg->len && r < cfg->nranks; r++)
+		if (!s->bn[r].released)
+			fail(s, -EIO, "rank %u never released", r);
+	if (!s->fail && res->status != TRIAD_S_OK)
+		fail(s, -EIO, "the broadcast failed: status %u", res->status);
+	if (!s->fail)
+		peer_stats(s);
+	if (s->fail)
+		ret = s->fail;
+out:
+	if (ret == -ENOMEM && !s->fail)
+		snprintf(s->err, s->errlen, "no memory for %u ranks", cfg->nranks);
+	sim_free(s);
+	return ret;
 }
 
 int sim_bcast(const struct sim_net *net, const struct sim_bcast_cfg *cfg, sim_trace_fn trace,
@@ -667,6 +932,8 @@ int sim_bcast(const struct sim_net *net, const struct sim_bcast_cfg *cfg, sim_tr
 			 cfg->root);
 		return -EINVAL;
 	}
+	if (cfg->deleg)
+		return sim_deleg(&s, cfg);
 	s.bc_ranks = calloc(cfg->nranks, sizeof(*s.bc_ranks));
 	bcfg.ranks = s.bc_ranks;
 	if (!s.bc_ranks) {
@@ -683,7 +950,7 @@ int sim_bcast(const struct sim_net *net, const struct sim_bcast_cfg *cfg, sim_tr
 	s.bacts = calloc(s.bcap, sizeof(*s.bacts));
 	iops = (uint32_t)((uint64_t)cfg->nranks * s.bc.cfg.window + 4);
 	sops = s.bc.cfg.algo == TR_BCAST_PIPELINE ? s.bc.cfg.fanout * s.bc.cfg.window + 4 : 4;
-	if (!s.bacts || ranks_init(&s, iops, sops)) {
+	if (!s.bacts || ranks_init(&s, iops, 1, sops)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -726,7 +993,7 @@ int sim_copy(const struct sim_net *net, uint32_t nranks, uint32_t initiator, uin
 		return -EINVAL;
 	}
 	s.copy_done = -1;
-	if (ranks_init(&s, 4, 4)) {
+	if (ranks_init(&s, 4, 1, 4)) {
 		snprintf(err, errlen, "no memory for %u ranks", nranks);
 		sim_free(&s);
 		return -ENOMEM;

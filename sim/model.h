@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "proto/bcast.h"
+#include "proto/bnode.h"
 #include "proto/copy.h"
 
 enum sim_lat_model {
@@ -96,6 +97,11 @@ struct sim_bcast_cfg {
 	uint64_t chunk;	 /* PIPELINE chunk, 0: what lib/core/bcast.c takes (copy chunk, <= 1 MiB) */
 	uint32_t fanout; /* PIPELINE, 0: auto */
 	uint32_t window; /* PIPELINE, 0: default */
+	/* The delegated broadcast (proto/bnode): every rank runs its engine. */
+	bool deleg;
+	enum tr_bnode_shape shape; /* AUTO: the root's choice from the model's L, o, g, B */
+	uint64_t inline_max;	   /* 0: TR_BNODE_INLINE_DEFAULT */
+	uint32_t max_kids;	   /* 0: the engine's default */
 };
 
 struct sim_result {
@@ -109,6 +115,10 @@ struct sim_result {
 	uint32_t max_peers;	 /* the most any other rank did */
 	double avg_peers;	 /* mean over the non-roots */
 	uint32_t status;	 /* the broadcast's DONE status (OK) */
+	uint64_t root_events;	 /* events the root's CPU handled or posted (o each) */
+	uint64_t max_events;	 /* ... the busiest non-root's */
+	enum tr_bnode_shape shape; /* deleg: as resolved */
+	uint64_t chunk;		 /* deleg TWOTREE: the chunk */
 };
 
 /* Runs one broadcast.  0, -EINVAL for a bad net or cfg, -ENOMEM, or -EIO
@@ -124,6 +134,24 @@ int sim_copy(const struct sim_net *net, uint32_t nranks, uint32_t initiator, uin
 
 /* The one-way latency of link a - b under net (a != b). */
 double sim_link_lat(const struct sim_net *net, uint32_t a, uint32_t b);
+
+/* The classic MPI broadcasts as analytic models on the same network
+ * (sim/ref.c, docs/sim.md): not implementations, no engine runs. */
+enum sim_ref {
+	SIM_REF_BINOMIAL,     /* binomial tree, largest subtree first */
+	SIM_REF_SCATTER_RING, /* binomial scatter + ring allgather */
+	SIM_REF_SCATTER_RD,   /* binomial scatter + recursive-doubling allgather */
+	SIM_REF_PIPE_BINARY,  /* pipelined binary tree, best segment size */
+	SIM_REF_CHAIN,	      /* pipelined chain, best segment size */
+	SIM_REF_N
+};
+
+const char *sim_ref_str(enum sim_ref ref);
+
+/* The time in us until the last rank holds all len bytes under the model
+ * ref; *seg_p (may be NULL) gets the segment size the pipelined ones took. */
+double sim_ref_time(const struct sim_net *net, enum sim_ref ref, uint32_t nranks, uint32_t root,
+		    uint64_t len, uint64_t *seg_p);
 
 /* The lower bound the tables compare with: max(len / B, ceil(log2 N) x L),
  * L the smallest link latency. */

@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "proto/bcast.h"
+#include "proto/bnode.h"
 #include "proto/chunk.h"
 
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
@@ -1256,10 +1257,461 @@ static void test_pipeline_failure_status(void **state)
 	sim_free(s);
 }
 
+
+static double far_lat(void *arg, uint32_t a, uint32_t b)
+{
+	(void)arg;
+	return (a == 0 && b >= 1 && b <= 3) || (b == 0 && a >= 1 && a <= 3) ? 15.0 : 1.5;
+}
+
+/* ---- the delegated broadcast (proto/bnode): every rank's engine ---------------
+ * A message-passing harness: every rank runs its own tr_bnode; WRITEs copy
+ * the source's bytes at once (the source must hold them) and queue their
+ * completion; ORDERs, REPORTs and ABORTs queue on their link, FIFO per
+ * (from, to) as on one RC connection (a WRITE's completion included);
+ * the next delivery is drawn at random among the links' heads.  Checked:
+ * every byte of every non-root written exactly once, right; RELEASE once
+ * per rank, OK, with the data all there; DONE once, at the root, last; the
+ * root's events within the bound the spec gives. */
+
+enum dn_kind { DN_ORDER, DN_REPORT, DN_ABORT, DN_WDONE };
+
+struct dn_msg {
+	enum dn_kind kind;
+	uint32_t from, to;
+	struct tr_bnode_act a;
+	uint64_t seq;
+};
+
+struct dn {
+	uint32_t n, root;
+	uint64_t len;
+	struct tr_bnode *bn;
+	uint8_t **buf;
+	uint8_t **wrote;  /* per byte: times written */
+	bool *dead;
+	unsigned *released, *done;
+	uint16_t done_status;
+	uint32_t done_failed;
+	struct dn_msg *q;
+	size_t nq, capq;
+	uint64_t seq;
+	struct tr_bnode_act *acts;
+	unsigned cap;
+	bool finished_last; /* nothing happened after DONE */
+};
+
+static void dn_push(struct dn *d, enum dn_kind kind, uint32_t from, uint32_t to,
+		    const struct tr_bnode_act *a)
+{
+	if (d->nq == d->capq) {
+		d->capq = d->capq ? 2 * d->capq : 256;
+		d->q = realloc(d->q, d->capq * sizeof(*d->q));
+		assert_non_null(d->q);
+	}
+	d->q[d->nq++] = (struct dn_msg){ .kind = kind, .from = from, .to = to, .a = *a,
+					 .seq = d->seq++ };
+}
+
+static void dn_exec(struct dn *d, uint32_t r, int n);
+
+static void dn_place(struct dn *d, uint32_t from, uint32_t to, uint64_t off, uint64_t len)
+{
+	assert_true(off + len <= d->len);
+	for (uint64_t i = off; i < off + len; i++) {
+		/* The source holds what it sends. */
+		assert_int_equal(d->buf[from][i], pattern(i));
+		d->buf[to][i] = d->buf[from][i];
+		d->wrote[to][i]++;
+	}
+}
+
+static void dn_exec(struct dn *d, uint32_t r, int n)
+{
+	assert_true(n >= 0);
+	while (n >= 0) {
+		struct tr_bnode_act acts[n > 0 ? n : 1];
+
+		memcpy(acts, d->acts, (size_t)n * sizeof(*acts));
+		for (int i = 0; i < n; i++) {
+			const struct tr_bnode_act *a = &acts[i];
+
+			/* DONE is the root's last action (ranks aborted without
+			 * data may release after it: nothing of theirs moves). */
+			assert_false(r == d->root && d->done[r]);
+			switch (a->type) {
+			case TR_BNODE_ACT_WRITE:
+				if (!d->dead[a->to])
+					dn_place(d, r, a->to, a->off, a->len);
+				dn_push(d, DN_WDONE, a->to, r, a);
+				break;
+			case TR_BNODE_ACT_ORDER:
+				if (a->ord.carried && !d->dead[a->to])
+					dn_place(d, r, a->to, a->off, a->len);
+				dn_push(d, DN_ORDER, r, a->to, a);
+				break;
+			case TR_BNODE_ACT_REPORT:
+				dn_push(d, DN_REPORT, r, a->to, a);
+				break;
+			case TR_BNODE_ACT_ABORT:
+				dn_push(d, DN_ABORT, r, a->to, a);
+				break;
+			case TR_BNODE_ACT_RELEASE:
+				d->released[r]++;
+				if (a->status == TRIAD_S_OK)
+					for (uint64_t b = 0; b < d->len; b++)
+						assert_int_equal(d->buf[r][b], pattern(b));
+				break;
+			case TR_BNODE_ACT_DONE:
+				assert_int_equal(r, d->root);
+				d->done[r]++;
+				d->done_status = a->status;
+				d->done_failed = a->failed;
+				break;
+			default:
+				fail();
+			}
+		}
+		if (!tr_bnode_pending(&d->bn[r]))
+			break;
+		n = tr_bnode_poll(&d->bn[r], d->acts, d->cap);
+	}
+}
+
+/* Delivers the head of a random link. */
+static bool dn_step(struct dn *d)
+{
+	size_t pick, head = SIZE_MAX;
+	struct dn_msg m;
+	int n = 0;
+
+	if (d->nq == 0)
+		return false;
+	pick = rnd_below(d->nq);
+	/* The oldest message on the picked one's link goes first. */
+	for (size_t i = 0; i < d->nq; i++)
+		if (d->q[i].from == d->q[pick].from && d->q[i].to == d->q[pick].to &&
+		    (head == SIZE_MAX || d->q[i].seq < d->q[head].seq))
+			head = i;
+	m = d->q[head];
+	d->q[head] = d->q[--d->nq];
+	if (m.kind == DN_WDONE) {
+		/* m.from is the destination, m.to the writer. */
+		n = tr_bnode_write_done(&d->bn[m.to], m.from, m.a.k,
+					d->dead[m.from] ? TRIAD_S_UNREACHABLE : TRIAD_S_OK, d->acts,
+					d->cap);
+		assert_true(n >= 0);
+		dn_exec(d, m.to, n);
+		return true;
+	}
+	if (d->dead[m.to]) {
+		/* The sender's transport says the peer is gone. */
+		dn_exec(d, m.from, tr_bnode_rank_failed(&d->bn[m.from], m.to, TRIAD_S_UNREACHABLE,
+							d->acts, d->cap));
+		return true;
+	}
+	if (m.kind == DN_ORDER)
+		n = tr_bnode_on_order(&d->bn[m.to], m.from, &m.a.ord, d->acts, d->cap);
+	else if (m.kind == DN_REPORT)
+		n = tr_bnode_on_report(&d->bn[m.to], m.from, (enum triad_status)m.a.status,
+				       m.a.failed, m.a.ord.shape, d->acts, d->cap);
+	else
+		n = tr_bnode_on_abort(&d->bn[m.to], m.from, (enum triad_status)m.a.status,
+				      m.a.failed, m.a.ord.shape, d->acts, d->cap);
+	assert_true(n >= 0);
+	dn_exec(d, m.to, n);
+	return true;
+}
+
+static struct dn *dn_new(uint32_t n, uint32_t root, uint64_t len, enum tr_bnode_shape shape,
+			 uint64_t chunk, uint64_t inline_max)
+{
+	struct dn *d = calloc(1, sizeof(*d));
+	struct tr_bnode_cfg cfg = { .nranks = n, .root = root, .len = len, .shape = shape,
+				    .chunk = chunk, .inline_max = inline_max,
+				    .cost = { .lat_us = 1.5, .o_us = 0.5, .gap_us = 0.1, .bw = 12500,
+					      .msg_bytes = 128 } };
+
+	assert_non_null(d);
+	d->n = n;
+	d->root = root;
+	d->len = len;
+	d->bn = calloc(n, sizeof(*d->bn));
+	d->buf = calloc(n, sizeof(*d->buf));
+	d->wrote = calloc(n, sizeof(*d->wrote));
+	d->dead = calloc(n, sizeof(*d->dead));
+	d->released = calloc(n, sizeof(*d->released));
+	d->done = calloc(n, sizeof(*d->done));
+	for (uint32_t r = 0; r < n; r++) {
+		d->buf[r] = calloc(len + 1, 1);
+		d->wrote[r] = calloc(len + 1, 1);
+		cfg.rank = r;
+		assert_int_equal(tr_bnode_init(&d->bn[r], &cfg), 0);
+	}
+	for (uint64_t b = 0; b < len; b++)
+		d->buf[root][b] = pattern(b);
+	d->cap = tr_bnode_acts_max(&d->bn[root]);
+	d->acts = calloc(d->cap, sizeof(*d->acts));
+	return d;
+}
+
+static void dn_free(struct dn *d)
+{
+	for (uint32_t r = 0; r < d->n; r++) {
+		free(d->buf[r]);
+		free(d->wrote[r]);
+	}
+	free(d->bn);
+	free(d->buf);
+	free(d->wrote);
+	free(d->dead);
+	free(d->released);
+	free(d->done);
+	free(d->q);
+	free(d->acts);
+	free(d);
+}
+
+static void dn_run(struct dn *d)
+{
+	dn_exec(d, d->root, tr_bnode_start(&d->bn[d->root], d->acts, d->cap));
+	while (dn_step(d))
+		;
+}
+
+/* Every rank got every byte exactly once, released once; DONE once, OK;
+ * the root handled at most its bound of events. */
+static void dn_check_ok(struct dn *d)
+{
+	const struct tr_bnode *rb = &d->bn[d->root];
+
+	assert_int_equal(d->done[d->root], 1);
+	assert_int_equal(d->done_status, TRIAD_S_OK);
+	assert_int_equal(d->done_failed, TR_BNODE_NO_RANK);
+	for (uint32_t r = 0; r < d->n; r++) {
+		assert_int_equal(d->released[r], 1);
+		for (uint64_t b = 0; r != d->root && b < d->len; b++) {
+			assert_int_equal(d->wrote[r][b], 1);
+			assert_int_equal(d->buf[r][b], pattern(b));
+		}
+	}
+	if (rb->shape == TR_BNODE_TREE) {
+		/* The start, a WRITE completion (when not carried) and a REPORT
+		 * per child, at most max_kids children. */
+		assert_true(rb->nkids <= rb->cfg.max_kids);
+		assert_true(rb->stats.events <= 1 + 2ull * rb->cfg.max_kids);
+	} else {
+		/* Two children (the trees' roots): a completion per chunk, one
+		 * REPORT. */
+		assert_true(rb->stats.events <= 2 + rb->nchunks);
+	}
+}
+
+static void test_deleg_all_sizes_all_roots(void **state)
+{
+	static const uint32_t ns[] = { 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 64, 100 };
+	static const uint64_t lens[] = { 1, 100, 4096, 5000, 70000 };
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		for (unsigned l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+			for (unsigned sh = TR_BNODE_TREE; sh <= TR_BNODE_TWOTREE; sh++) {
+				uint32_t roots[2] = { 0, ns[i] - 1 };
+
+				for (unsigned ri = 0; ri < 2; ri++) {
+					/* TWOTREE in 4 KiB chunks, carried or written. */
+					struct dn *d = dn_new(ns[i], roots[ri], lens[l],
+							      (enum tr_bnode_shape)sh, 4096,
+							      ri ? 4096 : 1024);
+
+					dn_run(d);
+					dn_check_ok(d);
+					dn_free(d);
+				}
+			}
+}
+
+static void test_deleg_auto_and_root_events(void **state)
+{
+	struct tr_bnode_cost c = { .lat_us = 1.5, .o_us = 0.5, .gap_us = 0.1, .bw = 12500,
+				   .msg_bytes = 128 };
+	struct tr_bnode b;
+	struct tr_bnode_cfg cfg = { .nranks = 4096, .len = 8, .cost = c,
+				    .inline_max = TR_BNODE_INLINE_DEFAULT };
+
+	(void)state;
+	/* Small: the tree, at most ceil(log2 N) + 8 = 20 children at the root. */
+	assert_int_equal(tr_bnode_init(&b, &cfg), 0);
+	assert_int_equal(b.shape, TR_BNODE_TREE);
+	assert_int_equal(b.cfg.max_kids, 20);
+	/* Large: the two trees. */
+	cfg.len = 16u << 20;
+	assert_int_equal(tr_bnode_init(&b, &cfg), 0);
+	assert_int_equal(b.shape, TR_BNODE_TWOTREE);
+	assert_true(b.cfg.chunk >= 4096 && b.cfg.chunk <= (4u << 20));
+	/* 8 B over 4096 ranks, every rank's engine: the root's events stay
+	 * within 64 and its children within the cap. */
+	{
+		struct dn *d = dn_new(4096, 7, 8, TR_BNODE_AUTO, 0, TR_BNODE_INLINE_DEFAULT);
+
+		dn_run(d);
+		dn_check_ok(d);
+		assert_true(d->bn[7].stats.events <= 64);
+		assert_true(d->bn[7].nkids <= 20);
+		dn_free(d);
+	}
+}
+
+static void test_deleg_twotree_shape(void **state)
+{
+	(void)state;
+	/* Every non-root is inner (has children) in at most one tree; each
+	 * tree spans the non-roots: every rank's parent chain reaches the root
+	 * and names it as a child. */
+	for (uint32_t n = 2; n <= 300; n++) {
+		uint32_t root = n / 3;
+
+		for (uint32_t r = 0; r < n; r++) {
+			uint32_t k0[2], k1[2];
+			unsigned c0 = tr_bnode_tkids(n, root, r, 0, k0);
+			unsigned c1 = tr_bnode_tkids(n, root, r, 1, k1);
+
+			if (r == root)
+				continue;
+			assert_false(c0 > 0 && c1 > 0);
+			for (unsigned t = 0; t < 2; t++) {
+				uint32_t p = tr_bnode_tparent(n, root, r, t), kids[2], steps = 0;
+				unsigned c = tr_bnode_tkids(n, root, p, t, kids);
+
+				assert_true(c >= 1);
+				assert_true(kids[0] == r || (c == 2 && kids[1] == r));
+				for (uint32_t x = r; x != root; x = tr_bnode_tparent(n, root, x, t))
+					assert_true(++steps < n);
+			}
+		}
+	}
+}
+
+static void test_deleg_greedy_latency(void **state)
+{
+	(void)state;
+	/* A far child gets less work: with every link from rank 0 to ranks
+	 * 1..3 ten times longer, the root gives them smaller pieces than over
+	 * equal links, and everything still arrives once. */
+	struct dn *eq = dn_new(64, 0, 8, TR_BNODE_TREE, 0, 1024);
+	uint32_t eq_first, far_first;
+
+	dn_run(eq);
+	dn_check_ok(eq);
+	eq_first = eq->bn[0].kids[0].hi - 1;
+	{
+		struct dn *d = dn_new(64, 0, 8, TR_BNODE_TREE, 0, 1024);
+		struct tr_bnode_cfg cfg = d->bn[0].cfg;
+
+		cfg.lat = far_lat;
+		assert_int_equal(tr_bnode_init(&d->bn[0], &cfg), 0);
+		dn_run(d);
+		dn_check_ok(d);
+		far_first = d->bn[0].kids[0].hi - 1;
+		assert_true(far_first < eq_first);
+		dn_free(d);
+	}
+	dn_free(eq);
+}
+
+static void test_deleg_failures(void **state)
+{
+	(void)state;
+	/* A rank dead from the start, at random: every live rank releases
+	 * exactly once, the root's DONE reports an error and a failed rank,
+	 * nothing is left in flight. */
+	for (unsigned iter = 0; iter < 300; iter++) {
+		uint32_t n = 2 + (uint32_t)rnd_below(40);
+		uint32_t root = (uint32_t)rnd_below(n), dead = (uint32_t)rnd_below(n);
+		unsigned sh = TR_BNODE_TREE + (unsigned)rnd_below(2);
+		struct dn *d;
+
+		if (dead == root)
+			dead = (root + 1) % n;
+		d = dn_new(n, root, 9000, (enum tr_bnode_shape)sh, 2048, iter % 2 ? 16384 : 0);
+		d->dead[dead] = true;
+		dn_exec(d, root, tr_bnode_start(&d->bn[root], d->acts, d->cap));
+		/* Peer loss reaches every live rank at a random moment. */
+		{
+			uint64_t when = rnd_below(20);
+			bool told = false;
+
+			for (uint64_t step = 0;; step++) {
+				if (step == when || (d->nq == 0 && !told)) {
+					for (uint32_t r = 0; r < n; r++)
+						if (!d->dead[r])
+							dn_exec(d, r,
+								tr_bnode_rank_failed(&d->bn[r], dead,
+										     TRIAD_S_UNREACHABLE,
+										     d->acts, d->cap));
+					told = true;
+				}
+				if (!dn_step(d) && told)
+					break;
+			}
+		}
+		assert_int_equal(d->done[root], 1);
+		assert_int_not_equal(d->done_status, TRIAD_S_OK);
+		assert_true(d->done_failed < n);
+		for (uint32_t r = 0; r < n; r++) {
+			if (d->dead[r])
+				continue;
+			assert_int_equal(d->released[r], 1);
+			for (uint64_t b = 0; r != root && b < d->len; b++)
+				assert_true(d->wrote[r][b] <= 1);
+		}
+		assert_int_equal(d->nq, 0);
+		dn_free(d);
+	}
+}
+
+static void test_deleg_bad_events(void **state)
+{
+	struct dn *d = dn_new(8, 0, 100, TR_BNODE_TREE, 0, 1024);
+	struct tr_bnode_order o = { .shape = TR_BNODE_TREE, .len = 100, .chunk = 100, .hi = 8,
+				    .carried = 1 };
+
+	(void)state;
+	/* A report from a rank that was never a child, an ORDER to the root,
+	 * a second ORDER, a WRITE completion never asked for: refused. */
+	assert_int_equal(tr_bnode_on_report(&d->bn[0], 3, TRIAD_S_OK, TR_BNODE_NO_RANK,
+					    TR_BNODE_TREE, d->acts, d->cap), -ENOENT);
+	assert_int_equal(tr_bnode_on_order(&d->bn[0], 1, &o, d->acts, d->cap), -ENOENT);
+	o.hi = 4;
+	assert_true(tr_bnode_on_order(&d->bn[3], 0, &o, d->acts, d->cap) >= 0);
+	assert_int_equal(tr_bnode_on_order(&d->bn[3], 0, &o, d->acts, d->cap), -ENOENT);
+	assert_int_equal(tr_bnode_write_done(&d->bn[3], 4, 0, TRIAD_S_OK, d->acts, d->cap),
+			 -ENOENT);
+	assert_int_equal(d->bn[3].stats.unexpected, 1 + 1);
+	/* A small array, a bad configuration. */
+	assert_int_equal(tr_bnode_start(&d->bn[0], d->acts, 3), -EINVAL);
+	{
+		struct tr_bnode b;
+		struct tr_bnode_cfg cfg = { .nranks = 4, .root = 4 };
+
+		assert_int_equal(tr_bnode_init(&b, &cfg), -EINVAL);
+		cfg.root = 0;
+		cfg.max_kids = TR_BNODE_MAX_KIDS + 1;
+		assert_int_equal(tr_bnode_init(&b, &cfg), -EINVAL);
+	}
+	dn_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_deleg_all_sizes_all_roots),
+		cmocka_unit_test(test_deleg_auto_and_root_events),
+		cmocka_unit_test(test_deleg_twotree_shape),
+		cmocka_unit_test(test_deleg_greedy_latency),
+		cmocka_unit_test(test_deleg_failures),
+		cmocka_unit_test(test_deleg_bad_events),
 		cmocka_unit_test(test_init_validation),
 		cmocka_unit_test(test_auto),
 		cmocka_unit_test(test_fig11),

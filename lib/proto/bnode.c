@@ -1,0 +1,902 @@
+#include "proto/bnode.h"
+
+#include <errno.h>
+#include <stddef.h>
+
+#define NIL TR_BNODE_NO_RANK
+
+/* struct tr_bnode_kid.flags */
+#define K_REPORTS 0x01	/* owes this rank a REPORT */
+#define K_REPORTED 0x02 /* ... and sent it */
+#define K_DEAD 0x04	/* reported failed */
+#define K_CUT 0x08	/* no more WRITEs to it (failed, or this rank aborted) */
+
+static const char *const shape_names[TR_BNODE_NSHAPES] = {
+	[TR_BNODE_AUTO] = "auto",
+	[TR_BNODE_TREE] = "tree",
+	[TR_BNODE_TWOTREE] = "twotree",
+};
+
+static const char *const act_names[TR_BNODE_NACTS] = {
+	[TR_BNODE_ACT_WRITE] = "write",	    [TR_BNODE_ACT_ORDER] = "order",
+	[TR_BNODE_ACT_REPORT] = "report",   [TR_BNODE_ACT_ABORT] = "abort",
+	[TR_BNODE_ACT_RELEASE] = "release", [TR_BNODE_ACT_DONE] = "done",
+};
+
+const char *tr_bnode_shape_str(unsigned shape)
+{
+	return shape < TR_BNODE_NSHAPES ? shape_names[shape] : "?";
+}
+
+const char *tr_bnode_act_str(unsigned type)
+{
+	return type < TR_BNODE_NACTS ? act_names[type] : "?";
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static unsigned ceil_log2(uint64_t x)
+{
+	unsigned l = 0;
+
+	while ((1ull << l) < x)
+		l++;
+	return l;
+}
+
+static bool status_final(unsigned s)
+{
+	return s < TRIAD_S_MAX && s != TRIAD_S_PENDING;
+}
+
+static uint32_t rel_of(uint32_t n, uint32_t root, uint32_t r)
+{
+	return (uint32_t)(((uint64_t)r + n - root) % n);
+}
+
+static uint32_t abs_of(uint32_t n, uint32_t root, uint32_t v)
+{
+	return (uint32_t)(((uint64_t)v + root) % n);
+}
+
+static uint64_t chunks_in(const struct tr_bnode *b, unsigned t)
+{
+	if (b->shape == TR_BNODE_TREE)
+		return t == 0 ? b->nchunks : 0;
+	return (b->nchunks + 1 - t) / 2;
+}
+
+static bool holds_all(const struct tr_bnode *b)
+{
+	if (b->v != 0 && !b->known)
+		return false;
+	return b->have[0] == chunks_in(b, 0) && b->have[1] == chunks_in(b, 1);
+}
+
+static void fail_first(struct tr_bnode *b, unsigned status, uint32_t rank)
+{
+	if (b->status == TRIAD_S_OK) {
+		b->status = (uint16_t)status;
+		b->failed = rank;
+	}
+}
+
+/* ---- the two trees ----------------------------------------------------------
+ * Over the n = N - 1 non-roots, x = relative rank - 1.  Tree 0 numbers x as
+ * j = x + 1 in 1..n, tree 1 as n - x (n even) or x with 0 as n (n odd).  In
+ * both, j's children are j -+ 2^(i) below its lowest set bit 2^k (left j -
+ * 2^(k-1), right the first j + 2^i <= n, i = k-1 .. 0) and the root is the
+ * largest power of two <= n: odd j are leaves, so x even is a leaf in tree
+ * 0 and x odd one in tree 1 (n odd: x = 0 in both).  Every rank is an inner
+ * node of at most one tree. */
+
+static uint32_t j_of(uint32_t n, uint32_t x, unsigned t)
+{
+	if (t == 0)
+		return x + 1;
+	if (n % 2 == 0)
+		return n - x;
+	return x == 0 ? n : x;
+}
+
+static uint32_t x_of(uint32_t n, uint32_t j, unsigned t)
+{
+	if (t == 0)
+		return j - 1;
+	if (n % 2 == 0)
+		return n - j;
+	return j == n ? 0 : j;
+}
+
+static unsigned ix_kids(uint32_t n, uint32_t j, uint32_t kids[2])
+{
+	unsigned k = 0, cnt = 0;
+
+	while (!(j >> k & 1))
+		k++;
+	if (k == 0)
+		return 0;
+	kids[cnt++] = j - (1u << (k - 1));
+	for (int i = (int)k - 1; i >= 0; i--)
+		if ((uint64_t)j + (1u << i) <= n) {
+			kids[cnt++] = j + (1u << i);
+			break;
+		}
+	return cnt;
+}
+
+static uint32_t ix_root(uint32_t n)
+{
+	uint32_t r = 1;
+
+	while ((uint64_t)r * 2 <= n)
+		r *= 2;
+	return r;
+}
+
+/* The parent index of j, 0 for the root. */
+static uint32_t ix_parent(uint32_t n, uint32_t j)
+{
+	uint32_t p = ix_root(n), up = 0;
+
+	while (p != j) {
+		uint32_t kids[2];
+		unsigned c = ix_kids(n, p, kids);
+
+		up = p;
+		if (c == 0)
+			return 0; /* not reached for 1 <= j <= n */
+		p = j < p || c == 1 ? kids[0] : kids[1];
+	}
+	return up;
+}
+
+uint32_t tr_bnode_tparent(uint32_t nranks, uint32_t root, uint32_t r, unsigned t)
+{
+	uint32_t n = nranks - 1, v = rel_of(nranks, root, r), p;
+
+	if (v == 0)
+		return NIL;
+	p = ix_parent(n, j_of(n, v - 1, t));
+	return p == 0 ? root : abs_of(nranks, root, x_of(n, p, t) + 1);
+}
+
+unsigned tr_bnode_tkids(uint32_t nranks, uint32_t root, uint32_t r, unsigned t, uint32_t kids[2])
+{
+	uint32_t n = nranks - 1, v = rel_of(nranks, root, r), ix[2];
+	unsigned c;
+
+	if (n == 0)
+		return 0;
+	if (v == 0) {
+		kids[0] = abs_of(nranks, root, x_of(n, ix_root(n), t) + 1);
+		return 1;
+	}
+	c = ix_kids(n, j_of(n, v - 1, t), ix);
+	for (unsigned i = 0; i < c; i++)
+		kids[i] = abs_of(nranks, root, x_of(n, ix[i], t) + 1);
+	return c;
+}
+
+/* ---- TREE's budgets --------------------------------------------------------- */
+
+struct budget {
+	double q;	   /* us per time step */
+	uint32_t s;	   /* steps a send occupies the sender */
+	double d_fix;	   /* us from a send to the report, but the two latencies */
+	uint32_t kmax;
+};
+
+static void budget_of(struct budget *bu, const struct tr_bnode_cost *c, uint64_t len,
+		      bool carried, uint32_t kmax)
+{
+	double xfer = c->bw > 0 ? (double)(len + (carried ? c->msg_bytes : 0)) / c->bw : 0;
+	double msg = c->bw > 0 ? (double)c->msg_bytes / c->bw : 0;
+	/* A send: one post (carried) or a WRITE and an ORDER, and the WRITE's
+	 * completion later; the NIC: the bytes. */
+	double cpu = carried ? c->o_us : 3 * c->o_us;
+	double nic = xfer > c->gap_us ? xfer : c->gap_us;
+	double s_us = cpu > nic ? cpu : nic;
+	/* From the send to the child's report handled: the data (and the
+	 * ORDER), the child handles it, posts its report, which takes a
+	 * message's time, and the sender handles that. */
+	double d_fix = xfer + (carried ? 0 : msg) + 3 * c->o_us + msg + c->gap_us;
+	double d_us = d_fix + 2 * c->lat_us;
+	double q = s_us;
+
+	if (q < d_us / 64)
+		q = d_us / 64;
+	if (q <= 0)
+		q = 1;
+	bu->q = q;
+	bu->s = (uint32_t)(s_us / q + 0.5);
+	if (bu->s < 1)
+		bu->s = 1;
+	bu->d_fix = d_fix;
+	bu->kmax = kmax;
+}
+
+static uint32_t steps(const struct budget *bu, double lat_us)
+{
+	double d = (bu->d_fix + 2 * lat_us) / bu->q - 1e-9;
+	uint32_t u = d > 0 ? (uint32_t)d : 0;
+
+	return d > (double)u ? u + 1 : u;
+}
+
+/* F[t] = 1 + sum_{i=1..K} F[t - i s - d] (saturating), for t < TMAX. */
+static void budget_table(const struct budget *bu, uint32_t d, uint32_t *f)
+{
+	for (uint32_t t = 0; t < TR_BNODE_TMAX; t++) {
+		uint64_t sum = 1;
+
+		for (uint32_t i = 1; i <= bu->kmax; i++) {
+			uint64_t back = (uint64_t)i * bu->s + d;
+
+			if (back > t)
+				break;
+			sum += f[t - back];
+			if (sum >= UINT32_MAX) {
+				sum = UINT32_MAX;
+				break;
+			}
+		}
+		f[t] = (uint32_t)sum;
+	}
+}
+
+/* The least t whose F covers m ranks (TMAX - 1 if none does). */
+static uint32_t budget_need(const uint32_t *f, uint64_t m)
+{
+	uint32_t lo = 0, hi = TR_BNODE_TMAX - 1;
+
+	if (f[hi] < m)
+		return hi;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (f[mid] >= m)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+static uint32_t kids_default(uint32_t nranks)
+{
+	uint32_t k = ceil_log2(nranks) + 8;
+
+	return k > TR_BNODE_MAX_KIDS ? TR_BNODE_MAX_KIDS : k;
+}
+
+/* ---- estimates ------------------------------------------------------------- */
+
+static double mx(double a, double b)
+{
+	return a > b ? a : b;
+}
+
+/* TWOTREE until the root's DONE: the first chunk down the deeper tree,
+ * the rest at the pace of the busiest rank, the reports back up. */
+static double est_twotree(const struct tr_bnode_cost *c, uint32_t nranks, uint64_t len,
+			  uint64_t chunk, uint64_t inline_max)
+{
+	bool carried = chunk <= inline_max;
+	uint64_t nch = (len + chunk - 1) / chunk;
+	double cb = c->bw > 0 ? (double)(chunk + (carried ? c->msg_bytes : 0)) / c->bw : 0;
+	double nic = mx(cb, c->gap_us);
+	/* Per level: the ORDER handled, then up to two children's sends. */
+	double level = (carried ? 3 : 5) * c->o_us + nic + c->lat_us;
+	/* Per two chunks a rank sends two (as an inner node of one tree) and
+	 * handles two ORDERs. */
+	double cpu = ((carried ? 2 : 6) + 2) * c->o_us;
+	double pair = mx(2 * nic, cpu);
+	double depth = ceil_log2(nranks) + 1;
+	double up = c->lat_us + 2 * c->o_us + c->gap_us;
+
+	return depth * level + (double)((nch + 1) / 2) * pair + depth * up;
+}
+
+double tr_bnode_estimate(const struct tr_bnode_cost *cost, uint32_t nranks, uint64_t len,
+			 enum tr_bnode_shape shape, uint64_t chunk, uint32_t max_kids,
+			 uint64_t inline_max, uint64_t *chunk_p)
+{
+	if (nranks <= 1 || len == 0) {
+		if (chunk_p)
+			*chunk_p = len ? len : 1;
+		return 0;
+	}
+	if (shape == TR_BNODE_TWOTREE) {
+		double best = 1e300;
+		uint64_t bc = chunk;
+
+		if (chunk) {
+			best = est_twotree(cost, nranks, len, chunk, inline_max);
+		} else {
+			for (uint64_t p = 1024; p <= (4u << 20); p *= 2) {
+				/* Powers of two, and the largest chunk still carried. */
+				uint64_t c = inline_max > p / 2 && inline_max < p ? inline_max : p;
+				double e = est_twotree(cost, nranks, len, c, inline_max);
+
+				if (c != p && e < best) {
+					best = e;
+					bc = c;
+				}
+				c = p;
+				e = est_twotree(cost, nranks, len, c, inline_max);
+
+				if (e < best) {
+					best = e;
+					bc = c;
+				}
+				if (p >= len)
+					break;
+			}
+		}
+		if (chunk_p)
+			*chunk_p = bc;
+		return best;
+	} else {
+		uint32_t f[TR_BNODE_TMAX];
+		struct budget bu;
+
+		budget_of(&bu, cost, len, len <= inline_max,
+			  max_kids ? max_kids : kids_default(nranks));
+		budget_table(&bu, steps(&bu, cost->lat_us), f);
+		if (chunk_p)
+			*chunk_p = len;
+		return budget_need(f, nranks) * bu.q;
+	}
+}
+
+/* ---- actions ------------------------------------------------------------------ */
+
+struct out {
+	struct tr_bnode_act *a;
+	unsigned n, cap;
+};
+
+static struct tr_bnode_act *out_add(struct out *o, enum tr_bnode_act_type type)
+{
+	struct tr_bnode_act *a = &o->a[o->n++];
+
+	*a = (struct tr_bnode_act){ .type = type, .failed = NIL };
+	return a;
+}
+
+static struct tr_bnode_kid *kid_add(struct tr_bnode *b, uint32_t rank, uint32_t hi, unsigned tree,
+				    bool reports)
+{
+	struct tr_bnode_kid *k = &b->kids[b->nkids++];
+
+	*k = (struct tr_bnode_kid){ .rank = rank, .hi = hi, .abort_next = hi, .tree = (uint8_t)tree,
+				    .flags = reports ? K_REPORTS : 0 };
+	if (reports)
+		b->kids_open++;
+	return k;
+}
+
+static struct tr_bnode_order order_of(const struct tr_bnode *b)
+{
+	return (struct tr_bnode_order){ .shape = b->shape, .len = b->cfg.len,
+					.chunk = b->cfg.chunk };
+}
+
+/* TREE: this rank holds the data: cut (v, hi) into the children's pieces. */
+static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
+{
+	uint32_t n = b->cfg.nranks, v = b->v, p = v + 1;
+	bool carried = b->cfg.len <= b->cfg.inline_max;
+	uint32_t f[TR_BNODE_TMAX];
+	struct budget bu;
+	uint32_t t, base;
+
+	if (p >= hi)
+		return;
+	budget_of(&bu, &b->cfg.cost, b->cfg.len, carried, b->cfg.max_kids);
+	base = steps(&bu, b->cfg.cost.lat_us);
+	budget_table(&bu, base, f);
+	t = budget_need(f, (uint64_t)hi - v);
+	for (uint32_t i = 1; p < hi; i++) {
+		uint32_t head = abs_of(n, b->cfg.root, p), d = base, size;
+		struct tr_bnode_act *a;
+		uint64_t back;
+
+		if (b->cfg.lat) {
+			double l = b->cfg.lat(b->cfg.lat_arg, b->cfg.rank, head);
+
+			d = steps(&bu, l > b->cfg.cost.lat_us ? l : b->cfg.cost.lat_us);
+		}
+		back = (uint64_t)i * bu.s + d;
+		size = back <= t ? f[t - back] : 1;
+		if (size > hi - p || i == bu.kmax)
+			size = hi - p;
+		kid_add(b, head, p + size, 0, true);
+		if (!carried) {
+			a = out_add(o, TR_BNODE_ACT_WRITE);
+			a->to = head;
+			a->len = b->cfg.len;
+			b->kids[b->nkids - 1].sent = 1;
+			b->inflight++;
+			b->stats.writes++;
+		}
+		a = out_add(o, TR_BNODE_ACT_ORDER);
+		a->to = head;
+		a->ord = order_of(b);
+		a->ord.hi = p + size;
+		a->ord.carried = carried;
+		if (carried)
+			a->len = b->cfg.len;
+		b->stats.orders++;
+		p += size;
+	}
+}
+
+/* TWOTREE: every WRITE the children may have now. */
+static void twotree_pump(struct tr_bnode *b, struct out *o)
+{
+	bool carried = b->cfg.chunk <= b->cfg.inline_max;
+
+	for (uint32_t i = 0; i < b->nkids; i++) {
+		struct tr_bnode_kid *k = &b->kids[i];
+		unsigned t = k->tree;
+		uint64_t avail = b->have[t], total = chunks_in(b, t);
+
+		while (!(k->flags & K_CUT) && k->sent < avail && k->sent < total &&
+		       k->sent - k->done < b->cfg.window && o->cap - o->n >= 2) {
+			uint64_t c = 2 * k->sent + t, off = c * b->cfg.chunk;
+			uint64_t len = b->cfg.len - off < b->cfg.chunk ? b->cfg.len - off : b->cfg.chunk;
+			struct tr_bnode_act *a;
+
+			if (!carried) {
+				a = out_add(o, TR_BNODE_ACT_WRITE);
+				a->to = k->rank;
+				a->k = c;
+				a->off = off;
+				a->len = len;
+				b->inflight++;
+				b->stats.writes++;
+			}
+			a = out_add(o, TR_BNODE_ACT_ORDER);
+			a->to = k->rank;
+			a->k = c;
+			a->off = off;
+			a->len = len;
+			a->ord = order_of(b);
+			a->ord.k = c;
+			a->ord.carried = carried;
+			k->sent++;
+			/* Carried: the bytes were copied into the message. */
+			if (carried)
+				k->done++;
+			b->stats.orders++;
+		}
+	}
+}
+
+/* No more WRITEs will be asked for. */
+static bool sends_over(const struct tr_bnode *b)
+{
+	if (b->aborted)
+		return true;
+	if (!holds_all(b))
+		return false;
+	for (uint32_t i = 0; i < b->nkids; i++) {
+		const struct tr_bnode_kid *k = &b->kids[i];
+
+		if (!(k->flags & K_CUT) && k->sent < chunks_in(b, k->tree) &&
+		    b->shape == TR_BNODE_TWOTREE)
+			return false;
+	}
+	return true;
+}
+
+static bool aborts_left(const struct tr_bnode *b)
+{
+	for (uint32_t i = b->abort_kid; i < b->nkids; i++)
+		if (b->kids[i].abort_next < b->kids[i].hi)
+			return true;
+	return false;
+}
+
+bool tr_bnode_pending(const struct tr_bnode *b)
+{
+	return b->shape == TR_BNODE_TREE && aborts_left(b);
+}
+
+/* Everything the state owes: transfers, ABORTs, RELEASE, REPORT or DONE. */
+static int pump(struct tr_bnode *b, struct out *o)
+{
+	uint32_t n = b->cfg.nranks;
+
+	if (b->shape == TR_BNODE_TWOTREE && !b->aborted)
+		twotree_pump(b, o);
+	/* TREE: a failed child's piece, rank by rank. */
+	while (b->shape == TR_BNODE_TREE && b->abort_kid < b->nkids) {
+		struct tr_bnode_kid *k = &b->kids[b->abort_kid];
+
+		if (k->abort_next >= k->hi) {
+			b->abort_kid++;
+			continue;
+		}
+		if (o->n >= o->cap)
+			break;
+		struct tr_bnode_act *a = out_add(o, TR_BNODE_ACT_ABORT);
+
+		a->to = abs_of(n, b->cfg.root, k->abort_next++);
+		a->status = b->status;
+		a->failed = b->failed;
+		a->ord.shape = b->shape;
+		b->stats.aborts++;
+	}
+	if (!b->released && b->started && b->inflight == 0 && sends_over(b) && o->n < o->cap) {
+		struct tr_bnode_act *a = out_add(o, TR_BNODE_ACT_RELEASE);
+
+		b->released = true;
+		a->status = holds_all(b) ? TRIAD_S_OK
+					 : (b->status != TRIAD_S_OK ? b->status : TRIAD_S_TRANSPORT);
+		if (!holds_all(b))
+			fail_first(b, a->status, b->cfg.rank);
+	}
+	if (b->released && !b->reported && b->kids_open == 0 && !aborts_left(b) &&
+	    (b->parent != NIL || b->v == 0) && o->n < o->cap) {
+		struct tr_bnode_act *a;
+
+		b->reported = true;
+		if (b->v == 0) {
+			a = out_add(o, TR_BNODE_ACT_DONE);
+			b->finished = true;
+		} else {
+			a = out_add(o, TR_BNODE_ACT_REPORT);
+			a->to = b->parent;
+			a->ord.shape = b->shape;
+			b->stats.reports++;
+		}
+		a->status = b->status;
+		a->failed = b->failed;
+	}
+	return (int)o->n;
+}
+
+static bool acts_ok(const struct tr_bnode *b, const struct tr_bnode_act *acts, unsigned cap)
+{
+	return acts != NULL && cap >= tr_bnode_acts_max(b);
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+/* Shape, length and chunk known: the rest of the state. */
+static void set_shape(struct tr_bnode *b, unsigned shape, uint64_t len, uint64_t chunk)
+{
+	uint32_t n = b->cfg.nranks, r = b->cfg.rank, root = b->cfg.root;
+	bool had = b->shape != 0;
+
+	b->shape = (uint8_t)shape;
+	b->cfg.shape = (enum tr_bnode_shape)shape;
+	b->cfg.len = len;
+	b->cfg.chunk = chunk;
+	if (shape == TR_BNODE_TREE) {
+		b->nchunks = len ? 1 : 0;
+		return;
+	}
+	b->nchunks = (len + chunk - 1) / chunk;
+	if (had)
+		return; /* the trees were set up by an earlier REPORT or ABORT */
+	for (unsigned t = 0; t < 2; t++) {
+		uint32_t kids[2];
+		unsigned c = tr_bnode_tkids(n, root, r, t, kids);
+
+		b->tparent[t] = tr_bnode_tparent(n, root, r, t);
+		for (unsigned i = 0; i < c; i++)
+			kid_add(b, kids[i], 0, t, t == 0);
+	}
+	b->parent = b->tparent[0];
+}
+
+int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
+{
+	struct tr_bnode_cfg c = *cfg;
+
+	if (c.nranks == 0 || c.nranks >= NIL || c.root >= c.nranks || c.rank >= c.nranks ||
+	    (unsigned)c.shape >= TR_BNODE_NSHAPES || c.window > TR_BNODE_MAX_WINDOW ||
+	    c.max_kids > TR_BNODE_MAX_KIDS)
+		return -EINVAL;
+	if (c.window == 0)
+		c.window = TR_BNODE_WINDOW_DEFAULT;
+	if (c.max_kids == 0)
+		c.max_kids = kids_default(c.nranks);
+	*b = (struct tr_bnode){ .cfg = c, .parent = NIL, .tparent = { NIL, NIL }, .failed = NIL,
+				.status = TRIAD_S_OK,
+				.v = rel_of(c.nranks, c.root, c.rank) };
+	if (b->v == 0) {
+		enum tr_bnode_shape shape = c.shape;
+
+		b->known = true;
+		uint64_t chunk = c.chunk;
+
+		if (shape == TR_BNODE_AUTO) {
+			uint64_t ch;
+			double tt = tr_bnode_estimate(&c.cost, c.nranks, c.len, TR_BNODE_TREE, 0,
+						      c.max_kids, c.inline_max, NULL);
+			double t2 = tr_bnode_estimate(&c.cost, c.nranks, c.len, TR_BNODE_TWOTREE,
+						      chunk, c.max_kids, c.inline_max, &ch);
+
+			shape = t2 < tt && c.nranks > 2 ? TR_BNODE_TWOTREE : TR_BNODE_TREE;
+			if (shape == TR_BNODE_TWOTREE && !chunk)
+				chunk = ch;
+		}
+		if (shape == TR_BNODE_TWOTREE && !chunk)
+			tr_bnode_estimate(&c.cost, c.nranks, c.len, shape, 0, 0, c.inline_max, &chunk);
+		if (shape == TR_BNODE_TREE)
+			chunk = c.len;
+		if (chunk == 0)
+			chunk = 1;
+		set_shape(b, shape, c.len, chunk);
+		b->have[0] = chunks_in(b, 0);
+		b->have[1] = chunks_in(b, 1);
+	}
+	return 0;
+}
+
+/* ---- events --------------------------------------------------------------- */
+
+int tr_bnode_start(struct tr_bnode *b, struct tr_bnode_act *acts, unsigned cap)
+{
+	struct out o = { .a = acts, .cap = cap };
+
+	if (!acts_ok(b, acts, cap) || b->v != 0)
+		return -EINVAL;
+	if (b->started)
+		return -EALREADY;
+	b->started = true;
+	b->stats.events++;
+	if (b->shape == TR_BNODE_TREE && b->nchunks)
+		tree_split(b, &o, b->cfg.nranks);
+	return pump(b, &o);
+}
+
+static int unexpected(struct tr_bnode *b)
+{
+	b->stats.unexpected++;
+	return -ENOENT;
+}
+
+int tr_bnode_on_order(struct tr_bnode *b, uint32_t from, const struct tr_bnode_order *ord,
+		      struct tr_bnode_act *acts, unsigned cap)
+{
+	struct out o = { .a = acts, .cap = cap };
+	uint32_t n = b->cfg.nranks;
+
+	if (!acts_ok(b, acts, cap) || !ord || from >= n)
+		return -EINVAL;
+	if (b->v != 0 && b->aborted && !b->known) {
+		/* Told to give up before this came: nothing moves on, but a
+		 * TREE rank now knows whom to report to. */
+		if (ord->shape == TR_BNODE_TREE && b->shape == TR_BNODE_TREE && b->parent == NIL)
+			b->parent = from;
+		b->stats.events++;
+		return pump(b, &o);
+	}
+	if (b->v == 0 || from == b->cfg.rank ||
+	    (ord->shape != TR_BNODE_TREE && ord->shape != TR_BNODE_TWOTREE) ||
+	    (b->shape && ord->shape != b->shape) ||
+	    (b->known && (ord->len != b->cfg.len || ord->chunk != b->cfg.chunk)) ||
+	    ord->len == 0 || ord->chunk == 0)
+		return unexpected(b);
+	if (ord->shape == TR_BNODE_TREE) {
+		if (b->started || ord->hi <= b->v || ord->hi > n || ord->k != 0 ||
+		    ord->chunk != ord->len)
+			return unexpected(b);
+		if (!b->known)
+			set_shape(b, TR_BNODE_TREE, ord->len, ord->chunk);
+		b->started = true;
+		b->known = true;
+		b->parent = from;
+		b->have[0] = 1;
+		/* Carried or written: the children get it the same way. */
+		b->cfg.inline_max = ord->carried ? ord->len : 0;
+		b->stats.events++;
+		if (!b->aborted)
+			tree_split(b, &o, ord->hi);
+		return pump(b, &o);
+	}
+	{
+		unsigned t = (unsigned)(ord->k % 2);
+		uint64_t nch = (ord->len + ord->chunk - 1) / ord->chunk;
+
+		if ((b->shape && ord->carried != (b->cfg.chunk <= b->cfg.inline_max)) ||
+		    ord->k >= nch ||
+		    from != tr_bnode_tparent(n, b->cfg.root, b->cfg.rank, t) ||
+		    (b->known && ord->k != 2 * b->have[t] + t) || (!b->known && ord->k != t))
+			return unexpected(b);
+		if (!b->known) {
+			set_shape(b, TR_BNODE_TWOTREE, ord->len, ord->chunk);
+			b->cfg.inline_max = ord->carried ? ord->chunk : 0;
+		}
+		b->started = true;
+		b->known = true;
+		b->have[t]++;
+		b->stats.events++;
+		return pump(b, &o);
+	}
+}
+
+static struct tr_bnode_kid *kid_find(struct tr_bnode *b, uint32_t rank, int tree)
+{
+	for (uint32_t i = 0; i < b->nkids; i++)
+		if (b->kids[i].rank == rank && (tree < 0 || b->kids[i].tree == tree))
+			return &b->kids[i];
+	return NULL;
+}
+
+/* Child k will get nothing more from here: what it was to serve is told. */
+static void kid_cut(struct tr_bnode *b, struct tr_bnode_kid *k, struct out *o, bool dead)
+{
+	uint32_t n = b->cfg.nranks;
+
+	if (k->flags & K_CUT)
+		return;
+	k->flags |= K_CUT;
+	if (b->shape == TR_BNODE_TREE) {
+		/* Its whole piece; itself too unless it is gone. */
+		uint32_t v = rel_of(n, b->cfg.root, k->rank);
+
+		k->abort_next = dead ? v + 1 : v;
+		if (b->abort_kid > (uint32_t)(k - b->kids))
+			b->abort_kid = (uint32_t)(k - b->kids);
+	} else {
+		uint32_t kids[2];
+		unsigned c = tr_bnode_tkids(n, b->cfg.root, k->rank, k->tree, kids);
+
+		for (unsigned i = 0; i < c + !dead; i++) {
+			struct tr_bnode_act *a = out_add(o, TR_BNODE_ACT_ABORT);
+
+			a->to = i < c ? kids[i] : k->rank;
+			a->status = b->status;
+			a->failed = b->failed;
+			a->ord.shape = b->shape;
+			b->stats.aborts++;
+		}
+	}
+}
+
+int tr_bnode_write_done(struct tr_bnode *b, uint32_t to, uint64_t chunk, enum triad_status status,
+			struct tr_bnode_act *acts, unsigned cap)
+{
+	struct out o = { .a = acts, .cap = cap };
+	struct tr_bnode_kid *k;
+
+	if (!acts_ok(b, acts, cap) || to >= b->cfg.nranks || !status_final(status))
+		return -EINVAL;
+	k = b->shape ? kid_find(b, to, b->shape == TR_BNODE_TREE ? 0 : (int)(chunk % 2)) : NULL;
+	if (!k || k->done >= k->sent ||
+	    chunk != (b->shape == TR_BNODE_TREE ? 0 : 2 * k->done + k->tree))
+		return unexpected(b);
+	k->done++;
+	b->inflight--;
+	b->stats.events++;
+	if (status != TRIAD_S_OK) {
+		fail_first(b, status, to);
+		kid_cut(b, k, &o, false);
+	}
+	return pump(b, &o);
+}
+
+int tr_bnode_on_report(struct tr_bnode *b, uint32_t from, enum triad_status status,
+		       uint32_t failed, unsigned shape, struct tr_bnode_act *acts, unsigned cap)
+{
+	struct out o = { .a = acts, .cap = cap };
+	struct tr_bnode_kid *k = NULL;
+
+	if (!acts_ok(b, acts, cap) || from >= b->cfg.nranks || !status_final(status) ||
+	    (failed != NIL && failed >= b->cfg.nranks))
+		return -EINVAL;
+	/* A TWOTREE child may report (after an ABORT) before this rank heard
+	 * anything: its children are known all the same. */
+	if (!b->shape && shape == TR_BNODE_TWOTREE)
+		set_shape(b, TR_BNODE_TWOTREE, 0, 1);
+	for (uint32_t i = 0; i < b->nkids; i++)
+		if (b->kids[i].rank == from && (b->kids[i].flags & K_REPORTS))
+			k = &b->kids[i];
+	if (!k || (k->flags & (K_REPORTED | K_DEAD)))
+		return unexpected(b);
+	k->flags |= K_REPORTED;
+	b->kids_open--;
+	b->stats.events++;
+	if (status != TRIAD_S_OK)
+		fail_first(b, status, failed);
+	return pump(b, &o);
+}
+
+static void abort_self(struct tr_bnode *b, struct out *o)
+{
+	if (b->aborted)
+		return;
+	b->aborted = true;
+	if (b->shape != TR_BNODE_TWOTREE)
+		return;
+	/* Flood: the children will get nothing more from here. */
+	for (uint32_t i = 0; i < b->nkids; i++) {
+		struct tr_bnode_kid *k = &b->kids[i];
+
+		if (!(k->flags & (K_CUT | K_DEAD))) {
+			struct tr_bnode_act *a = out_add(o, TR_BNODE_ACT_ABORT);
+
+			k->flags |= K_CUT;
+			a->to = k->rank;
+			a->status = b->status;
+			a->failed = b->failed;
+			a->ord.shape = b->shape;
+			b->stats.aborts++;
+		}
+	}
+}
+
+int tr_bnode_on_abort(struct tr_bnode *b, uint32_t from, enum triad_status status,
+		      uint32_t failed, unsigned shape, struct tr_bnode_act *acts, unsigned cap)
+{
+	struct out o = { .a = acts, .cap = cap };
+
+	if (!acts_ok(b, acts, cap) || from >= b->cfg.nranks || !status_final(status) ||
+	    status == TRIAD_S_OK || (failed != NIL && failed >= b->cfg.nranks) ||
+	    (shape != TR_BNODE_TREE && shape != TR_BNODE_TWOTREE))
+		return -EINVAL;
+	if (b->v == 0 || (b->shape && b->shape != shape))
+		return unexpected(b);
+	b->stats.events++;
+	fail_first(b, status, failed);
+	if (b->shape == TR_BNODE_TWOTREE && b->parent == NIL)
+		b->parent = tr_bnode_tparent(b->cfg.nranks, b->cfg.root, b->cfg.rank, 0);
+	if (!b->shape) {
+		/* Nothing came: no data, but TWOTREE's parents and children are
+		 * known all the same (the report goes up tree 0). */
+		if (shape == TR_BNODE_TWOTREE)
+			set_shape(b, TR_BNODE_TWOTREE, 0, 1);
+		else
+			b->shape = TR_BNODE_TREE;
+	}
+	abort_self(b, &o);
+	b->started = true;
+	return pump(b, &o);
+}
+
+int tr_bnode_rank_failed(struct tr_bnode *b, uint32_t rank, enum triad_status status,
+			 struct tr_bnode_act *acts, unsigned cap)
+{
+	struct out o = { .a = acts, .cap = cap };
+
+	if (!acts_ok(b, acts, cap) || rank >= b->cfg.nranks || rank == b->cfg.rank ||
+	    !status_final(status) || status == TRIAD_S_OK)
+		return -EINVAL;
+	for (uint32_t i = 0; i < b->nkids; i++) {
+		struct tr_bnode_kid *k = &b->kids[i];
+
+		if (k->rank != rank || (k->flags & K_DEAD))
+			continue;
+		k->flags |= K_DEAD;
+		if ((k->flags & K_REPORTS) && !(k->flags & K_REPORTED)) {
+			b->kids_open--;
+			fail_first(b, status, rank);
+			kid_cut(b, k, &o, true);
+		} else if (b->shape == TR_BNODE_TWOTREE) {
+			/* What it was to forward down its tree may be missing,
+			 * however much it was sent. */
+			fail_first(b, status, rank);
+			kid_cut(b, k, &o, true);
+		}
+		/* Its WRITEs in flight still come back (with an error). */
+	}
+	if (o.n)
+		b->stats.events++;
+	return pump(b, &o);
+}
+
+int tr_bnode_poll(struct tr_bnode *b, struct tr_bnode_act *acts, unsigned cap)
+{
+	struct out o = { .a = acts, .cap = cap };
+
+	if (!acts || cap == 0)
+		return -EINVAL;
+	return pump(b, &o);
+}
