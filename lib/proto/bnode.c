@@ -383,6 +383,25 @@ static struct tr_bnode_order order_of(const struct tr_bnode *b)
 					.chunk = b->cfg.chunk };
 }
 
+/* TREE: with t steps, do pieces sized for each child's link cover (v, hi)? */
+static bool tree_covers(const struct tr_bnode *b, const struct budget *bu, const uint32_t *f,
+			uint32_t t, uint32_t hi)
+{
+	uint32_t n = b->cfg.nranks, p = b->v + 1;
+
+	for (uint32_t i = 1; p < hi && i <= bu->kmax; i++) {
+		double l = b->cfg.lat(b->cfg.lat_arg, b->cfg.rank, abs_of(n, b->cfg.root, p));
+		uint64_t back = (uint64_t)i * bu->s +
+				steps(bu, l > b->cfg.cost.lat_us ? l : b->cfg.cost.lat_us);
+		uint32_t size = back <= t ? f[t - back] : 0;
+
+		if (size == 0)
+			return false;
+		p = size >= hi - p ? hi : p + size;
+	}
+	return p >= hi;
+}
+
 /* TREE: this rank holds the data: cut (v, hi) into the children's pieces. */
 static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 {
@@ -398,6 +417,21 @@ static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 	base = steps(&bu, b->cfg.cost.lat_us);
 	budget_table(&bu, base, f);
 	t = budget_need(f, (uint64_t)hi - v);
+	if (b->cfg.lat) {
+		/* Slower links give smaller pieces: the least t whose pieces,
+		 * each sized for its own link, cover the range. */
+		uint32_t lo = t, top = TR_BNODE_TMAX - 1;
+
+		while (lo < top) {
+			uint32_t mid = (lo + top) / 2;
+
+			if (tree_covers(b, &bu, f, mid, hi))
+				top = mid;
+			else
+				lo = mid + 1;
+		}
+		t = lo;
+	}
 	for (uint32_t i = 1; p < hi; i++) {
 		uint32_t head = abs_of(n, b->cfg.root, p), d = base, size;
 		struct tr_bnode_act *a;
