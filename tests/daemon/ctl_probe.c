@@ -11,17 +11,38 @@
  *       leave is reported left and idle (but PLANE with --stuck, which
  *       keeps one message in flight), and prints "gen G STATE..." at every
  *       change (with --stamp, and the CLOCK_REALTIME of the change in ns).
+ *       --name NAME: HELLO says NAME (any bytes); --nplanes N: at SIGUSR1
+ *       (once the daemon has checked the region), rewrite the counters
+ *       region's nplanes to N and print "rewritten", as a hostile client may.
  *   ctl-probe SOCKET readloop N
  *       a client that reads the table N times and prints the time per read
  *       (bench/daemon-notify runs it under strace -c: no syscall per read).
+ *   ctl-probe SOCKET idle S         connects, says nothing: closed within S s
+ *   ctl-probe SOCKET hello-only S   HELLO and no COUNTERS: closed within S s
+ *   ctl-probe SOCKET pipeline N     N status commands at once, never reading;
+ *       after 2 s reads: the daemon must have dropped it (EOF before the
+ *       N-th answer)
+ *   ctl-probe SOCKET monitor-noread S
+ *       asks for events and never reads them: the daemon must close it
+ *       within S s once they pile up (polls for the hang-up, reads nothing)
+ *   ctl-probe SOCKET churn N        connects and closes N times (as a user
+ *       the daemon refuses: N "refused" events for its monitors)
+ *   ctl-probe SOCKET hold N         N clients (HELLO and COUNTERS) on N
+ *       connections; prints "held H refused R" (and the first refusal),
+ *       then stays until killed
+ *   ctl-probe SOCKET flood N        N connections, not blocking on a full
+ *       backlog; prints "connected K", then stays until killed
+ *   ctl-probe SOCKET peerpid        prints the pid of the daemon that listens
  * Exit 0 when what was expected happened; 1 with a message otherwise. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -47,6 +68,8 @@ static int dial(const char *path)
 	return fd;
 }
 
+static const char *hello_name = "ctl-probe";
+
 static int hello(int fd)
 {
 	struct tr_ctl_msg m = { .type = TR_CTL_HELLO };
@@ -54,25 +77,40 @@ static int hello(int fd)
 	m.u.hello.pid = (uint32_t)getpid();
 	m.u.hello.rank = 0;
 	m.u.hello.nplanes = 2;
-	strcpy(m.u.hello.name, "ctl-probe");
+	snprintf(m.u.hello.name, sizeof(m.u.hello.name), "%s", hello_name);
 	return tr_ctl_send(fd, &m, -1, 1000);
 }
 
-/* 0 when the daemon closes the connection within 5 s. */
-static int expect_closed(int fd)
+static double now_s(void)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 0 when the daemon closes the connection within secs. */
+static int expect_closed_within(int fd, double secs)
+{
+	double end = now_s() + secs;
 	char buf[256];
 
 	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		double left = end - now_s();
 		ssize_t n;
 
-		if (poll(&pfd, 1, 5000) <= 0)
-			return die("the daemon did not close the connection");
+		if (left <= 0 || poll(&pfd, 1, (int)(left * 1000) + 1) <= 0)
+			return die("the daemon did not close the connection in time");
 		n = read(fd, buf, sizeof(buf));
 		if (n <= 0)
 			return 0;
 	}
+}
+
+static int expect_closed(int fd)
+{
+	return expect_closed_within(fd, 5);
 }
 
 static struct tr_ctl_counters *counters_fd(int *fd_p, int sealed)
@@ -128,6 +166,13 @@ static int check_readonly(int fd)
 }
 
 static int stamp_changes;
+static volatile sig_atomic_t usr1;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1 = 1;
+}
 
 static void follow(struct tr_ctl_counters *c, const struct tr_ctl_table *t, int stuck,
 		   uint64_t *last)
@@ -196,6 +241,7 @@ static int client(int sock, int argc, char **argv)
 	const struct tr_ctl_table *t;
 	struct tr_ctl_msg m;
 	int cfd, tfd, stuck = -1;
+	long nplanes = -1;
 	double secs = 3600;
 	uint64_t last = 0;
 	time_t end;
@@ -207,6 +253,10 @@ static int client(int sock, int argc, char **argv)
 			stuck = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--seconds"))
 			secs = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "--name"))
+			hello_name = argv[i + 1];
+		else if (!strcmp(argv[i], "--nplanes"))
+			nplanes = atol(argv[i + 1]);
 	}
 	c = counters_fd(&cfd, 1);
 	if (!rx || !c || hello(sock) || send_counters(sock, cfd))
@@ -223,10 +273,18 @@ static int client(int sock, int argc, char **argv)
 	if (t == MAP_FAILED)
 		return die("cannot map the table read-only");
 	follow(c, t, stuck, &last);
+	if (nplanes >= 0)
+		signal(SIGUSR1, on_usr1);
 	end = time(NULL) + (time_t)secs;
 	while (time(NULL) < end) {
 		int ret = tr_ctl_rx_wait(sock, rx, &m, 100);
 
+		if (usr1 && nplanes >= 0) {
+			c->nplanes = (uint32_t)nplanes;
+			printf("rewritten\n");
+			fflush(stdout);
+			nplanes = -1;
+		}
 		if (ret == -ETIMEDOUT)
 			continue;
 		if (ret != 1 || m.type != TR_CTL_NOTIFY)
@@ -234,6 +292,143 @@ static int client(int sock, int argc, char **argv)
 		follow(c, t, stuck, &last);
 	}
 	return 0;
+}
+
+/* N status commands in one write, nothing read for 2 s: the daemon
+ * must not wait for this peer, and must drop it. */
+static int pipeline(int sock, long n)
+{
+	struct tr_ctl_msg m = { .type = TR_CTL_CMD }, r;
+	struct tr_ctl_rx *rx = calloc(1, sizeof(*rx));
+	uint8_t *buf = malloc((size_t)n * 64);
+	size_t len = 0;
+	long replies = 0;
+	int ret;
+
+	if (!rx || !buf)
+		return die("out of memory");
+	m.u.cmd.op = TR_CTL_OP_STATUS;
+	for (long i = 0; i < n; i++)
+		len += (size_t)tr_ctl_encode(&m, buf + len, 64);
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(sock, buf + off, len - off);
+
+		if (w <= 0)
+			return die("write");
+		off += (size_t)w;
+	}
+	sleep(2);
+	tr_ctl_rx_init(rx);
+	while ((ret = tr_ctl_rx_wait(sock, rx, &r, 5000)) == 1)
+		replies++;
+	printf("%ld of %ld answers, then %s\n", replies, n,
+	       ret == 0 ? "closed" : strerror(-ret));
+	return ret == 0 && replies < n ? 0 : die("not dropped");
+}
+
+/* MONITOR, then nothing read: 0 once the daemon hangs up within secs. */
+static int monitor_noread(int sock, double secs)
+{
+	struct tr_ctl_msg m = { .type = TR_CTL_CMD };
+	struct pollfd pfd = { .fd = sock, .events = 0 }; /* POLLHUP only */
+	double t0 = now_s();
+
+	m.u.cmd.op = TR_CTL_OP_MONITOR;
+	if (tr_ctl_send(sock, &m, -1, 1000))
+		return die("cannot send");
+	if (poll(&pfd, 1, (int)(secs * 1000)) != 1 || !(pfd.revents & POLLHUP))
+		return die("the daemon did not drop a monitor that does not read");
+	printf("dropped after %.1f s\n", now_s() - t0);
+	return 0;
+}
+
+/* n connections, each closed at once. */
+static int churn(const char *path, long n)
+{
+	for (long i = 0; i < n; i++) {
+		int fd = dial(path);
+
+		if (fd < 0)
+			return die("cannot connect");
+		close(fd);
+	}
+	return 0;
+}
+
+/* The file descriptor limit as high as the hard one. */
+static void nofile_max(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl)) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* n clients on n connections, held until killed. */
+static int hold(const char *path, long n)
+{
+	struct tr_ctl_rx *rx = calloc(1, sizeof(*rx));
+	struct tr_ctl_msg m;
+	char first[256] = "";
+	long held = 0, refused = 0;
+	int cfd;
+
+	nofile_max();
+	if (!rx || !counters_fd(&cfd, 1))
+		return die("cannot set up");
+	for (long i = 0; i < n; i++) {
+		int sock = dial(path), fd;
+
+		if (sock < 0)
+			return die("cannot connect");
+		hello(sock); /* a refused connection may be closed already */
+		send_counters(sock, cfd);
+		tr_ctl_rx_init(rx);
+		if (tr_ctl_rx_wait(sock, rx, &m, 5000) != 1)
+			return die("no answer");
+		if (m.type == TR_CTL_WELCOME) {
+			held++;
+		} else if (m.type == TR_CTL_REPLY && m.u.reply.status == -EACCES) {
+			if (!refused++)
+				snprintf(first, sizeof(first), "%.*s", (int)m.u.reply.text_len,
+					 m.u.reply.text);
+			close(sock);
+		} else {
+			return die("unexpected answer");
+		}
+		while ((fd = tr_ctl_rx_take_fd(rx)) >= 0)
+			close(fd);
+	}
+	printf("held %ld refused %ld%s%s\n", held, refused, first[0] ? ": " : "", first);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+/* n connections that never block on a full backlog, held until killed. */
+static int flood(const char *path, long n)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	long ok = 0;
+
+	nofile_max();
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	for (long i = 0; i < n; i++) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+		if (fd < 0)
+			return die("socket");
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			ok++;
+		else
+			close(fd);
+	}
+	printf("connected %ld\n", ok);
+	fflush(stdout);
+	for (;;)
+		pause();
 }
 
 int main(int argc, char **argv)
@@ -244,7 +439,14 @@ int main(int argc, char **argv)
 	int sock, n, fd;
 
 	if (argc < 3)
-		return die("usage: ctl-probe SOCKET garbage|partial|unsealed|refused|client");
+		return die("usage: ctl-probe SOCKET garbage|partial|unsealed|refused|client|"
+			   "idle|hello-only|monitor-noread|churn|pipeline|hold|flood|peerpid");
+	if (!strcmp(argv[2], "hold") && argc > 3)
+		return hold(argv[1], atol(argv[3]));
+	if (!strcmp(argv[2], "flood") && argc > 3)
+		return flood(argv[1], atol(argv[3]));
+	if (!strcmp(argv[2], "churn") && argc > 3)
+		return churn(argv[1], atol(argv[3]));
 	sock = dial(argv[1]);
 	if (sock < 0)
 		return die("cannot connect");
@@ -271,6 +473,24 @@ int main(int argc, char **argv)
 		    m.u.reply.status != -EACCES)
 			return die("not refused");
 		printf("%.*s\n", (int)m.u.reply.text_len, m.u.reply.text);
+		return 0;
+	}
+	if (!strcmp(argv[2], "idle") && argc > 3)
+		return expect_closed_within(sock, atof(argv[3]));
+	if (!strcmp(argv[2], "hello-only") && argc > 3)
+		return hello(sock) ? die("cannot say hello")
+				   : expect_closed_within(sock, atof(argv[3]));
+	if (!strcmp(argv[2], "monitor-noread") && argc > 3)
+		return monitor_noread(sock, atof(argv[3]));
+	if (!strcmp(argv[2], "pipeline") && argc > 3)
+		return pipeline(sock, atol(argv[3]));
+	if (!strcmp(argv[2], "peerpid")) {
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+
+		if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &len))
+			return die("SO_PEERCRED");
+		printf("%d\n", (int)cr.pid);
 		return 0;
 	}
 	if (!strcmp(argv[2], "readloop") && argc > 3)
