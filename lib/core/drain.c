@@ -253,10 +253,16 @@ int triad_plane_info(triad_ctx_t *ctx, int plane, struct triad_plane_info *info_
 		in.state = TRIAD_PLANE_NORMAL;
 	in.conn_rejected_key = ctx->key_rejects[plane];
 	pthread_mutex_unlock(&ctx->lock);
-	/* The groups asked for, and nothing past them. */
+	/* The groups asked for, and nothing else. */
+	if (in.field_mask & TRIAD_PLANE_INFO_STATE) {
+		info_p->state = in.state;
+		info_p->port_up = in.port_up;
+		info_p->peers_up = in.peers_up;
+		info_p->msgs_inflight = in.msgs_inflight;
+		info_p->msgs_queued = in.msgs_queued;
+		info_p->rma_inflight = in.rma_inflight;
+	}
 	if (in.field_mask & TRIAD_PLANE_INFO_REJECTS)
-		*info_p = in;
-	else
-		memcpy(info_p, &in, offsetof(struct triad_plane_info, conn_rejected_key));
+		info_p->conn_rejected_key = in.conn_rejected_key;
 	return 0;
 }

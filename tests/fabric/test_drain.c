@@ -179,6 +179,18 @@ int main(void)
 	FT_CHECK(triad_am_register(ctx, AM_ID, am_handler, NULL) == 0, "handler");
 	FT_CHECK(triad_plane_drain(ctx, 2) == -EINVAL, "a plane that does not exist");
 	FT_CHECK(triad_plane_info(ctx, 0, &pi) == -EINVAL, "unknown info bits");
+	/* Only the groups asked for are written (a program built with a
+	 * shorter struct is never written past it, nor in a group it left). */
+	memset(&pi, 0xa5, sizeof(pi));
+	pi.field_mask = TRIAD_PLANE_INFO_REJECTS;
+	FT_CHECK(triad_plane_info(ctx, 0, &pi) == 0 && pi.conn_rejected_key == 0 &&
+			 pi.peers_up == 0xa5a5a5a5u && pi.port_up == (int)0xa5a5a5a5u,
+		 "REJECTS alone wrote the STATE group (peers_up 0x%x)", pi.peers_up);
+	memset(&pi, 0xa5, sizeof(pi));
+	pi.field_mask = 0;
+	FT_CHECK(triad_plane_info(ctx, 0, &pi) == 0 && pi.peers_up == 0xa5a5a5a5u &&
+			 pi.conn_rejected_key == 0xa5a5a5a5a5a5a5a5ull,
+		 "an empty mask wrote a group");
 	ft_barrier(ctx);
 
 	/* A: drain in the middle of the stream. */
