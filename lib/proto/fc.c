@@ -68,6 +68,7 @@ static void tx_set(struct tr_fc_tx *tx, uint64_t sanrr, uint64_t rcfr)
 	tx->rcfr = rcfr;
 	tx->bbr = sanrr | rcfr;
 	tx->flag &= ~changed;
+	tx->overdue &= ~changed;
 }
 
 int tr_fc_tx_init(struct tr_fc_tx *tx, unsigned nslots, const unsigned need[TR_FC_NPRIO])
@@ -90,6 +91,7 @@ void tr_fc_tx_reset(struct tr_fc_tx *tx)
 {
 	tx_set(tx, 0, tx->mask);
 	tx->flag = 0;
+	tx->overdue = 0;
 }
 
 int tr_fc_tx_pick(const struct tr_fc_tx *tx, unsigned prio)
@@ -131,14 +133,17 @@ void tr_fc_tx_bsm1(struct tr_fc_tx *tx, uint64_t n)
 	tx_set(tx, tx->sanrr & ~n, n);
 }
 
-unsigned tr_fc_tx_tick(struct tr_fc_tx *tx)
+unsigned tr_fc_tx_tick(struct tr_fc_tx *tx, bool reliable)
 {
 	uint64_t expired = tx->flag; /* flags only ever cover state II */
 	unsigned count = tr_popcount64(expired);
 
-	tx_set(tx, tx->sanrr & ~expired, tx->rcfr);
+	if (reliable)
+		tx->overdue |= expired;
+	else
+		tx_set(tx, tx->sanrr & ~expired, tx->rcfr);
 	tx->errors += count;
-	tx->flag = tx->sanrr & ~tx->rcfr;
+	tx->flag = tx->sanrr & ~tx->rcfr & ~tx->overdue;
 	return count;
 }
 

@@ -98,7 +98,8 @@ struct tr_fc_tx {
 	uint64_t rcfr;	/* received currently full (from the last BSM) */
 	uint64_t bbr;	/* busy: sanrr | rcfr */
 	uint64_t flag;	/* timer flags (always within state II) */
-	uint64_t errors;   /* slots freed by timeout, ever */
+	uint64_t overdue; /* reliable: timed out, kept busy, not counted again */
+	uint64_t errors;   /* slots that timed out, ever */
 	uint64_t bad_bsms; /* BSMs refused as inconsistent, ever */
 	unsigned nslots;
 	unsigned need[TR_FC_NPRIO];
@@ -135,10 +136,18 @@ int tr_fc_tx_bsm2(struct tr_fc_tx *tx, uint64_t n, uint64_t c);
 void tr_fc_tx_bsm1(struct tr_fc_tx *tx, uint64_t n);
 
 /* One wrap of the timer counter: every slot still flagged (in state II
- * since the previous tick, no state change since) returns to state I and
- * is counted in errors; then every slot now in state II is flagged.
- * Returns the number of slots that timed out. */
-unsigned tr_fc_tx_tick(struct tr_fc_tx *tx);
+ * since the previous tick, no state change since) timed out and is
+ * counted in errors; then every slot now in state II is flagged.
+ * Returns the number of slots that timed out.
+ *
+ * On a lossy link (the patent's, reliable false) a slot that timed out
+ * returns to state I: its message or the BSM that confirmed it was lost.
+ * On a reliable connection (RC) nothing is lost while it lives, and a
+ * break resets flow control: a slot in state II has its message in the
+ * receiver, whose status is only late, and freeing the slot could overrun
+ * a receiver whose handler keeps the message.  So it stays busy (reliable
+ * true): counted once, not flagged again until its state changes. */
+unsigned tr_fc_tx_tick(struct tr_fc_tx *tx, bool reliable);
 
 /* Bitmap of the slots in a state; TR_FC_NSTATES or more gives 0. */
 uint64_t tr_fc_tx_slots(const struct tr_fc_tx *tx, unsigned state);

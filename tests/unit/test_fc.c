@@ -191,7 +191,7 @@ static void test_nothing_before_first_bsm(void **state)
 		expect_blocked(&tx);
 		/* Time alone frees nothing: state III never times out. */
 		for (int t = 0; t < 5; t++)
-			assert_int_equal(tr_fc_tx_tick(&tx), 0);
+			assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 		expect_blocked(&tx);
 		assert_true(tx.errors == 0);
 
@@ -207,10 +207,10 @@ static void test_nothing_before_first_bsm(void **state)
 
 		/* Into a mixed state with a timeout counted, then a reset. */
 		assert_int_equal(tr_fc_tx_sent(&tx, 0), 0);
-		assert_int_equal(tr_fc_tx_tick(&tx), 0);
-		assert_int_equal(tr_fc_tx_tick(&tx), 1);
+		assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
+		assert_int_equal(tr_fc_tx_tick(&tx, false), 1);
 		assert_int_equal(tr_fc_tx_sent(&tx, 0), 0);
-		assert_int_equal(tr_fc_tx_tick(&tx), 0); /* slot 0 flagged */
+		assert_int_equal(tr_fc_tx_tick(&tx, false), 0); /* slot 0 flagged */
 		if (k > 2) {
 			assert_int_equal(tr_fc_tx_sent(&tx, 1), 0);
 			assert_int_equal(tr_fc_tx_bsm2(&tx, 2, 2), 0); /* slot 1: III */
@@ -221,7 +221,7 @@ static void test_nothing_before_first_bsm(void **state)
 		assert_true(tr_fc_tx_errors(&tx) == 1); /* kept */
 		expect_blocked(&tx);
 		for (int t = 0; t < 3; t++)
-			assert_int_equal(tr_fc_tx_tick(&tx), 0);
+			assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 		expect_blocked(&tx);
 		/* The one-field form: a first BSM 0 frees every slot too. */
 		tr_fc_tx_bsm1(&tx, 0);
@@ -277,8 +277,8 @@ static void apply_event(struct tr_fc_tx *tx, enum ev ev, int rc_want[TR_FC_NSTAT
 		unsigned nii = popc(tr_fc_tx_slots(tx, S2));
 		uint64_t errors = tx->errors;
 
-		assert_int_equal(tr_fc_tx_tick(tx), 0); /* flags */
-		assert_int_equal(tr_fc_tx_tick(tx), nii);
+		assert_int_equal(tr_fc_tx_tick(tx, false), 0); /* flags */
+		assert_int_equal(tr_fc_tx_tick(tx, false), nii);
 		assert_true(tx->errors == errors + nii);
 		break;
 	}
@@ -547,7 +547,7 @@ static void test_stale_empty_never_frees(void **state)
 				break;
 			default:
 				if (chance(100))
-					tr_fc_tx_tick(&tx);
+					tr_fc_tx_tick(&tx, false);
 				break;
 			}
 			check_tx_sane(&tx);
@@ -840,14 +840,14 @@ static void test_lost_bsm_strands_nothing(void **state)
 		assert_int_equal(tr_fc_rx_arrive(&rx, 0), 0);
 		tr_fc_rx_bsm(&rx, &n, &c); /* (1,1): lost */
 		assert_true(n == 1 && c == 1);
-		assert_int_equal(tr_fc_tx_tick(&tx), 0); /* slot 0 flagged */
+		assert_int_equal(tr_fc_tx_tick(&tx, false), 0); /* slot 0 flagged */
 		tr_fc_rx_bsm(&rx, &n, &c);
 		assert_true(n == 1 && c == 1);
 		bsm_to(&tx, one, n, c);
 		assert_int_equal(tr_fc_tx_state(&tx, 0), S3);
 		assert_true(tx.flag == 0);
 		for (int t = 0; t < 4; t++)
-			assert_int_equal(tr_fc_tx_tick(&tx), 0);
+			assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 		assert_int_equal(tr_fc_rx_drain(&rx, 0), 0);
 		assert_int_equal(bsms_until_free(&tx, &rx, one, 0, 3), one ? 2 : 1);
 		assert_true(tx.errors == 0);
@@ -864,8 +864,8 @@ static void test_lost_bsm_strands_nothing(void **state)
 		bsm_to(&tx, one, n, c);
 		assert_int_equal(tr_fc_tx_state(&tx, 1), one ? S3 : S1);
 		assert_int_equal(bsms_until_free(&tx, &rx, one, 1, 2), 1);
-		assert_int_equal(tr_fc_tx_tick(&tx), 0);
-		assert_int_equal(tr_fc_tx_tick(&tx), 0);
+		assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
+		assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 		assert_true(tx.errors == 0);
 
 		/* A lost (1,0) of a slot in state III: the next BSM (0,0) frees it. */
@@ -899,11 +899,11 @@ static void test_lost_message_or_report_times_out(void **state)
 			bsm_to(&tx, one, n, c);
 			assert_int_equal(tr_fc_tx_state(&tx, 0), S2);
 		}
-		assert_int_equal(tr_fc_tx_tick(&tx), 0);
+		assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 		tr_fc_rx_bsm(&rx, &n, &c);
 		bsm_to(&tx, one, n, c);
 		assert_int_equal(tr_fc_tx_state(&tx, 0), S2);
-		assert_int_equal(tr_fc_tx_tick(&tx), 1);
+		assert_int_equal(tr_fc_tx_tick(&tx, false), 1);
 		assert_int_equal(tr_fc_tx_state(&tx, 0), S1);
 		assert_true(tr_fc_tx_errors(&tx) == 1);
 		/* The slot is usable again and really empty. */
@@ -928,8 +928,8 @@ static void test_lost_message_or_report_times_out(void **state)
 			bsm_to(&tx, one, n, c);
 		}
 		assert_true(tr_fc_tx_slots(&tx, S2) == 3);
-		assert_int_equal(tr_fc_tx_tick(&tx), 0);
-		assert_int_equal(tr_fc_tx_tick(&tx), 2);
+		assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
+		assert_int_equal(tr_fc_tx_tick(&tx, false), 2);
 		assert_true(tr_fc_tx_errors(&tx) == 2);
 		assert_int_equal(tr_fc_tx_free(&tx), 4);
 		assert_int_equal(tr_fc_tx_sent(&tx, 1), 0);
@@ -940,6 +940,33 @@ static void test_lost_message_or_report_times_out(void **state)
 
 /* ---- behaviour 10: the timer ------------------------------------------- */
 
+/* On a reliable connection the timer frees nothing: a receiver whose
+ * handler keeps a message for several periods, its status late, must not
+ * get another message into that slot (it was dropped as an overrun). */
+static void test_timer_reliable(void **state)
+{
+	struct tr_fc_tx tx;
+
+	(void)state;
+	assert_int_equal(tr_fc_tx_init(&tx, 2, NULL), 0);
+	assert_int_equal(tr_fc_tx_bsm2(&tx, 0, 0), 0);
+	assert_int_equal(tr_fc_tx_sent(&tx, 0), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, true), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, true), 1); /* overdue: counted once */
+	for (int t = 0; t < 4; t++) {
+		assert_int_equal(tr_fc_tx_tick(&tx, true), 0);
+		assert_int_equal(tr_fc_tx_state(&tx, 0), S2); /* still busy */
+		assert_int_equal(tr_fc_tx_pick(&tx, TR_FC_HIGH), 1);
+	}
+	assert_int_equal(tr_fc_tx_errors(&tx), 1);
+	assert_int_equal(tr_fc_tx_sent(&tx, 1), 0);
+	assert_int_equal(tr_fc_tx_pick(&tx, TR_FC_HIGH), -EAGAIN); /* both busy: wait */
+	assert_int_equal(tr_fc_tx_bsm2(&tx, 1, 1), 0);	/* held: II -> III */
+	assert_int_equal(tr_fc_tx_state(&tx, 0), S3);
+	assert_int_equal(tr_fc_tx_bsm2(&tx, 3, 0), 0);	/* both released */
+	assert_int_equal(tr_fc_tx_free(&tx), 2);
+}
+
 static void test_timer(void **state)
 {
 	struct tr_fc_tx tx;
@@ -948,87 +975,87 @@ static void test_timer(void **state)
 	assert_int_equal(tr_fc_tx_init(&tx, 8, NULL), 0);
 	assert_int_equal(tr_fc_tx_bsm2(&tx, 0, 0), 0);
 	for (int t = 0; t < 3; t++)
-		assert_int_equal(tr_fc_tx_tick(&tx), 0); /* nothing in II */
+		assert_int_equal(tr_fc_tx_tick(&tx, false), 0); /* nothing in II */
 
 	/* Sent in one period: flagged at the next tick, timed out at the one
 	 * after, never at the first: between one and two periods. */
 	assert_int_equal(tr_fc_tx_sent(&tx, 0), 0);
 	assert_true(tx.flag == 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 	assert_true(tx.flag == 1);
 	assert_int_equal(tr_fc_tx_sent(&tx, 1), 0); /* next period */
 	assert_true(tx.flag == 1);
-	assert_int_equal(tr_fc_tx_tick(&tx), 1); /* slot 0 only */
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 1); /* slot 0 only */
 	assert_int_equal(tr_fc_tx_state(&tx, 0), S1);
 	assert_int_equal(tr_fc_tx_state(&tx, 1), S2);
 	assert_true(tx.flag == 2);
-	assert_int_equal(tr_fc_tx_tick(&tx), 1); /* slot 1 */
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 1); /* slot 1 */
 	assert_true(tx.flag == 0 && tr_fc_tx_errors(&tx) == 2);
 	assert_int_equal(tr_fc_tx_free(&tx), 8);
 
 	/* Staying in II across a BSM (0,0), or a one-field 0, keeps the flag. */
 	assert_int_equal(tr_fc_tx_sent(&tx, 2), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 	assert_int_equal(tr_fc_tx_bsm2(&tx, 0, 0), 0);
 	tr_fc_tx_bsm1(&tx, 0);
 	assert_true(tx.flag == 4);
-	assert_int_equal(tr_fc_tx_tick(&tx), 1);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 1);
 
 	/* A state change clears the flag: II -> III -> I -> II between two ticks
 	 * restarts the wait. */
 	assert_int_equal(tr_fc_tx_sent(&tx, 3), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 	assert_true(tx.flag == 8);
 	assert_int_equal(tr_fc_tx_bsm2(&tx, 8, 8), 0); /* II -> III */
 	assert_true(tx.flag == 0);
 	assert_int_equal(tr_fc_tx_bsm2(&tx, 8, 0), 0); /* III -> I */
 	assert_int_equal(tr_fc_tx_sent(&tx, 3), 0);	/* I -> II */
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);	/* flagged afresh */
-	assert_int_equal(tr_fc_tx_tick(&tx), 1);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);	/* flagged afresh */
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 1);
 	/* The same in the one-field form, and II -> I directly. */
 	assert_int_equal(tr_fc_tx_sent(&tx, 4), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 	tr_fc_tx_bsm1(&tx, 16); /* II -> III */
 	assert_true(tx.flag == 0);
 	tr_fc_tx_bsm1(&tx, 0); /* III -> I */
 	assert_int_equal(tr_fc_tx_sent(&tx, 4), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 	assert_int_equal(tr_fc_tx_bsm2(&tx, 16, 0), 0); /* II -> I */
 	assert_true(tx.flag == 0);
 	assert_int_equal(tr_fc_tx_sent(&tx, 4), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 1);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 1);
 	assert_true(tr_fc_tx_errors(&tx) == 5);
 
 	/* A refused BSM is a lost one: the flag stays. */
 	assert_int_equal(tr_fc_tx_sent(&tx, 5), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 	assert_int_equal(tr_fc_tx_bsm2(&tx, 0, 32), -EPROTO);
-	assert_int_equal(tr_fc_tx_tick(&tx), 1);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 1);
 
 	/* Several slots, several periods, bitwise. */
 	for (unsigned b = 0; b < 8; b++)
 		assert_int_equal(tr_fc_tx_sent(&tx, b), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 	assert_int_equal(tr_fc_tx_bsm2(&tx, 0x0f, 0x03), 0); /* 0,1: III; 2,3: I */
 	assert_true(tx.flag == 0xf0);
 	assert_int_equal(tr_fc_tx_sent(&tx, 2), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 4); /* 4..7 */
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 4); /* 4..7 */
 	assert_true(tx.flag == 0x04);
-	assert_int_equal(tr_fc_tx_tick(&tx), 1); /* 2 */
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 1); /* 2 */
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 	assert_true(tr_fc_tx_slots(&tx, S3) == 3 && tr_fc_tx_free(&tx) == 6);
 	assert_true(tr_fc_tx_errors(&tx) == 11);
 
 	/* A reset drops the flags and keeps the count. */
 	assert_int_equal(tr_fc_tx_sent(&tx, 7), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
 	tr_fc_tx_reset(&tx);
 	assert_true(tx.flag == 0 && tr_fc_tx_errors(&tx) == 11);
 	assert_int_equal(tr_fc_tx_bsm2(&tx, 0, 0), 0);
 	assert_int_equal(tr_fc_tx_sent(&tx, 7), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 0);
-	assert_int_equal(tr_fc_tx_tick(&tx), 1);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 0);
+	assert_int_equal(tr_fc_tx_tick(&tx, false), 1);
 	assert_true(tr_fc_tx_errors(&tx) == 12);
 }
 
@@ -1366,7 +1393,7 @@ static void sim_tick(struct sim *s)
 
 	if ((s->now + s->tick_phase) % PERIOD)
 		return;
-	count = tr_fc_tx_tick(&s->tx);
+	count = tr_fc_tx_tick(&s->tx, false);
 	timed = ii & ~tr_fc_tx_slots(&s->tx, S2);
 	assert_true(timed == flag);
 	assert_int_equal(count, popc(timed));
@@ -1893,6 +1920,7 @@ int main(void)
 		cmocka_unit_test(test_lost_bsm_strands_nothing),
 		cmocka_unit_test(test_lost_message_or_report_times_out),
 		cmocka_unit_test(test_timer),
+		cmocka_unit_test(test_timer_reliable),
 		cmocka_unit_test(test_misuse),
 		cmocka_unit_test(test_random_two_field),
 		cmocka_unit_test(test_random_one_field),
