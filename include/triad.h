@@ -291,7 +291,9 @@ int triad_am_register(triad_ctx_t *ctx, unsigned id, triad_am_handler_t handler,
 /*
  * Copies buf and queues it for rank; returns at once (buf may be reused).
  * The request, if req_p is not NULL, completes when the message reached the
- * target (or with an error status).  -EMSGSIZE when len > triad_am_max_size.
+ * target (or with an error status).  -EMSGSIZE when len > triad_am_max_size;
+ * -EAGAIN when 256 messages of this priority to rank are queued or in flight
+ * (the bound of every queue on the way): progress, and send it again.
  */
 int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size_t len,
 		  enum triad_prio prio, triad_req_t **req_p);

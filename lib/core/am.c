@@ -95,7 +95,7 @@ static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned pri
 void tr_am_ready(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
 {
 	if (!tr_list_empty(&p->am_early[prio]))
-		deliver_early(ctx, p, prio, p->rx_seq[prio].next);
+		deliver_early(ctx, p, prio, tr_stream_rx_next(&p->srx[prio]));
 }
 
 /* Copies m out of its slot into the early list, in order of number: early
@@ -145,7 +145,7 @@ int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg 
 	if (ctx->cfg.order != TR_ORDER_STRICT)
 		return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 	/* Its own number is in (the caller accepted it): has every one before? */
-	if (!tr_seq_before(m->seq, p->rx_seq[prio].next)) {
+	if (!tr_seq_before(m->seq, tr_stream_rx_next(&p->srx[prio]))) {
 		if (hold(p, l, m) == 0)
 			return 0; /* its slot is free again */
 		tr_error("rank %d: no memory to hold an early active message: handled out of "

@@ -435,6 +435,8 @@ static int open_peers(triad_ctx_t *ctx)
 		for (int q = 0; q < TR_FC_NPRIO; q++) {
 			tr_list_init(&ctx->peers[r].am_early[q]);
 			tr_list_init(&ctx->peers[r].parked[q]);
+			tr_stream_tx_init(&ctx->peers[r].stx[q], 0, 0);
+			tr_stream_rx_init(&ctx->peers[r].srx[q], 0, 0);
 		}
 		tr_list_init(&ctx->peers[r].ep_closed);
 		tr_list_init(&ctx->peers[r].await_msgs);

@@ -43,6 +43,7 @@
 #include "proto/copy.h"
 #include "proto/plane_switch.h"
 #include "proto/seq.h"
+#include "proto/stream.h"
 #include "triad.h"
 
 /* TRIAD_F_PLANE(p): the pin bit and the plane number in an op's flags. */
@@ -85,24 +86,16 @@ struct tr_peer {
 	int rank;
 	struct tr_lane lane[TRIAD_MAX_PLANES];
 	struct tr_rwin *rwins;
-	/* Sequence numbers, one space per priority: a priority's messages
-	 * keep their order on a lane, while a higher one overtakes a lower
-	 * one held back by flow control for as long as it likes. */
-	uint32_t tx_seq[TR_FC_NPRIO];
-	struct tr_seq_rx rx_seq[TR_FC_NPRIO];
-	/* Our numbers the peer has for sure (sent and acknowledged, or lost
-	 * for good): nothing is posted beyond the receiver's window of the
-	 * oldest one still out, whatever the planes do meanwhile. */
-	struct tr_seq_rx tx_done[TR_FC_NPRIO];
+	/* The message streams (proto/stream), one per priority and
+	 * direction: a priority's messages keep their order on a lane, while
+	 * a higher one overtakes a lower one held back by flow control for as
+	 * long as it likes.  The engine numbers, bounds and settles them,
+	 * keeps the window, says which lost numbers to tell (SEQ_SKIP), and
+	 * judges every arrival; peer.c carries out what it says. */
+	struct tr_stream_tx stx[TR_FC_NPRIO];
+	struct tr_stream_rx srx[TR_FC_NPRIO];
 	int seq_blocked; /* a lane holds a message back for the window */
 	struct tr_psw psw;	 /* plane switch: which plane each home plane maps to now */
-	/* Sequence numbers of messages lost for good (no live plane was
-	 * left): told to the peer (SEQ_SKIP) once a lane is back, or its
-	 * receive window would wait for them for ever. */
-	struct tr_skips {
-		uint32_t *seq;
-		unsigned n, cap;
-	} skip[TR_FC_NPRIO];
 	unsigned peer_drained;	 /* planes the peer asked us not to send on */
 	/* Active messages that came before a number sent earlier, copied out
 	 * of their slots, in order of number (am.c: strict order). */
@@ -454,6 +447,10 @@ void tr_peer_redecide(struct triad_ctx *ctx, struct tr_peer *p);
 int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
 void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
 		      struct triad_req *req);
+/* A message of ours (encoded, numbered) to l's peer will never be sent:
+ * its number is told to the peer (SEQ_SKIP) as lost, at once if a lane
+ * is up. */
+void tr_peer_msg_skip(struct tr_lane *l, const void *data, int len);
 void tr_peer_lane_changed(struct tr_lane *l);
 void tr_peer_free(struct tr_peer *p); /* at close */
 /* The redo fence.  req (a put or copy chunk, its last WRITE back) had a

@@ -35,7 +35,6 @@ struct queued_msg {
 	struct tr_list link;
 	struct queued_msg *next_free; /* in the context's cache of nodes */
 	int len;
-	int resent;  /* moved here from a broken lane: older than the rest */
 	int movable; /* its plane was a free choice: another lane may take it */
 	int told;    /* its long wait was reported (tr_lane_fc_tick) */
 	uint64_t tick; /* queued during this flow-control period (ctx->fc_ticks) */
@@ -1090,13 +1089,40 @@ void tr_lane_bsm_flush(struct tr_lane *l)
 	pump_bsm(l, 1);
 }
 
-enum { LQ_RESENT = 1, LQ_MOVABLE = 2 };
-
-static int lane_queue(struct tr_lane *l, const void *data, int len, unsigned prio,
-		      struct triad_req *req, unsigned how)
+/* Where a message of prio goes in l's queue: a priority's queue is kept in
+ * order of sequence number, so that its head is the lowest number waiting
+ * on the lane.  The sender's window (tr_peer_seq_ok) then always lets the
+ * oldest message of the stream go, whatever put it here: a resend from a
+ * broken lane, a rejoin or a first connection, a later number sent first.
+ * (A queue in arrival order once held a resent message beyond the window
+ * ahead of an older one, and the stream stopped for good.)  A SEQ_SKIP,
+ * which carries no number of its own, only older ones, goes first.
+ * Before the returned node; new messages, the highest numbers, go last at
+ * the cost of one compare. */
+static struct tr_list *queue_place(struct tr_lane *l, unsigned prio, const void *data)
 {
-	int resent = how & LQ_RESENT;
-	struct tr_list *at = &l->msgq[prio];
+	struct tr_list *head = &l->msgq[prio], *at;
+	uint32_t seq = tr_wire_seq(data);
+
+	if (tr_wire_type(data) == TR_MSG_SEQ_SKIP) {
+		for (at = head->next; at != head; at = at->next)
+			if (tr_wire_type(tr_container_of(at, struct queued_msg, link)->data) !=
+			    TR_MSG_SEQ_SKIP)
+				break;
+		return at;
+	}
+	for (at = head; at->prev != head; at = at->prev) {
+		const void *prev = tr_container_of(at->prev, struct queued_msg, link)->data;
+
+		if (tr_wire_type(prev) == TR_MSG_SEQ_SKIP || !tr_seq_before(seq, tr_wire_seq(prev)))
+			break;
+	}
+	return at;
+}
+
+int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
+		 struct triad_req *req, int movable)
+{
 	struct queued_msg *q;
 	int slot;
 
@@ -1121,32 +1147,15 @@ static int lane_queue(struct tr_lane *l, const void *data, int len, unsigned pri
 	memcpy(q->data, data, (size_t)len);
 	q->len = len;
 	q->req = req;
-	q->resent = resent;
-	q->movable = !!(how & LQ_MOVABLE);
+	q->movable = movable;
 	q->told = 0;
 	q->tick = l->ctx->fc_ticks; /* no clock read on the queueing path */
-	if (resent) /* behind the others moved here, ahead of the rest */
-		for (at = l->msgq[prio].next; at != &l->msgq[prio]; at = at->next)
-			if (!tr_container_of(at, struct queued_msg, link)->resent)
-				break;
-	tr_list_add_tail(at, &q->link);
+	tr_list_add_tail(queue_place(l, prio, data), &q->link);
 	l->nqueued++;
 	if (!l->tx_free || !l->sq_avail)
 		tr_progress_want_send(l->ctx, l->plane); /* waits for send room */
 	pump(l);
 	return 0;
-}
-
-int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
-		 struct triad_req *req, int movable)
-{
-	return lane_queue(l, data, len, prio, req, movable ? LQ_MOVABLE : 0);
-}
-
-int tr_lane_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
-		   struct triad_req *req)
-{
-	return lane_queue(l, data, len, prio, req, LQ_RESENT);
 }
 
 void *tr_lane_msg_buf(struct tr_lane *l)
@@ -1392,7 +1401,7 @@ static int decode_bare(const struct tr_lane *l, const struct tr_buf *b,
 	if (!tr_ctx_takes_bare(ctx) || wc->len > (uint32_t)ctx->cfg.slot_size - TR_WIRE_BARE_SKIP)
 		return -EPROTO;
 	for (int i = 0; i < TR_WIRE_PRIOS; i++)
-		next[i] = p->rx_seq[i].next;
+		next[i] = tr_stream_rx_next(&p->srx[i]);
 	return tr_msg_decode_bare(wc->imm, b->data, wc->len, next, m);
 }
 
@@ -1433,11 +1442,14 @@ static void on_recv(struct tr_buf *b, const struct tr_fab_wc *wc)
 	if (m.type == TR_MSG_BSM)
 		goto done;
 	if (tr_fc_rx_arrive(&l->fc_rx, m.slot)) {
-		/* The peer broke flow control (or its slot count): never trust it. */
-		tr_error("peer %d plane %d: %s into slot %u, which is %s: dropped", l->peer,
-			 l->plane, tr_msg_type_str(m.type), m.slot,
+		/* The peer broke flow control (or its slot count).  The message
+		 * is whole in its own receive buffer, and the peer's NIC was told
+		 * it arrived: dropping it would lose it for good.  It is handled,
+		 * outside the slot accounting (its buffer frees no slot). */
+		tr_error("peer %d plane %d: %s into slot %u, which is %s: handled all the same",
+			 l->peer, l->plane, tr_msg_type_str(m.type), m.slot,
 			 m.slot < l->fc_rx.nslots ? "occupied" : "not one of ours");
-		goto done;
+		m.slot = NO_SLOT;
 	}
 	b->slot = m.slot;
 	if (m.type != TR_MSG_AM) {
@@ -1678,10 +1690,12 @@ void tr_lane_fc_tick(struct tr_lane *l)
 
 	if (l->state != TR_LANE_UP)
 		return;
-	n = tr_fc_tx_tick(&l->fc_tx);
+	/* RC: a slot unconfirmed this long has its message at the peer, whose
+	 * status is late (a handler keeps it); it stays busy (proto/fc.h). */
+	n = tr_fc_tx_tick(&l->fc_tx, true);
 	if (n)
-		tr_warn("peer %d plane %d: %u slot(s) unconfirmed for a whole timer period: "
-			"freed", l->peer, l->plane, n);
+		tr_info("peer %d plane %d: %u slot(s) unconfirmed for a whole timer period: "
+			"the peer still holds them", l->peer, l->plane, n);
 	if (l->nqueued)
 		tell_stuck(l);
 	/* Queued messages and a due buffer status go as soon as what they

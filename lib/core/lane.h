@@ -160,7 +160,10 @@ int tr_lane_setting_up(const struct tr_lane *l);
 /* Progress thread: make the attempt tr_lane_use asked for. */
 void tr_lane_connect_wanted(struct tr_lane *l);
 /* Queue an encoded message (its sequence number already in it) on
- * priority prio; it goes as soon as the peer has a slot for it.  req (may
+ * priority prio, in order of number (a message given back by a broken
+ * lane goes ahead of the later ones queued here, so that the receiver's
+ * window never has to span a queue); it goes as soon as the peer has a
+ * slot for it.  req (may
  * be NULL) completes when it arrived.  movable: its lane was a free
  * choice (no pin, nothing it must follow on this connection), so while it
  * waits another lane of the peer may take it (tr_lane_move).
@@ -174,12 +177,6 @@ int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
 void *tr_lane_msg_buf(struct tr_lane *l);
 /* Frees the context's cache of queue nodes (at context close). */
 void tr_lane_qcache_free(struct triad_ctx *ctx);
-/* The same for a message a broken lane gave back: it goes ahead of the
- * messages of its priority queued here (behind others given back), so
- * that the receiver's window of sequence numbers never has to span a
- * queue. */
-int tr_lane_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
-		   struct triad_req *req);
 /* Re-decision while queued (the adaptive choice): l could post a message
  * of prio now (up, send room, a slot, nothing of prio waiting); the oldest
  * message of prio waiting on l may move; post that one on `to` now (0),

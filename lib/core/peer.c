@@ -17,8 +17,14 @@ struct tr_parked {
 	struct tr_lane *l;
 	struct tr_buf *b; /* an active message's receive buffer, else NULL */
 	struct tr_msg m;
+	char data[];	  /* a copy's carried data, when b is NULL */
 };
-#define TR_PARKED_MAX (4 * TR_SEQ_WINDOW)
+/* A sender posts a number only below its window's base (the oldest it has
+ * not seen arrive) + TR_STREAM_WINDOW, and every number below that base
+ * sits in one of our receive buffers or was handled.  So what lies beyond
+ * our window of a priority is at most one per receive buffer of ours to the
+ * peer: more is a sender that broke the protocol (proto/stream.h). */
+#define TR_PARKED_MAX (TRIAD_MAX_PLANES * (TR_WIRE_MAX_SLOTS + TR_LANE_EXTRA_BUFS)) /* a priority's */
 
 /* What waits for the redo fence (see there). */
 struct tr_fence_wait {
@@ -244,11 +250,16 @@ void tr_peer_describe(const struct triad_ctx *ctx, int peer, char *buf, size_t n
 			     (unsigned long long)l->fc_tx.bbr, (unsigned long long)l->fc_tx.mask,
 			     l->rx_held);
 	}
-	PUTF("; seq sent h/m/l %u/%u/%u, done %u/%u/%u, expected %u/%u/%u; parked %u; "
-	     "waiting for a window %d%s%s%s",
-	     p->tx_seq[0], p->tx_seq[1], p->tx_seq[2], p->tx_done[0].next, p->tx_done[1].next,
-	     p->tx_done[2].next, p->rx_seq[0].next, p->rx_seq[1].next, p->rx_seq[2].next,
-	     p->nparked, p->seq_blocked,
+	PUTF("; seq sent h/m/l %u/%u/%u, settled below %u/%u/%u, unsettled %u/%u/%u, lost "
+	     "%u/%u/%u, expected %u/%u/%u; parked %u; waiting for a window %d%s%s%s",
+	     p->stx[0].next, p->stx[1].next, p->stx[2].next, tr_stream_tx_base(&p->stx[0]),
+	     tr_stream_tx_base(&p->stx[1]), tr_stream_tx_base(&p->stx[2]),
+	     tr_stream_tx_unsettled(&p->stx[0]), tr_stream_tx_unsettled(&p->stx[1]),
+	     tr_stream_tx_unsettled(&p->stx[2]),
+	     tr_stream_tx_nlost(&p->stx[0]), tr_stream_tx_nlost(&p->stx[1]),
+	     tr_stream_tx_nlost(&p->stx[2]), tr_stream_rx_next(&p->srx[0]),
+	     tr_stream_rx_next(&p->srx[1]), tr_stream_rx_next(&p->srx[2]), p->nparked,
+	     p->seq_blocked,
 	     p->rejoin == TR_REJOIN_WAIT ? "; awaited back after a fault"
 	     : p->rejoin == TR_REJOIN_LOST ? "; lost (not back in time)" : "",
 	     p->awaiting ? "; operations and messages wait for a connection" : "",
@@ -274,6 +285,8 @@ static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct tr
 								  : -ENOTCONN;
 	if (need > l->peer_slot_size)
 		return -EMSGSIZE;
+	if (!tr_stream_tx_can_assign(&p->stx[prio]))
+		return -EAGAIN; /* TR_STREAM_AHEAD of the peer's numbers unsettled */
 	/* Encoded where it is posted from when it can go at once; else the
 	 * queue copies it from there. */
 	buf = tr_lane_msg_buf(l);
@@ -281,13 +294,13 @@ static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct tr
 		return -ENOMEM;
 	if (!buf)
 		buf = stack;
-	m->seq = p->tx_seq[prio];
+	m->seq = tr_stream_tx_next(&p->stx[prio]); /* taken once it is sent */
 	m->slot = 0; /* the link fields are set when it is posted */
 	m->prio = (uint8_t)prio;
 	len = tr_msg_encode(m, buf, need);
 	ret = len < 0 ? len : tr_lane_send(l, buf, len, prio, req, movable);
 	if (!ret)
-		p->tx_seq[prio]++;
+		tr_stream_tx_assign(&p->stx[prio], &m->seq);
 	free(heap);
 	return ret;
 }
@@ -316,10 +329,10 @@ int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned pri
 }
 
 /* ---- the sender's window ------------------------------------------------------*/
-/* A message may be posted while its number is within the receiver's window
- * of the oldest one of its priority not known to have arrived: spread over
- * planes, one of which silently lost a batch, the others must not run so
- * far ahead that the receiver refuses what they carry. */
+/* A message may be posted while its number is within the stream's window
+ * (proto/stream): spread over planes, one of which silently lost a batch,
+ * the others must not run so far ahead that the receiver has to keep
+ * more than its buffers hold. */
 int tr_peer_seq_ok(const struct tr_lane *l, const void *data)
 {
 	const struct tr_peer *p = &l->ctx->peers[l->peer];
@@ -327,19 +340,23 @@ int tr_peer_seq_ok(const struct tr_lane *l, const void *data)
 
 	if (type == TR_MSG_SEQ_SKIP || type == TR_MSG_BSM) /* carry no number */
 		return 1;
-	return (int32_t)(tr_wire_seq(data) - p->tx_done[tr_wire_prio(data)].next) <
-	       TR_SEQ_WINDOW;
+	return tr_stream_tx_may_post(&p->stx[tr_wire_prio(data)], tr_wire_seq(data));
 }
 
-static void seq_done(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio, uint32_t seq)
-{
-	uint32_t before = p->tx_done[prio].next;
+static void skips_tell(struct triad_ctx *ctx, struct tr_peer *p);
 
-	tr_seq_rx_accept(&p->tx_done[prio], seq);
-	if (p->tx_done[prio].next == before || !p->seq_blocked)
+static void settled(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio, uint32_t seq)
+{
+	if (!tr_stream_tx_settled(&p->stx[prio], seq))
+		return;
+	/* The window moved: lost numbers it reaches now can be told, and what
+	 * waited for it may go. */
+	if (tr_stream_tx_nlost(&p->stx[prio]))
+		skips_tell(ctx, p);
+	if (!p->seq_blocked)
 		return;
 	p->seq_blocked = 0; /* set again by a lane that still must wait */
-	for (int q = 0; q < ctx->nplanes; q++) /* what waited for it may go now */
+	for (int q = 0; q < ctx->nplanes; q++)
 		tr_lane_pump(&p->lane[q]);
 }
 
@@ -354,52 +371,24 @@ void tr_peer_seq_done(struct tr_lane *l, const void *data, int len)
 	if (type == TR_MSG_BSM)
 		return;
 	if (type != TR_MSG_SEQ_SKIP) {
-		seq_done(l->ctx, p, tr_wire_prio(data), tr_wire_seq(data));
+		settled(l->ctx, p, tr_wire_prio(data), tr_wire_seq(data));
 		return;
 	}
 	if (tr_msg_decode(data, (size_t)len, &m) == 0)
 		for (unsigned i = 0; i < m.u.seq_skip.count; i++)
-			seq_done(l->ctx, p, m.prio, m.u.seq_skip.seq[i]);
+			settled(l->ctx, p, m.prio, m.u.seq_skip.seq[i]);
 }
 
 /* ---- messages lost for good --------------------------------------------------*/
-/* The array arr of n elements (room for *cap) with room for one more:
- * arr itself, or a bigger copy (*cap updated); NULL when out of memory,
- * arr left as it was. */
-static void *room_for_one(void *arr, unsigned n, unsigned *cap, size_t size)
-{
-	unsigned c = *cap ? 2 * *cap : 64;
-
-	if (n < *cap)
-		return arr;
-	if ((arr = realloc(arr, c * size)))
-		*cap = c;
-	return arr;
-}
-
-static void skip_add(struct tr_peer *p, unsigned prio, uint32_t seq)
-{
-	struct tr_skips *k = &p->skip[prio];
-	uint32_t *a = room_for_one(k->seq, k->n, &k->cap, sizeof(*a));
-
-	if (!a) {
-		tr_error("rank %d: no memory to remember a lost message: its later "
-			 "messages may be refused", p->rank);
-		return;
-	}
-	k->seq = a;
-	k->seq[k->n++] = seq;
-}
-
 static int skips_pending(const struct tr_peer *p)
 {
 	for (unsigned q = 0; q < TR_FC_NPRIO; q++)
-		if (p->skip[q].n)
+		if (tr_stream_tx_nlost(&p->stx[q]))
 			return 1;
 	return 0;
 }
 
-/* A lost message's numbers go back on the lists: a lost SEQ_SKIP gives
+/* A lost message's numbers go back to the stream: a lost SEQ_SKIP gives
  * back the numbers it carried, anything else its own (a receiver in strict
  * order waits for no number once it is skipped, am.c). */
 static void skip_lost(struct tr_peer *p, const void *data, int len)
@@ -408,68 +397,107 @@ static void skip_lost(struct tr_peer *p, const void *data, int len)
 	struct tr_msg m;
 
 	if (tr_wire_type(data) != TR_MSG_SEQ_SKIP) {
-		skip_add(p, prio, tr_wire_seq(data));
+		if (tr_stream_tx_lost(&p->stx[prio], tr_wire_seq(data)))
+			tr_debug("rank %d: lost message %u of priority %u was settled already",
+				 p->rank, tr_wire_seq(data), prio);
 		return;
 	}
 	if (tr_msg_decode(data, (size_t)len, &m))
 		return;
 	for (unsigned i = 0; i < m.u.seq_skip.count; i++)
-		skip_add(p, prio, m.u.seq_skip.seq[i]);
+		tr_stream_tx_lost(&p->stx[prio], m.u.seq_skip.seq[i]);
 }
 
-static int serial_cmp(const void *a, const void *b)
-{
-	int32_t d = (int32_t)(*(const uint32_t *)a - *(const uint32_t *)b);
-
-	return (d > 0) - (d < 0);
-}
-
-/* Tells the peer, on l, every number it will never get, lowest first (its
- * window moves up as each hole fills).  A SEQ_SKIP carries no number of
- * its own and goes with the priority whose numbers it carries, ahead of
- * that priority's later messages on the lane. */
+/* Tells the peer, on l, every lost number the window reaches, lowest first
+ * (the window moves up as each hole fills, and settled() tells the next).
+ * A SEQ_SKIP carries no number of its own and goes with the priority whose
+ * numbers it carries, ahead of that priority's later messages on the lane. */
 static void skip_flush(struct tr_lane *l)
 {
 	struct tr_peer *p = &l->ctx->peers[l->peer];
 
 	for (unsigned q = 0; q < TR_FC_NPRIO; q++) {
-		struct tr_skips *k = &p->skip[q];
 		unsigned sent = 0;
 
-		if (!k->n) /* (and k->seq may be NULL: nothing to sort or move) */
-			continue;
-		qsort(k->seq, k->n, sizeof(*k->seq), serial_cmp);
-		while (sent < k->n) {
+		while (tr_stream_tx_tellable(&p->stx[q])) {
 			struct tr_msg m = { .type = TR_MSG_SEQ_SKIP, .prio = (uint8_t)q };
 			char buf[TR_WIRE_CTRL_LEN];
 			int len;
 
-			m.u.seq_skip.count = k->n - sent < TR_WIRE_SKIP_MAX ? k->n - sent
-									    : TR_WIRE_SKIP_MAX;
-			memcpy(m.u.seq_skip.seq, k->seq + sent,
-			       m.u.seq_skip.count * sizeof(uint32_t));
+			m.u.seq_skip.count =
+				tr_stream_tx_skips(&p->stx[q], m.u.seq_skip.seq, TR_WIRE_SKIP_MAX);
 			len = tr_msg_encode(&m, buf, sizeof(buf));
-			if (len < 0 || tr_lane_send(l, buf, len, q, NULL, 0))
+			if (len < 0 || tr_lane_send(l, buf, len, q, NULL, 0)) {
+				for (unsigned i = 0; i < m.u.seq_skip.count; i++)
+					tr_stream_tx_lost(&p->stx[q], m.u.seq_skip.seq[i]);
 				break;
+			}
 			sent += m.u.seq_skip.count;
 		}
 		if (sent)
 			tr_info("rank %d: told it of %u message(s) of priority %u lost while no "
 				"plane reached it", l->peer, sent, q);
-		memmove(k->seq, k->seq + sent, (k->n - sent) * sizeof(*k->seq));
-		k->n -= sent;
 	}
 }
 
-static void skip_receive(struct tr_lane *l, const struct tr_msg *m)
+/* Numbers lost for good are told as soon as a lane to the peer is up: at
+ * once when one is (a message lost while another lane lives, a first
+ * connection's message that could not go), else when one comes up
+ * (tr_peer_lane_changed).  Until then they hold the peer's window, and our
+ * own (tx_done): told only when a lane turned up, a loss beside a live lane
+ * stopped the stream for good. */
+static void skips_tell(struct triad_ctx *ctx, struct tr_peer *p)
 {
-	struct tr_seq_rx *rx = &l->ctx->peers[l->peer].rx_seq[m->prio];
+	struct tr_lane *l;
 
-	for (unsigned i = 0; i < m->u.seq_skip.count; i++)
-		if (tr_seq_rx_accept(rx, m->u.seq_skip.seq[i]) == TR_SEQ_TOO_FAR)
-			tr_warn("peer %d: lost message %u of priority %u is beyond the window "
-				"(expected %u)", l->peer, m->u.seq_skip.seq[i], m->prio, rx->next);
+	if (!skips_pending(p) || ctx->closing || p->gone)
+		return;
+	l = tr_peer_lane(ctx, p->rank, TR_F_NO_DETOUR);
+	if (l && l->state == TR_LANE_UP)
+		skip_flush(l);
+}
+
+void tr_peer_msg_skip(struct tr_lane *l, const void *data, int len)
+{
+	struct tr_peer *p = &l->ctx->peers[l->peer];
+
+	skip_lost(p, data, len);
+	skips_tell(l->ctx, p);
+}
+
+static int park(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
+
+/* The peer will never send these numbers: the window moves past them.  One
+ * beyond the window parks the SEQ_SKIP, tried whole again once it fits
+ * (the numbers before it are known then, and count as duplicates).  0; -1
+ * when the peer broke its window (the lane is broken). */
+static int skip_receive(struct tr_lane *l, const struct tr_msg *m)
+{
+	struct tr_peer *p = &l->ctx->peers[l->peer];
+
+	for (unsigned i = 0; i < m->u.seq_skip.count; i++) {
+		uint32_t seq = m->u.seq_skip.seq[i];
+		struct tr_msg at = *m;
+
+		switch (tr_stream_rx_skip(&p->srx[m->prio], seq, TR_PARKED_MAX)) {
+		case TR_STREAM_PARK:
+			at.seq = seq; /* parked by the number it waits for */
+			if (park(l, &at, NULL) == 0)
+				return 0;
+			tr_stream_rx_unparked(&p->srx[m->prio]);
+			/* fall through */
+		case TR_STREAM_BROKEN:
+			tr_error("peer %d: lost message %u of priority %u is beyond the window "
+				 "(expected %u) and cannot be parked: the connection is broken",
+				 l->peer, seq, m->prio, tr_stream_rx_next(&p->srx[m->prio]));
+			tr_lane_fail(l, TRIAD_S_TRANSPORT);
+			return -1;
+		default:
+			break;
+		}
+	}
 	tr_debug("peer %d: %u lost message(s) skipped", l->peer, m->u.seq_skip.count);
+	return 0;
 }
 
 /* ---- connect on first use (TRIAD_CONNECT=lazy) ------------------------------------*/
@@ -548,10 +576,12 @@ static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct 
 	 * (checked again when it goes). */
 	if (need > (size_t)ctx->cfg.slot_size)
 		return -EMSGSIZE;
+	if (!tr_stream_tx_can_assign(&p->stx[prio]))
+		return -EAGAIN;
 	a = malloc(sizeof(*a) + need);
 	if (!a)
 		return -ENOMEM;
-	m->seq = p->tx_seq[prio];
+	m->seq = tr_stream_tx_next(&p->stx[prio]);
 	m->slot = 0;
 	m->prio = (uint8_t)prio;
 	len = tr_msg_encode(m, a->data, need);
@@ -559,7 +589,7 @@ static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct 
 		free(a);
 		return len;
 	}
-	p->tx_seq[prio]++;
+	tr_stream_tx_assign(&p->stx[prio], &m->seq);
 	await_push(p, a, len, prio, req);
 	return 0;
 }
@@ -572,6 +602,7 @@ static void await_msg_lost(struct tr_peer *p, struct tr_await_msg *a, enum triad
 	if (a->req)
 		tr_req_complete(a->req, st);
 	free(a);
+	skips_tell(p->lane[0].ctx, p);
 }
 
 static int after_chunks(struct tr_lane *alt, const void *data, int len, unsigned prio);
@@ -782,10 +813,6 @@ void tr_peer_free(struct tr_peer *p)
 		free(e);
 	}
 	p->nfenced = 0;
-	for (unsigned q = 0; q < TR_FC_NPRIO; q++) {
-		free(p->skip[q].seq);
-		p->skip[q] = (struct tr_skips){ 0 };
-	}
 	for (unsigned q = 0; q < TR_FC_NPRIO; q++)
 		while (!tr_list_empty(&p->parked[q])) {
 			struct tr_parked *e = tr_list_first(&p->parked[q], struct tr_parked, link);
@@ -813,13 +840,22 @@ static int park(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	struct tr_peer *p = &l->ctx->peers[l->peer];
 	struct tr_parked *e;
 
-	if (p->nparked >= TR_PARKED_MAX || !(e = malloc(sizeof(*e))))
+	/* A copy's carried data points into a receive buffer that is posted
+	 * again: it is kept with the message. */
+	size_t extra = !b && m->type == TR_MSG_COPY ? m->u.copy.carried : 0;
+
+	if (!(e = malloc(sizeof(*e) + extra)))
 		return -1;
 	*e = (struct tr_parked){ .l = l, .b = b, .m = *m };
+	if (extra) {
+		memcpy(e->data, m->u.copy.data, extra);
+		e->m.u.copy.data = e->data;
+	}
 	tr_list_add_tail(&p->parked[m->prio], &e->link);
 	p->nparked++;
 	tr_debug("peer %d: %s seq %u of priority %u beyond the window (expected %u): parked",
-		 l->peer, tr_msg_type_str(m->type), m->seq, m->prio, p->rx_seq[m->prio].next);
+		 l->peer, tr_msg_type_str(m->type), m->seq, m->prio,
+		 tr_stream_rx_next(&p->srx[m->prio]));
 	return 0;
 }
 
@@ -836,7 +872,7 @@ static void unpark(struct tr_peer *p, unsigned prio)
 		for (struct tr_list *i = p->parked[prio].next; i != &p->parked[prio]; i = i->next) {
 			struct tr_parked *x = tr_container_of(i, struct tr_parked, link);
 
-			if (tr_seq_rx_fits(&p->rx_seq[prio], x->m.seq)) {
+			if (tr_stream_rx_fits(&p->srx[prio], x->m.seq)) {
 				e = x;
 				break;
 			}
@@ -845,6 +881,7 @@ static void unpark(struct tr_peer *p, unsigned prio)
 			break;
 		tr_list_del(&e->link);
 		p->nparked--;
+		tr_stream_rx_unparked(&p->srx[prio]);
 		if (!tr_peer_on_msg(e->l, &e->m, e->b) && e->b)
 			tr_lane_release(e->b); /* handled and not kept: its slot is free */
 		free(e);
@@ -978,6 +1015,7 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
 	struct triad_ctx *ctx = l->ctx;
 	struct tr_peer *p = &ctx->peers[l->peer];
+	enum tr_stream_verdict v;
 	int kept = 0;
 
 	if (m->type == TR_MSG_SEQ_SKIP) { /* carries no number of its own */
@@ -986,21 +1024,29 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		unpark(p, m->prio);
 		return 0;
 	}
-	switch (tr_seq_rx_accept(&p->rx_seq[m->prio], m->seq)) {
-	case TR_SEQ_NEW:
+	v = tr_stream_rx_accept(&p->srx[m->prio], m->seq, TR_PARKED_MAX);
+	if (v != TR_STREAM_DELIVER)
+		tr_debug("peer %d: %s seq %u of priority %u: %s", l->peer,
+			 tr_msg_type_str(m->type), m->seq, m->prio, tr_stream_verdict_str(v));
+	switch (v) {
+	case TR_STREAM_DELIVER:
 		break;
-	case TR_SEQ_DUPLICATE:
-		tr_debug("peer %d: duplicate %s seq %u dropped", l->peer, tr_msg_type_str(m->type),
-			 m->seq);
+	case TR_STREAM_DUPLICATE:
 		return 0;
-	case TR_SEQ_TOO_FAR:
+	case TR_STREAM_PARK:
 		if (park(l, m, b) == 0)
 			return b != NULL; /* an active message's buffer stays held */
+		tr_stream_rx_unparked(&p->srx[m->prio]);
+		/* no memory to keep it */
+		/* fall through */
+	default:
 		tr_lane_count_drop(l, 0);
-		tr_warn("peer %d: %s seq %u of priority %u beyond the window (expected %u), "
-			"and %u parked already: dropped",
-			l->peer, tr_msg_type_str(m->type), m->seq, m->prio, p->rx_seq[m->prio].next,
-			p->nparked);
+		tr_error("peer %d: %s seq %u of priority %u beyond the window (expected %u), "
+			 "and %u parked already (or no memory): the peer broke its window, or we "
+			 "are out of memory: the connection is broken",
+			 l->peer, tr_msg_type_str(m->type), m->seq, m->prio,
+			 tr_stream_rx_next(&p->srx[m->prio]), p->nparked);
+		tr_lane_fail(l, TRIAD_S_TRANSPORT);
 		return 0;
 	}
 	switch (m->type) {
@@ -1134,9 +1180,11 @@ static void msg_resend(struct tr_lane *l, const void *data, int len, unsigned pr
 	}
 	/* The encoded message keeps its sequence number: the receiver drops
 	 * it if the first copy did arrive. */
-	if (alt != l && alt->state == TR_LANE_UP && !req && after_chunks(alt, data, len, prio))
+	if (alt->state == TR_LANE_UP && !req && after_chunks(alt, data, len, prio))
 		return;
-	if (alt == l || tr_lane_resend(alt, data, len, prio, req)) {
+	/* (l itself is a choice once it is up again: a message the redo fence
+	 * held goes once the lane is rebuilt.) */
+	if ((alt == l && l->state != TR_LANE_UP) || tr_lane_send(alt, data, len, prio, req, 0)) {
 		/* Nobody waits for our BYE, nor for anything to a peer that said
 		 * its own: that is a peer closing first, not a fault. */
 		int closing = ctx->peers[l->peer].gone || tr_wire_type(data) == TR_MSG_BYE;
@@ -1152,6 +1200,7 @@ static void msg_resend(struct tr_lane *l, const void *data, int len, unsigned pr
 		skip_lost(&ctx->peers[l->peer], data, len);
 		if (req)
 			tr_req_complete(req, l->down_status);
+		skips_tell(ctx, &ctx->peers[l->peer]);
 		return;
 	}
 	tr_debug("message to rank %d moved from plane %d to plane %d", l->peer, l->plane,
@@ -1169,7 +1218,7 @@ void tr_peer_lane_changed(struct tr_lane *l)
 		rejoin_begin(ctx, p, l);
 	if (l->state == TR_LANE_UP || l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED)
 		tr_peer_plane_event(ctx, p, l->plane);
-	if (l->state == TR_LANE_UP && skips_pending(p) && !ctx->closing)
+	if (l->state == TR_LANE_UP && skips_pending(p) && !ctx->closing && !p->gone)
 		skip_flush(l);
 	if (l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED) {
 		/* Operations not yet posted whole on it are done again elsewhere

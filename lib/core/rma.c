@@ -96,6 +96,28 @@ int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len)
 	return (int)n;
 }
 
+/* A message given back by a broken lane rode on req (then_raw) to follow
+ * the WRITEs queued before it: req is posted whole, or done with (failed
+ * before it was).  A copy's COPY_DATA behind its own chunk that failed is
+ * skipped (the copy fails, as when its first one is never sent); behind
+ * anything else, everything before it on the lane is posted, and it goes
+ * now.  Either way its number is delivered or skipped, never left. */
+static void raw_unride(struct triad_req *req, int failed)
+{
+	struct tr_raw_msg *r = req->then_raw;
+	struct tr_lane *l = req->lane ? req->lane : &req->ctx->peers[req->peer].lane[0];
+	struct tr_msg m;
+
+	req->then_raw = NULL;
+	if (failed && req->kind == TR_REQ_CHUNK && !tr_msg_decode(r->data, (size_t)r->len, &m) &&
+	    m.type == TR_MSG_COPY && m.u.copy.hdr.initiator == req->c_init &&
+	    m.u.copy.hdr.op_id == req->c_op)
+		tr_peer_msg_skip(l, r->data, r->len);
+	else if (l->state != TR_LANE_UP || tr_lane_send(l, r->data, r->len, r->prio, NULL, 0))
+		tr_peer_msg_lost(l, r->data, r->len, r->prio, NULL);
+	free(r);
+}
+
 void tr_req_complete(struct triad_req *req, enum triad_status st)
 {
 	struct triad_ctx *ctx = req->ctx;
@@ -103,12 +125,12 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 	struct tr_epoch *ep;
 	int peer;
 
-	if (req->then || req->then_raw) { /* never posted: its op fails with this request */
+	if (req->then) { /* never posted: its op fails with this request */
 		free(req->then);
 		req->then = NULL;
-		free(req->then_raw);
-		req->then_raw = NULL;
 	}
+	if (req->then_raw)
+		raw_unride(req, st != TRIAD_S_OK);
 	if (st == TRIAD_S_OK && req->lane)
 		tr_lane_count(req->lane, req, 1);
 	if (req->kind == TR_REQ_CHUNK || req->kind == TR_REQ_LOOKUP) {
@@ -270,15 +292,8 @@ void tr_rma_pump(struct tr_lane *l)
 					l->peer, l->plane, tr_msg_type_str(m->type));
 			free(m);
 		}
-		if (req->then_raw) { /* given back by a broken lane, sent again */
-			struct tr_raw_msg *r = req->then_raw;
-
-			req->then_raw = NULL;
-			if (tr_lane_resend(l, r->data, r->len, r->prio, NULL))
-				tr_warn("peer %d plane %d: a message after the data could not be "
-					"sent again", l->peer, l->plane);
-			free(r);
-		}
+		if (req->then_raw) /* given back by a broken lane, sent again */
+			raw_unride(req, 0);
 	}
 }
 

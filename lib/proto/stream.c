@@ -1,142 +1,146 @@
 #include "proto/stream.h"
 
 #include <errno.h>
-#include <string.h>
 
-_Static_assert(TR_STREAM_WINDOW == 64, "the acked map is one uint64_t");
-_Static_assert(TR_STREAM_MAX_PLANES < TR_STREAM_NO_PLANE, "a plane index fits a uint8_t");
+#include "base/bits.h"
+
+_Static_assert(TR_STREAM_WINDOW <= 64, "proto/seq's filter holds 64 numbers above its base");
+_Static_assert(TR_STREAM_AHEAD % 64 == 0, "lost numbers are whole words");
 
 /* ---- sender ------------------------------------------------------------ */
 
-void tr_stream_tx_init(struct tr_stream_tx *tx, uint32_t first)
+void tr_stream_tx_init(struct tr_stream_tx *tx, uint32_t first, unsigned window)
 {
-	*tx = (struct tr_stream_tx){ .next = first, .base = first };
-	memset(tx->plane, TR_STREAM_NO_PLANE, sizeof(tx->plane));
+	*tx = (struct tr_stream_tx){ .next = first };
+	tr_seq_rx_init(&tx->done, first);
+	tx->window = window && window < TR_STREAM_WINDOW ? window : TR_STREAM_WINDOW;
 }
 
-static uint8_t *slot_of(struct tr_stream_tx *tx, uint32_t seq)
+int tr_stream_tx_assign(struct tr_stream_tx *tx, uint32_t *seq_p)
 {
-	return &tx->plane[seq % TR_STREAM_WINDOW];
-}
-
-/* Whether seq is assigned and not acknowledged. */
-static bool unacked(const struct tr_stream_tx *tx, uint32_t seq)
-{
-	uint32_t d = seq - tx->base;
-
-	return d < tx->next - tx->base && !(tx->acked >> d & 1);
-}
-
-int tr_stream_tx_assign(struct tr_stream_tx *tx, unsigned plane, uint32_t *seq_p)
-{
-	if (plane >= TR_STREAM_MAX_PLANES)
-		return -EINVAL;
 	if (!tr_stream_tx_can_assign(tx))
 		return -EAGAIN;
-	*slot_of(tx, tx->next) = (uint8_t)plane;
-	tx->inflight[plane]++;
 	*seq_p = tx->next++;
 	return 0;
 }
 
-int tr_stream_tx_acked(struct tr_stream_tx *tx, uint32_t seq)
+/* Whether seq is assigned and not settled. */
+static bool unsettled(const struct tr_stream_tx *tx, uint32_t seq)
 {
-	uint8_t *p = slot_of(tx, seq);
+	uint32_t d = seq - tx->done.next;
 
-	if (!unacked(tx, seq) || *p == TR_STREAM_NO_PLANE)
-		return -EINVAL;
-	tx->inflight[*p]--;
-	*p = TR_STREAM_NO_PLANE;
-	tx->acked |= 1ull << (seq - tx->base);
-	/* Slide past every acknowledged number; bit 0 is then clear again. */
-	while (tx->acked & 1) {
-		tx->acked >>= 1;
-		tx->base++;
+	return d < tx->next - tx->done.next && (d == 0 || !(tx->done.above >> (d - 1) & 1));
+}
+
+static bool lost_bit(const struct tr_stream_tx *tx, uint32_t seq)
+{
+	return tx->lost[seq % TR_STREAM_AHEAD / 64] >> (seq % 64) & 1;
+}
+
+static void lost_flip(struct tr_stream_tx *tx, uint32_t seq)
+{
+	tx->lost[seq % TR_STREAM_AHEAD / 64] ^= 1ull << (seq % 64);
+}
+
+bool tr_stream_tx_settled(struct tr_stream_tx *tx, uint32_t seq)
+{
+	uint32_t before = tx->done.next;
+
+	if (!unsettled(tx, seq))
+		return false;
+	if (lost_bit(tx, seq)) { /* it arrived after all (a late SEQ_SKIP's twin) */
+		lost_flip(tx, seq);
+		tx->nlost--;
 	}
-	return 0;
+	tr_seq_rx_accept(&tx->done, seq); /* within the window: never too far */
+	return tx->done.next != before;
 }
 
 int tr_stream_tx_lost(struct tr_stream_tx *tx, uint32_t seq)
 {
-	uint8_t *p = slot_of(tx, seq);
-
-	if (!unacked(tx, seq) || *p == TR_STREAM_NO_PLANE)
+	if (!unsettled(tx, seq) || lost_bit(tx, seq))
 		return -EINVAL;
-	tx->inflight[*p]--;
-	*p = TR_STREAM_NO_PLANE;
-	tx->waiting++;
+	lost_flip(tx, seq);
+	tx->nlost++;
 	return 0;
 }
 
-unsigned tr_stream_tx_plane_lost(struct tr_stream_tx *tx, unsigned plane)
+unsigned tr_stream_tx_tellable(const struct tr_stream_tx *tx)
 {
-	unsigned count = 0;
+	unsigned n = 0;
 
-	if (plane >= TR_STREAM_MAX_PLANES)
-		return 0;
-	for (uint32_t s = tx->base; s != tx->next; s++) {
-		uint8_t *p = slot_of(tx, s);
+	for (uint32_t d = 0; d < tx->window && n < tx->nlost; d++)
+		n += lost_bit(tx, tx->done.next + d);
+	return n;
+}
 
-		if (*p == plane) { /* acknowledged entries hold NO_PLANE */
-			*p = TR_STREAM_NO_PLANE;
-			count++;
+unsigned tr_stream_tx_skips(struct tr_stream_tx *tx, uint32_t *out, unsigned max)
+{
+	unsigned n = 0;
+
+	for (uint32_t d = 0; d < tx->window && n < max && tx->nlost; d++) {
+		uint32_t seq = tx->done.next + d;
+
+		if (lost_bit(tx, seq)) {
+			lost_flip(tx, seq);
+			tx->nlost--;
+			out[n++] = seq;
 		}
 	}
-	tx->inflight[plane] -= count;
-	tx->waiting += count;
-	return count;
-}
-
-int tr_stream_tx_moved(struct tr_stream_tx *tx, uint32_t seq, unsigned plane)
-{
-	uint8_t *p = slot_of(tx, seq);
-
-	if (!unacked(tx, seq) || plane >= TR_STREAM_MAX_PLANES)
-		return -EINVAL;
-	if (*p == TR_STREAM_NO_PLANE)
-		tx->waiting--;
-	else
-		tx->inflight[*p]--;
-	*p = (uint8_t)plane;
-	tx->inflight[plane]++;
-	tx->resent++;
-	return 0;
-}
-
-int tr_stream_tx_plane(const struct tr_stream_tx *tx, uint32_t seq)
-{
-	if (!unacked(tx, seq))
-		return -EINVAL;
-	return tx->plane[seq % TR_STREAM_WINDOW];
-}
-
-int tr_stream_tx_first_on(const struct tr_stream_tx *tx, unsigned plane, uint32_t *seq_p)
-{
-	for (uint32_t s = tx->base; s != tx->next; s++) {
-		if (tx->plane[s % TR_STREAM_WINDOW] == plane && unacked(tx, s)) {
-			*seq_p = s;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	tx->skipped += n;
+	return n;
 }
 
 /* ---- receiver ---------------------------------------------------------- */
 
-void tr_stream_rx_init(struct tr_stream_rx *rx, uint32_t first)
+static const char *const verdict_names[] = {
+	[TR_STREAM_DELIVER] = "deliver",
+	[TR_STREAM_DUPLICATE] = "duplicate",
+	[TR_STREAM_PARK] = "park",
+	[TR_STREAM_BROKEN] = "broken",
+};
+
+const char *tr_stream_verdict_str(enum tr_stream_verdict v)
 {
-	*rx = (struct tr_stream_rx){ 0 };
-	tr_seq_rx_init(&rx->seq, first);
+	return (unsigned)v < sizeof(verdict_names) / sizeof(verdict_names[0]) ? verdict_names[v]
+									     : "?";
 }
 
-enum tr_seq_verdict tr_stream_rx_accept(struct tr_stream_rx *rx, uint32_t seq)
+void tr_stream_rx_init(struct tr_stream_rx *rx, uint32_t first, unsigned window)
 {
-	enum tr_seq_verdict v = tr_seq_rx_accept(&rx->seq, seq);
+	*rx = (struct tr_stream_rx){ .parked = 0 };
+	tr_seq_rx_init(&rx->seq, first);
+	rx->window = window && window < TR_STREAM_WINDOW ? window : TR_STREAM_WINDOW;
+}
 
-	switch (v) {
-	case TR_SEQ_NEW: rx->delivered++; break;
-	case TR_SEQ_DUPLICATE: rx->duplicates++; break;
-	case TR_SEQ_TOO_FAR: rx->too_far++; break;
+static enum tr_stream_verdict rx_take(struct tr_stream_rx *rx, uint32_t seq, unsigned park_max)
+{
+	if (!tr_stream_rx_fits(rx, seq)) {
+		if (rx->parked >= park_max)
+			return TR_STREAM_BROKEN;
+		rx->parked++;
+		return TR_STREAM_PARK;
 	}
+	if (tr_seq_rx_accept(&rx->seq, seq) == TR_SEQ_NEW) /* fits: never too far */
+		return TR_STREAM_DELIVER;
+	rx->duplicates++;
+	return TR_STREAM_DUPLICATE;
+}
+
+enum tr_stream_verdict tr_stream_rx_accept(struct tr_stream_rx *rx, uint32_t seq,
+					   unsigned park_max)
+{
+	enum tr_stream_verdict v = rx_take(rx, seq, park_max);
+
+	rx->delivered += v == TR_STREAM_DELIVER;
+	return v;
+}
+
+enum tr_stream_verdict tr_stream_rx_skip(struct tr_stream_rx *rx, uint32_t seq,
+					 unsigned park_max)
+{
+	enum tr_stream_verdict v = rx_take(rx, seq, park_max);
+
+	rx->skipped += v == TR_STREAM_DELIVER;
 	return v;
 }

@@ -1,157 +1,172 @@
-/* The per-peer message stream, for one peer and one direction: sequence
- * numbers, which plane carries each unacknowledged message, the resend of
- * a message whose plane failed, and the receiver's duplicate drop.
+/* The message stream between two ranks: one direction, one priority.
  *
- * Sender (struct tr_stream_tx).  Every message to the peer gets the next
- * sequence number, whatever plane it takes.  The sender remembers, for
- * each message not yet acknowledged, the plane of its current copy.  A
- * copy ends in one of two ways:
- *   - its send completes successfully: tr_stream_tx_acked();
- *   - its plane fails (the RC QP goes to error and flushes its work
- *     requests, delivered or not: RC cannot tell which arrived):
- *     tr_stream_tx_lost() (or tr_stream_tx_plane_lost() for all of a
- *     plane's at once) leaves the message waiting for a new copy, and
- *     tr_stream_tx_moved() records that copy once it is posted on a live
- *     plane.  The receiver drops the copy it already has, if any.
+ * Every message of the stream carries the next sequence number, whatever
+ * plane takes it; the receiver hands each number over once, in any order
+ * the planes bring them, and drops a second copy (a message sent again on
+ * another plane after a break, whose first copy had arrived).  This engine
+ * holds every decision about the numbers; lib/core carries out what it says
+ * (peer.c: posting, resending, SEQ_SKIP, parking).
  *
- * The window.  At most TR_STREAM_WINDOW (= TR_SEQ_WINDOW) messages are
- * unacknowledged at a time: tr_stream_tx_assign() says -EAGAIN beyond.
- * Every message below the oldest unacknowledged one (base) was accepted
- * by the receiver, so the receiver's lowest missing number is at least
- * base and every number in flight, a late resend of base included, is at
- * most base + TR_STREAM_WINDOW - 1: within the receiver's window, never
- * TR_SEQ_TOO_FAR.  This needs "acknowledged" to mean that the receiver's
- * stream has accepted the message, or will before any message sent after
- * the acknowledgement.  An RC send completion says only that the message
- * reached the peer's receive queue: it is enough when the peer handles
- * its planes' arrivals without letting one plane lag, otherwise the
- * acknowledgement must come from the peer itself.
+ * Sender (struct tr_stream_tx).  A number is *settled* once the peer has it
+ * for sure: its message arrived (the RC send completed), or it was lost for
+ * good and a SEQ_SKIP carrying it arrived.  base is the lowest unsettled
+ * number.
+ *   - Bounded: at most TR_STREAM_AHEAD numbers are unsettled at a time;
+ *     tr_stream_tx_assign() says -EAGAIN beyond (the caller's queues, and
+ *     the memory they take, are bounded by it).
+ *   - Window: a message is posted only while its number is below base +
+ *     window (tr_stream_tx_may_post()).  The receiver has everything below
+ *     base in its buffers or handled, so what it sees beyond its own
+ *     window is bounded by its receive buffers (it parks those).
+ *   - A break gives back what it flushed: sent again (the same number) on
+ *     a live plane, or lost for good (tr_stream_tx_lost()).  Lost numbers
+ *     are told to the peer, lowest first and only within the window, by
+ *     tr_stream_tx_skips(); a SEQ_SKIP that is lost in turn gives its
+ *     numbers back (tr_stream_tx_lost() again).  So every number ends
+ *     delivered once or skipped, and the window always moves again.
  *
- * Receiver (struct tr_stream_rx): proto/seq's duplicate filter plus
- * counters.  Both sides start at the same first number, agreed when the
- * peer's connection is set up.
+ * Receiver (struct tr_stream_rx): proto/seq's filter, a window of the same
+ * size, and a count of what is parked beyond it.  A number beyond the
+ * window is parked by the caller (PARK) and handled once the window
+ * reaches it (tr_stream_rx_fits()); more parked than the caller's bound
+ * means a sender that broke the protocol (BROKEN).
  *
  * Pure: no clock, no I/O, no allocation, no locks; the caller serialises
- * access.  Sequence numbers compare in serial arithmetic (RFC 1982), so
- * the stream runs across 2^32. */
+ * access.  Numbers compare in serial arithmetic (RFC 1982): the stream runs
+ * across 2^32. */
 #ifndef TRIAD_PROTO_STREAM_H
 #define TRIAD_PROTO_STREAM_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/bits.h"
 #include "proto/seq.h"
-#include "triad.h"
 
-#define TR_STREAM_WINDOW TR_SEQ_WINDOW
-#define TR_STREAM_MAX_PLANES TRIAD_MAX_PLANES
-/* The "plane" of a message whose copy was lost and is not sent again yet. */
-#define TR_STREAM_NO_PLANE 0xffu
+#define TR_STREAM_WINDOW TR_SEQ_WINDOW /* the default window, and its largest */
+#define TR_STREAM_AHEAD 256	       /* unsettled numbers, at most */
 
 /* ---- sender ------------------------------------------------------------ */
 
 struct tr_stream_tx {
-	uint32_t next;	/* next sequence number to assign */
-	uint32_t base;	/* oldest not acknowledged; == next when none is */
-	uint64_t acked; /* bit i: base + i acknowledged (bit 0 always clear) */
-	/* By seq % TR_STREAM_WINDOW, for base <= seq < next not acked: the
-	 * plane of its current copy, or TR_STREAM_NO_PLANE while it waits to
-	 * be sent again; TR_STREAM_NO_PLANE for every other entry. */
-	uint8_t plane[TR_STREAM_WINDOW];
-	unsigned inflight[TR_STREAM_MAX_PLANES]; /* copies on each plane */
-	unsigned waiting; /* messages lost and not sent again yet */
-	uint64_t resent;  /* copies sent again (tr_stream_tx_moved()), ever */
+	uint32_t next;	       /* the next number to assign */
+	struct tr_seq_rx done; /* settled numbers: done.next is base */
+	unsigned window;       /* 1 .. TR_STREAM_WINDOW */
+	/* By number % TR_STREAM_AHEAD, base <= number < next: lost for good
+	 * and not yet carried by a SEQ_SKIP. */
+	uint64_t lost[TR_STREAM_AHEAD / 64];
+	unsigned nlost;
+	uint64_t skipped; /* numbers handed to SEQ_SKIPs, ever */
 };
 
-/* An empty stream whose first message will be number first. */
-void tr_stream_tx_init(struct tr_stream_tx *tx, uint32_t first);
+/* An empty stream whose first number is first, with a window of window
+ * numbers (0: TR_STREAM_WINDOW; more is clamped to it). */
+void tr_stream_tx_init(struct tr_stream_tx *tx, uint32_t first, unsigned window);
 
-/* A new message goes out on plane: *seq_p gets its number.  Returns 0;
- * -EAGAIN when TR_STREAM_WINDOW messages are unacknowledged (the message
- * waits for an acknowledgement); -EINVAL for plane >= TR_STREAM_MAX_PLANES.
- * Nothing changes on error. */
-int tr_stream_tx_assign(struct tr_stream_tx *tx, unsigned plane, uint32_t *seq_p);
+/* The next number, in *seq_p: 0, or -EAGAIN when TR_STREAM_AHEAD numbers
+ * are unsettled (nothing changes). */
+int tr_stream_tx_assign(struct tr_stream_tx *tx, uint32_t *seq_p);
 
-/* The current copy of seq was sent successfully: seq is acknowledged, its
- * plane has one copy fewer in flight, and base moves past every
- * acknowledged number.  -EINVAL (nothing changes) if seq has no copy in
- * flight: never assigned, already acknowledged, or waiting after a loss. */
-int tr_stream_tx_acked(struct tr_stream_tx *tx, uint32_t seq);
-
-/* The current copy of seq failed (its plane flushed it): seq waits for a
- * new copy, on no plane.  -EINVAL (nothing changes) if seq has no copy in
- * flight. */
-int tr_stream_tx_lost(struct tr_stream_tx *tx, uint32_t seq);
-
-/* Every copy in flight on plane failed, as tr_stream_tx_lost() for each.
- * Returns how many; 0 for plane >= TR_STREAM_MAX_PLANES. */
-unsigned tr_stream_tx_plane_lost(struct tr_stream_tx *tx, unsigned plane);
-
-/* A new copy of unacknowledged seq was posted on plane, after its previous
- * copy failed: the caller has seen that copy's failure, or reported it
- * with tr_stream_tx_lost() (seq is waiting).  The previous copy's plane,
- * if any, has one fewer in flight; plane one more.  Moving a copy to the
- * plane it is on (a plane that was re-established) changes only the
- * resent counter.  -EINVAL (nothing changes) if seq is not unacknowledged
- * or plane >= TR_STREAM_MAX_PLANES. */
-int tr_stream_tx_moved(struct tr_stream_tx *tx, uint32_t seq, unsigned plane);
-
-/* The plane of unacknowledged seq's current copy, TR_STREAM_NO_PLANE if it
- * is waiting; -EINVAL if seq is not unacknowledged. */
-int tr_stream_tx_plane(const struct tr_stream_tx *tx, uint32_t seq);
-
-/* The oldest unacknowledged message whose copy is on plane (with
- * TR_STREAM_NO_PLANE: the oldest waiting one) in *seq_p.  Returns 0, or
- * -ENOENT if there is none.  Resending after a failure:
- *   tr_stream_tx_plane_lost(tx, dead);
- *   while (!tr_stream_tx_first_on(tx, TR_STREAM_NO_PLANE, &s))
- *           { post s on live; tr_stream_tx_moved(tx, s, live); } */
-int tr_stream_tx_first_on(const struct tr_stream_tx *tx, unsigned plane, uint32_t *seq_p);
-
-/* Copies in flight on plane (0 for plane >= TR_STREAM_MAX_PLANES). */
-static inline unsigned tr_stream_tx_inflight(const struct tr_stream_tx *tx, unsigned plane)
-{
-	return plane < TR_STREAM_MAX_PLANES ? tx->inflight[plane] : 0;
-}
-
-/* Messages assigned and not acknowledged (in flight or waiting). */
-static inline unsigned tr_stream_tx_unacked(const struct tr_stream_tx *tx)
-{
-	return tx->next - tx->base - tr_popcount64(tx->acked);
-}
-
-/* Messages lost and not sent again yet. */
-static inline unsigned tr_stream_tx_waiting(const struct tr_stream_tx *tx)
-{
-	return tx->waiting;
-}
-
-/* Whether tr_stream_tx_assign() would succeed on a valid plane. */
+/* Whether tr_stream_tx_assign() would succeed, and the number it gives. */
 static inline bool tr_stream_tx_can_assign(const struct tr_stream_tx *tx)
 {
-	return tx->next - tx->base < TR_STREAM_WINDOW;
+	return tx->next - tx->done.next < TR_STREAM_AHEAD;
+}
+
+static inline uint32_t tr_stream_tx_next(const struct tr_stream_tx *tx)
+{
+	return tx->next;
+}
+
+/* Whether the message numbered seq (assigned, unsettled) may be posted now. */
+static inline bool tr_stream_tx_may_post(const struct tr_stream_tx *tx, uint32_t seq)
+{
+	return (uint32_t)(seq - tx->done.next) < tx->window;
+}
+
+/* seq is settled: its message arrived, or a SEQ_SKIP carrying it did.
+ * Returns true when base moved (what waited for the window may go).  A
+ * number settled already, or never assigned, changes nothing. */
+bool tr_stream_tx_settled(struct tr_stream_tx *tx, uint32_t seq);
+
+/* The message numbered seq is lost for good (no plane to send it again),
+ * or the SEQ_SKIP that carried it is: it is to be told.  0; -EINVAL when
+ * seq is not an unsettled number, or is told already (nothing changes). */
+int tr_stream_tx_lost(struct tr_stream_tx *tx, uint32_t seq);
+
+/* Takes up to max lost numbers for a SEQ_SKIP, lowest first, and only
+ * those within the window (so that the receiver can take them): written
+ * to out, no longer counted lost.  Returns how many. */
+unsigned tr_stream_tx_skips(struct tr_stream_tx *tx, uint32_t *out, unsigned max);
+
+/* Assigned and not settled (in flight, queued, lost or being told). */
+static inline unsigned tr_stream_tx_unsettled(const struct tr_stream_tx *tx)
+{
+	return tx->next - tx->done.next - (unsigned)__builtin_popcountll(tx->done.above);
+}
+
+/* Lost and not yet handed to a SEQ_SKIP; how many of those
+ * tr_stream_tx_skips() would take now. */
+static inline unsigned tr_stream_tx_nlost(const struct tr_stream_tx *tx)
+{
+	return tx->nlost;
+}
+unsigned tr_stream_tx_tellable(const struct tr_stream_tx *tx);
+
+static inline uint32_t tr_stream_tx_base(const struct tr_stream_tx *tx)
+{
+	return tx->done.next;
 }
 
 /* ---- receiver ---------------------------------------------------------- */
 
+enum tr_stream_verdict {
+	TR_STREAM_DELIVER,   /* new: hand it over */
+	TR_STREAM_DUPLICATE, /* seen before (or skipped): drop it */
+	TR_STREAM_PARK,	     /* beyond the window: keep it, try again once it fits */
+	TR_STREAM_BROKEN,    /* beyond the window with park_max parked: a broken sender */
+};
+const char *tr_stream_verdict_str(enum tr_stream_verdict v);
+
 struct tr_stream_rx {
 	struct tr_seq_rx seq;
-	uint64_t delivered;  /* messages accepted, ever */
-	uint64_t duplicates; /* copies dropped as seen before, ever */
-	uint64_t too_far;    /* numbers beyond the window (a broken sender), ever */
+	unsigned window;     /* the sender's: 1 .. TR_STREAM_WINDOW */
+	unsigned parked;     /* parked now */
+	uint64_t delivered;  /* numbers handed over, ever */
+	uint64_t skipped;    /* numbers the sender told lost, ever */
+	uint64_t duplicates; /* copies dropped, ever */
 };
 
-/* A receiver expecting first as the first number, counters at 0. */
-void tr_stream_rx_init(struct tr_stream_rx *rx, uint32_t first);
+/* The receiver of a stream whose first number is first, and whose sender
+ * posts within a window of window numbers (0: TR_STREAM_WINDOW, more is
+ * clamped to it); counters at 0. */
+void tr_stream_rx_init(struct tr_stream_rx *rx, uint32_t first, unsigned window);
 
-/* A message numbered seq arrived, on whatever plane: TR_SEQ_NEW, deliver
- * it; TR_SEQ_DUPLICATE, drop it (a copy sent again after a plane failure,
- * whose first copy had arrived); TR_SEQ_TOO_FAR, drop it and treat the
- * peer as broken (a correct sender never does this, see the window). */
-enum tr_seq_verdict tr_stream_rx_accept(struct tr_stream_rx *rx, uint32_t seq);
+/* A message numbered seq arrived (or a parked one is tried again: the
+ * caller takes it off its parking first, tr_stream_rx_unparked()).  With
+ * PARK the caller keeps it, and it counts in parked. */
+enum tr_stream_verdict tr_stream_rx_accept(struct tr_stream_rx *rx, uint32_t seq,
+					   unsigned park_max);
 
-/* The lowest number not received yet: everything below was delivered. */
+/* A SEQ_SKIP says seq will never come: DELIVER (settled now: nothing to
+ * hand over), DUPLICATE (known already), or PARK/BROKEN as above (the
+ * caller keeps the SEQ_SKIP and tries it whole again once seq fits). */
+enum tr_stream_verdict tr_stream_rx_skip(struct tr_stream_rx *rx, uint32_t seq,
+					 unsigned park_max);
+
+/* A parked message or SEQ_SKIP is taken off the parking. */
+static inline void tr_stream_rx_unparked(struct tr_stream_rx *rx)
+{
+	rx->parked--;
+}
+
+/* Whether seq is within the window now (a parked one can be tried). */
+static inline bool tr_stream_rx_fits(const struct tr_stream_rx *rx, uint32_t seq)
+{
+	return (int32_t)(seq - rx->seq.next) <= (int32_t)rx->window;
+}
+
+/* The lowest number not handed over yet: everything below was, or was
+ * skipped. */
 static inline uint32_t tr_stream_rx_next(const struct tr_stream_rx *rx)
 {
 	return rx->seq.next;
