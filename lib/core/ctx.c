@@ -431,7 +431,7 @@ static int open_peers(triad_ctx_t *ctx)
 		return -ENOMEM;
 	for (int r = 0; r < ctx->size; r++) {
 		ctx->peers[r].rank = r;
-		tr_psw_init(&ctx->peers[r].psw, (unsigned)ctx->nplanes, 0);
+		tr_psw_init(&ctx->peers[r].psw, (unsigned)ctx->nplanes);
 		for (int q = 0; q < TR_FC_NPRIO; q++) {
 			tr_list_init(&ctx->peers[r].am_early[q]);
 			tr_list_init(&ctx->peers[r].parked[q]);

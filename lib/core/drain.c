@@ -1,15 +1,15 @@
 /* Planes as the application (and later the node's daemon) sees them:
  * planned drain and restore, and what is still in flight on a plane.
  *
- * A drain feeds every peer's plane switch (proto/plane_switch): the plane
- * is left for its alternate at the next message boundary; every message
- * and put/get is one unit here (a message is one send, an operation's
- * chunks all take the lane it was queued on), so every new choice already
- * is a boundary.  A copy this rank serves is several sends to one peer
- * (WRITE chunks, then COPY_DATA, which must arrive after them): its chunks
- * and COPY_DATA keep the lane of its first chunk (tr_copy_lane).  The
- * peers are asked to leave the plane too (PLANE_DRAIN), so that the NIC
- * can be taken out once both directions are quiet. */
+ * A drain feeds every peer's plane switch (proto/plane_switch): every new
+ * choice leaves the plane for its alternate.  Every message and put/get is
+ * one unit here (a message is one send, an operation's chunks all take the
+ * lane it was queued on), so every choice is a message boundary.  A copy
+ * this rank serves is several sends to one peer (WRITE chunks, then
+ * COPY_DATA, which must arrive after them): its chunks and COPY_DATA keep
+ * the lane of its first chunk (tr_copy_lane).  The peers are asked to leave
+ * the plane too (PLANE_DRAIN), so that the NIC can be taken out once both
+ * directions are quiet. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
