@@ -3,34 +3,13 @@
 #include <errno.h>
 #include <stddef.h>
 
-static const char *const state_names[TR_FC_NSTATES] = {
-	[TR_FC_STATE_I] = "I",
-	[TR_FC_STATE_II] = "II",
-	[TR_FC_STATE_III] = "III",
-};
-
-static const char *const prio_names[TR_FC_NPRIO] = {
-	[TR_FC_HIGH] = "high",
-	[TR_FC_MEDIUM] = "medium",
-	[TR_FC_LOW] = "low",
-};
-
-const char *tr_fc_state_str(unsigned state)
-{
-	return state < TR_FC_NSTATES ? state_names[state] : "?";
-}
-
-const char *tr_fc_prio_str(unsigned prio)
-{
-	return prio < TR_FC_NPRIO ? prio_names[prio] : "?";
-}
-
 static uint64_t slot_mask(unsigned nslots)
 {
 	return nslots >= 64 ? UINT64_MAX : (1ull << nslots) - 1;
 }
 
-int tr_fc_need_check(unsigned nslots, const unsigned need[TR_FC_NPRIO])
+/* 0 when need[] suits nslots (tr_fc_tx_init()), -EINVAL otherwise. */
+static int need_check(unsigned nslots, const unsigned need[TR_FC_NPRIO])
 {
 	if (nslots < 1 || nslots > TR_FC_MAX_SLOTS || !need)
 		return -EINVAL;
@@ -78,20 +57,13 @@ int tr_fc_tx_init(struct tr_fc_tx *tx, unsigned nslots, const unsigned need[TR_F
 	if (nslots < 1 || nslots > TR_FC_MAX_SLOTS)
 		return -EINVAL;
 	need_or_default(nslots, need, n);
-	if (tr_fc_need_check(nslots, n))
+	if (need_check(nslots, n))
 		return -EINVAL;
 	*tx = (struct tr_fc_tx){ .mask = slot_mask(nslots), .nslots = nslots };
 	for (unsigned p = 0; p < TR_FC_NPRIO; p++)
 		tx->need[p] = n[p];
-	tr_fc_tx_reset(tx);
+	tx_set(tx, 0, tx->mask); /* state III everywhere */
 	return 0;
-}
-
-void tr_fc_tx_reset(struct tr_fc_tx *tx)
-{
-	tx_set(tx, 0, tx->mask);
-	tx->flag = 0;
-	tx->overdue = 0;
 }
 
 int tr_fc_tx_pick(const struct tr_fc_tx *tx, unsigned prio)
@@ -127,12 +99,6 @@ int tr_fc_tx_bsm2(struct tr_fc_tx *tx, uint64_t n, uint64_t c)
 	return 0;
 }
 
-void tr_fc_tx_bsm1(struct tr_fc_tx *tx, uint64_t n)
-{
-	n &= tx->mask;
-	tx_set(tx, tx->sanrr & ~n, n);
-}
-
 unsigned tr_fc_tx_tick(struct tr_fc_tx *tx, bool reliable)
 {
 	uint64_t expired = tx->flag; /* flags only ever cover state II */
@@ -147,16 +113,6 @@ unsigned tr_fc_tx_tick(struct tr_fc_tx *tx, bool reliable)
 	return count;
 }
 
-uint64_t tr_fc_tx_slots(const struct tr_fc_tx *tx, unsigned state)
-{
-	switch (state) {
-	case TR_FC_STATE_I: return ~tx->bbr & tx->mask;
-	case TR_FC_STATE_II: return tx->sanrr & ~tx->rcfr;
-	case TR_FC_STATE_III: return tx->rcfr;
-	default: return 0;
-	}
-}
-
 /* ---- receiver ---------------------------------------------------------- */
 
 int tr_fc_rx_init(struct tr_fc_rx *rx, unsigned nslots)
@@ -165,11 +121,6 @@ int tr_fc_rx_init(struct tr_fc_rx *rx, unsigned nslots)
 		return -EINVAL;
 	*rx = (struct tr_fc_rx){ .mask = slot_mask(nslots), .nslots = nslots, .resync = true };
 	return 0;
-}
-
-void tr_fc_rx_resync(struct tr_fc_rx *rx)
-{
-	rx->resync = true;
 }
 
 int tr_fc_rx_arrive(struct tr_fc_rx *rx, unsigned slot)
@@ -217,7 +168,8 @@ bool tr_fc_rx_bsm_due(const struct tr_fc_rx *rx)
 	return rx->resync || rx->touched;
 }
 
-bool tr_fc_rx_bsm_urgent(const struct tr_fc_rx *rx, const unsigned need[TR_FC_NPRIO])
+/* Urgent: see fc.h. */
+static bool bsm_urgent(const struct tr_fc_rx *rx, const unsigned need[TR_FC_NPRIO])
 {
 	unsigned seen = rx->nslots - tr_popcount64(rx->nmtsr);
 	unsigned next = rx->nslots - tr_popcount64(rx->cfr);
@@ -232,19 +184,6 @@ bool tr_fc_rx_bsm_urgent(const struct tr_fc_rx *rx, const unsigned need[TR_FC_NP
 	return false;
 }
 
-static const char *const bsm_action_names[TR_FC_BSM_NACTIONS] = {
-	[TR_FC_BSM_NONE] = "none",
-	[TR_FC_BSM_WAIT_ROOM] = "wait_room",
-	[TR_FC_BSM_BUSY] = "busy",
-	[TR_FC_BSM_LINGER] = "linger",
-	[TR_FC_BSM_SEND] = "send",
-};
-
-const char *tr_fc_bsm_action_str(unsigned action)
-{
-	return action < TR_FC_BSM_NACTIONS ? bsm_action_names[action] : "?";
-}
-
 enum tr_fc_bsm_action tr_fc_rx_bsm_decide(const struct tr_fc_rx *rx,
 					  const unsigned need[TR_FC_NPRIO],
 					  const struct tr_fc_bsm_in *in)
@@ -256,7 +195,7 @@ enum tr_fc_bsm_action tr_fc_rx_bsm_decide(const struct tr_fc_rx *rx,
 		return TR_FC_BSM_NONE;
 	if (!in->room)
 		return TR_FC_BSM_WAIT_ROOM;
-	urgent = tr_fc_rx_bsm_urgent(rx, need);
+	urgent = bsm_urgent(rx, need);
 	if (in->inflight >= TR_FC_BSM_MAX_INFLIGHT ||
 	    (in->inflight == TR_FC_BSM_MAX_INFLIGHT - 1 && !urgent))
 		return TR_FC_BSM_BUSY;

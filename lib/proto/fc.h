@@ -23,18 +23,16 @@
  *   NMTSR[b]  next message to send: data arrived in b since the last BSM,
  *             or b was full when the last BSM was built
  *   CFR[b]    currently full: b holds data now
- * BSM = (N = NMTSR, C = CFR) in the two-field form, N alone in the
- * one-field form.  After building one, the receiver sets NMTSR := CFR, so
- * C is always a subset of N.
+ * BSM = (N = NMTSR, C = CFR), the patent's two-field form (its one-field
+ * form, N alone, is not sent by triad and not built here).  After building
+ * one, the receiver sets NMTSR := CFR, so C is always a subset of N.
  *
- * Sender on a BSM:  SANRR &= ~N;  RCFR = C (one-field: RCFR = N);
- *                   BBR = SANRR | RCFR.
+ * Sender on a BSM:  SANRR &= ~N;  RCFR = C;  BBR = SANRR | RCFR.
  * Transitions (two-field, BSM written (N,C)):
  *   I+send->II  II+(0,0)->II  II+(1,0)->I  II+(1,1)->III  II+timeout->I
  *   III+(0,0)->I  III+(1,0)->I  III+(1,1)->III
  *   I+(0,0)->I  I+(1,0)->I  I+(1,1)->III (follow from the formulas)
  *   (0,1) never comes from a correct receiver: see tr_fc_tx_bsm2().
- * One-field: II+0->II II+1->III III+0->I III+1->III I+0->I I+1->III.
  *
  * Timer: the patent's single free-running counter with one flag bit per
  * slot.  The caller calls tr_fc_tx_tick() once per wrap of its counter,
@@ -45,7 +43,7 @@
  *
  * Everything here is pure: no clock, no I/O, no allocation, no locks; the
  * caller serialises access to each structure.  The structures are public
- * so they can be embedded; read them through the accessors, write them
+ * so they can be embedded (the tests read their registers); write them
  * only through the functions. */
 #ifndef TRIAD_PROTO_FC_H
 #define TRIAD_PROTO_FC_H
@@ -80,16 +78,6 @@ enum tr_fc_state {
 	TR_FC_NSTATES
 };
 
-/* "I", "II", "III"; "?" for anything else. */
-const char *tr_fc_state_str(unsigned state);
-/* "high", "medium", "low"; "?" for anything else. */
-const char *tr_fc_prio_str(unsigned prio);
-
-/* 0 when need[] suits nslots: 1 <= nslots <= TR_FC_MAX_SLOTS,
- * 1 <= need[p] <= nslots, need[HIGH] <= need[MEDIUM] <= need[LOW];
- * -EINVAL otherwise. */
-int tr_fc_need_check(unsigned nslots, const unsigned need[TR_FC_NPRIO]);
-
 /* ---- sender ------------------------------------------------------------ */
 
 struct tr_fc_tx {
@@ -106,14 +94,12 @@ struct tr_fc_tx {
 };
 
 /* Sets up a sender for nslots slots, every slot in state III: nothing can
- * be sent before the first BSM.  need may be NULL for the defaults (1, 2,
- * 3), each clamped to nslots.  Returns 0, or -EINVAL (tx untouched) if
- * nslots or need fail tr_fc_need_check(). */
+ * be sent before the first BSM.  Also after a reconnect: a new connection
+ * starts afresh, counters too.  need may be NULL for the defaults (1, 2,
+ * 3), each clamped to nslots.  Returns 0, or -EINVAL (tx untouched) unless
+ * 1 <= nslots <= TR_FC_MAX_SLOTS, 1 <= need[p] <= nslots and need[HIGH]
+ * <= need[MEDIUM] <= need[LOW]. */
 int tr_fc_tx_init(struct tr_fc_tx *tx, unsigned nslots, const unsigned need[TR_FC_NPRIO]);
-
-/* After a reconnect: every slot back to state III, timer flags cleared.
- * The counters (errors, bad_bsms) are kept. */
-void tr_fc_tx_reset(struct tr_fc_tx *tx);
 
 /* The lowest free slot (BBR = 0) if at least need[prio] slots are free;
  * -EAGAIN if not (the message waits), -EINVAL for an unknown prio.
@@ -132,9 +118,6 @@ int tr_fc_tx_sent(struct tr_fc_tx *tx, unsigned slot);
  * returned.  Otherwise returns 0. */
 int tr_fc_tx_bsm2(struct tr_fc_tx *tx, uint64_t n, uint64_t c);
 
-/* A one-field BSM (N) arrived.  Bits at or above nslots are ignored. */
-void tr_fc_tx_bsm1(struct tr_fc_tx *tx, uint64_t n);
-
 /* One wrap of the timer counter: every slot still flagged (in state II
  * since the previous tick, no state change since) timed out and is
  * counted in errors; then every slot now in state II is flagged.
@@ -148,24 +131,6 @@ void tr_fc_tx_bsm1(struct tr_fc_tx *tx, uint64_t n);
  * a receiver whose handler keeps the message.  So it stays busy (reliable
  * true): counted once, not flagged again until its state changes. */
 unsigned tr_fc_tx_tick(struct tr_fc_tx *tx, bool reliable);
-
-/* Bitmap of the slots in a state; TR_FC_NSTATES or more gives 0. */
-uint64_t tr_fc_tx_slots(const struct tr_fc_tx *tx, unsigned state);
-
-static inline unsigned tr_fc_tx_free(const struct tr_fc_tx *tx)
-{
-	return tr_popcount64(~tx->bbr & tx->mask);
-}
-
-/* State of one slot; slot must be < nslots. */
-static inline enum tr_fc_state tr_fc_tx_state(const struct tr_fc_tx *tx, unsigned slot)
-{
-	uint64_t bit = 1ull << slot;
-
-	if (tx->rcfr & bit)
-		return TR_FC_STATE_III;
-	return tx->sanrr & bit ? TR_FC_STATE_II : TR_FC_STATE_I;
-}
 
 static inline uint64_t tr_fc_tx_errors(const struct tr_fc_tx *tx)
 {
@@ -181,17 +146,14 @@ struct tr_fc_rx {
 	uint64_t touched;  /* slots that had an arrival or a drain since the last BSM */
 	uint64_t overruns; /* arrivals into a full slot, ever */
 	unsigned nslots;
-	bool resync;	   /* the sender is in state III everywhere: report now */
+	bool resync;	   /* the first BSM is owed (the sender is in state III everywhere) */
 };
 
-/* Sets up a receiver: NMTSR = CFR = 0, and a first BSM due at once (the
- * sender can send nothing until it has one).  Returns 0, or -EINVAL (rx
- * untouched) unless 1 <= nslots <= TR_FC_MAX_SLOTS. */
+/* Sets up a receiver, also after a reconnect: NMTSR = CFR = 0, and a
+ * first BSM due and urgent at once (the sender can send nothing until it
+ * has one).  Returns 0, or -EINVAL (rx untouched) unless 1 <= nslots <=
+ * TR_FC_MAX_SLOTS. */
 int tr_fc_rx_init(struct tr_fc_rx *rx, unsigned nslots);
-
-/* The connection was re-established (the sender went back to state III):
- * a BSM is due and urgent.  The slots keep their contents. */
-void tr_fc_rx_resync(struct tr_fc_rx *rx);
 
 /* A message tagged slot arrived: NMTSR[slot] = CFR[slot] = 1.  Returns 0;
  * -EBUSY if the slot was already full (the sender broke the protocol: the
@@ -203,8 +165,8 @@ int tr_fc_rx_arrive(struct tr_fc_rx *rx, unsigned slot);
  * untouched.  Returns 0, or -EINVAL if slot >= nslots or is not full. */
 int tr_fc_rx_drain(struct tr_fc_rx *rx, unsigned slot);
 
-/* Builds the BSM to send now (n_p = NMTSR, c_p = CFR; the one-field form
- * sends n_p alone) and then sets NMTSR := CFR.  The caller must send BSMs
+/* Builds the BSM to send now (n_p = NMTSR, c_p = CFR) and then sets
+ * NMTSR := CFR.  The caller must send BSMs
  * in the order built, on the path of the data. */
 void tr_fc_rx_bsm(struct tr_fc_rx *rx, uint64_t *n_p, uint64_t *c_p);
 
@@ -214,13 +176,13 @@ void tr_fc_rx_bsm(struct tr_fc_rx *rx, uint64_t *n_p, uint64_t *c_p);
  * on reverse traffic when due, and sends one at once (after the message
  * in progress) when urgent.
  *
- * Due: a slot had an arrival or a drain since the last BSM, or a resync
- * (or the first BSM) is pending; the next BSM would tell the sender
- * something new. */
+ * Due: a slot had an arrival or a drain since the last BSM, or the first
+ * BSM is pending; the next BSM would tell the sender something new. */
 bool tr_fc_rx_bsm_due(const struct tr_fc_rx *rx);
 
-/* Urgent: a resync (or the first BSM) is pending, or the next BSM would
- * carry the sender's free count across a priority threshold: with
+/* Urgent (tr_fc_rx_bsm_decide()'s rule 4): the first BSM is pending, or
+ * the next BSM would carry the sender's free count across a priority
+ * threshold: with
  *   seen = nslots - popcount(NMTSR)  the most slots the sender can think
  *          free now (every slot reported full by the last BSM or filled
  *          since is busy there until the next BSM), and
@@ -229,14 +191,12 @@ bool tr_fc_rx_bsm_due(const struct tr_fc_rx *rx);
  * when a slot drained since it was last reported (N = 1, C = 0).
  * Messages still in flight lower both counts at the sender by the same
  * unknown amount, which this cannot see; urgency only orders BSMs, it
- * never matters for safety.  need may be NULL for the defaults, clamped
- * to nslots as in tr_fc_tx_init(). */
-bool tr_fc_rx_bsm_urgent(const struct tr_fc_rx *rx, const unsigned need[TR_FC_NPRIO]);
+ * never matters for safety. */
 
 /* The standalone BSM send decision: what to do about a BSM that no
  * reverse-direction message can carry.  A pure function of the receiver's
- * registers, the peer's thresholds (need, NULL for the defaults, as in
- * tr_fc_rx_bsm_urgent()) and what the caller knows about its send side;
+ * registers, the peer's thresholds (need, NULL for the defaults, clamped
+ * to nslots as in tr_fc_tx_init()) and what the caller knows about its send side;
  * it changes nothing.  The rules, first match wins:
  *
  *  1. Nothing due (tr_fc_rx_bsm_due() false): NONE.  The idle-repeat BSM
@@ -248,9 +208,8 @@ bool tr_fc_rx_bsm_urgent(const struct tr_fc_rx *rx, const unsigned need[TR_FC_NP
  *     may be posted and not completed, TR_FC_BSM_MAX_INFLIGHT (two) when
  *     the BSM is urgent; beyond that, BUSY.  The completion of one in
  *     flight decides again; force does not lift this limit.
- *  4. Urgent (tr_fc_rx_bsm_urgent(): a resync or first BSM is pending, or
- *     the BSM carries the sender's free count across a priority
- *     threshold): SEND at once.
+ *  4. Urgent (above: the first BSM is pending, or the BSM carries the
+ *     sender's free count across a priority threshold): SEND at once.
  *  5. Two thirds: at least two thirds of the slots unreported, i.e.
  *     3 * popcount(NMTSR) >= 2 * nslots (NMTSR: the slots the sender
  *     still counts as busy until the next BSM): SEND at once, before the
@@ -285,14 +244,6 @@ struct tr_fc_bsm_in {
 enum tr_fc_bsm_action tr_fc_rx_bsm_decide(const struct tr_fc_rx *rx,
 					  const unsigned need[TR_FC_NPRIO],
 					  const struct tr_fc_bsm_in *in);
-
-/* "none", "wait_room", "busy", "linger", "send"; "?" for anything else. */
-const char *tr_fc_bsm_action_str(unsigned action);
-
-static inline unsigned tr_fc_rx_free(const struct tr_fc_rx *rx)
-{
-	return tr_popcount64(~rx->cfr & rx->mask);
-}
 
 static inline uint64_t tr_fc_rx_overruns(const struct tr_fc_rx *rx)
 {
