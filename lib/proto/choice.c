@@ -5,24 +5,8 @@
 
 _Static_assert(TR_CHOICE_MAX_PLANES <= UINT8_MAX, "a home plane fits a uint8_t");
 
-static const char *const why_names[TR_CHOICE_NWHY] = {
-	[TR_CHOICE_WHY_HOME] = "home",
-	[TR_CHOICE_WHY_HOLD] = "hold",
-	[TR_CHOICE_WHY_SPENT] = "spent",
-	[TR_CHOICE_WHY_OCC] = "occ",
-	[TR_CHOICE_WHY_CONT] = "cont",
-	[TR_CHOICE_WHY_BOTH] = "both",
-	[TR_CHOICE_WHY_HOME_DOWN] = "home_down",
-	[TR_CHOICE_WHY_NO_ROOM] = "no_room",
-	[TR_CHOICE_WHY_ALL_DOWN] = "all_down",
-};
-
-const char *tr_choice_why_str(unsigned why)
-{
-	return why < TR_CHOICE_NWHY ? why_names[why] : "?";
-}
-
-int tr_choice_cfg_check(const struct tr_choice_cfg *cfg)
+/* The checks tr_choice_cfg_init() makes (choice.h): 0, or -EINVAL. */
+static int cfg_check(const struct tr_choice_cfg *cfg)
 {
 	if (!cfg)
 		return -EINVAL;
@@ -48,7 +32,7 @@ int tr_choice_cfg_init(struct tr_choice_cfg *cfg, const struct tr_choice_cfg *wa
 		return -EINVAL;
 	if (!want)
 		want = &def;
-	if (tr_choice_cfg_check(want))
+	if (cfg_check(want))
 		return -EINVAL;
 	*cfg = *want;
 	return 0;
@@ -143,7 +127,7 @@ int tr_choice_decide(const struct tr_choice_cfg *cfg, const struct tr_choice_pla
 	unsigned home;
 	int d;
 
-	if (tr_choice_cfg_check(cfg) || !planes || !m || !out)
+	if (cfg_check(cfg) || !planes || !m || !out)
 		return -EINVAL;
 	if (nplanes < 1 || nplanes > TR_CHOICE_MAX_PLANES || m->home >= nplanes)
 		return -EINVAL;

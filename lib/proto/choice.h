@@ -119,9 +119,6 @@ struct tr_choice_cfg {
  * Returns 0, or -EINVAL with cfg untouched. */
 int tr_choice_cfg_init(struct tr_choice_cfg *cfg, const struct tr_choice_cfg *want);
 
-/* 0 when cfg passes tr_choice_cfg_init()'s checks, -EINVAL otherwise. */
-int tr_choice_cfg_check(const struct tr_choice_cfg *cfg);
-
 /* What the caller knows of one plane towards the peer, now. */
 struct tr_choice_plane {
 	uint32_t occ;  /* occupancy of the lane */
@@ -173,13 +170,9 @@ struct tr_choice {
 
 /* The decision for m over planes[0 .. nplanes-1] (rules above); changes
  * nothing.  Returns 0, or -EINVAL (out untouched) if cfg fails
- * tr_choice_cfg_check(), nplanes is 0 or above TR_CHOICE_MAX_PLANES, or
+ * tr_choice_cfg_init()'s checks, nplanes is 0 or above TR_CHOICE_MAX_PLANES, or
  * m->home >= nplanes. */
 int tr_choice_decide(const struct tr_choice_cfg *cfg, const struct tr_choice_plane *planes,
 		     unsigned nplanes, const struct tr_choice_msg *m, struct tr_choice *out);
-
-/* "home", "hold", "spent", "occ", "cont", "both", "home_down", "no_room",
- * "all_down"; "?" for anything else. */
-const char *tr_choice_why_str(unsigned why);
 
 #endif
