@@ -573,8 +573,8 @@ static int same_run(struct tr_lane *l, const struct tr_conn_priv *d, const char 
  * at once, and its rejection, when it comes, is for a stale id. */
 static void abandon_attempt(struct tr_lane *l)
 {
-	tr_debug("peer %d plane %d: both connected at once: ours is abandoned", l->peer,
-		 l->plane);
+	tr_debug("peer %d plane %d: the peer's request wins: our %s is abandoned", l->peer,
+		 l->plane, l->state == TR_LANE_ACCEPTING ? "accept, never up," : "attempt");
 	ev_timer_stop(l->ctx->loop, &l->retry_w);
 	release(l);
 	lane_set_state(l, TR_LANE_DOWN);

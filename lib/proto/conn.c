@@ -8,6 +8,12 @@ static enum tr_conn_verdict from_lower(const struct tr_conn_view *v)
 		return TR_CONN_ACCEPT;
 	case TR_CONN_ATTEMPT: /* both were first: the lower rank's wins */
 		return TR_CONN_ACCEPT_ABANDON;
+	case TR_CONN_ACCEPTING:
+		/* It asks again: the connection we accepted is dead on its side
+		 * (our answer or its confirmation lost, or it broke there since).
+		 * Refusing would hold the lane half-made until the CM gave up on
+		 * it, which rxe was once seen not to do for 5 minutes. */
+		return TR_CONN_ACCEPT_ABANDON;
 	case TR_CONN_UP:
 		/* It connects only what it lost: ours broke while no plane could
 		 * tell us (every plane down at once, say). */

@@ -43,7 +43,8 @@ struct tr_conn_view {
 enum tr_conn_verdict {
 	TR_CONN_REJECT,		/* refuse; the requester retries or gives up */
 	TR_CONN_ACCEPT,
-	TR_CONN_ACCEPT_ABANDON, /* drop our own attempt, accept this one */
+	TR_CONN_ACCEPT_ABANDON, /* drop our own attempt (or the connection we accepted
+				 * and that never came up), accept this one */
 	TR_CONN_REJECT_STALE,	/* ours is stale (the peer rebuilds what it lost): drop
 				 * it and refuse; the peer's next attempt finds it gone */
 };

@@ -29,7 +29,10 @@ static void test_eager(void **state)
 	assert_int_equal(verdict(3, 1, TR_CONN_IDLE, 0, 0), TR_CONN_ACCEPT);
 	assert_int_equal(verdict(3, 1, TR_CONN_IDLE, 0, 1), TR_CONN_ACCEPT);
 	assert_int_equal(verdict(3, 1, TR_CONN_UP, 0, 1), TR_CONN_REJECT_STALE);
-	assert_int_equal(verdict(3, 1, TR_CONN_ACCEPTING, 0, 0), TR_CONN_REJECT);
+	/* Asked again while our accept never came up: it is dead on the
+	 * requester's side, take the new one. */
+	assert_int_equal(verdict(3, 1, TR_CONN_ACCEPTING, 0, 0), TR_CONN_ACCEPT_ABANDON);
+	assert_int_equal(verdict(3, 1, TR_CONN_ACCEPTING, 0, 1), TR_CONN_ACCEPT_ABANDON);
 	assert_int_equal(verdict(3, 1, TR_CONN_BROKEN, 0, 1), TR_CONN_REJECT);
 	/* The lower rank never accepts: it connects. */
 	assert_int_equal(verdict(1, 3, TR_CONN_IDLE, 0, 0), TR_CONN_REJECT);
@@ -190,7 +193,8 @@ static void on_msg(struct world *w, struct msg m)
 			s->mine = -1; /* its REQ may still arrive: it is rejected there */
 			/* fall through */
 		case TR_CONN_ACCEPT:
-			assert_true(s->phase == TR_CONN_IDLE || s->phase == TR_CONN_ATTEMPT);
+			assert_true(s->phase == TR_CONN_IDLE || s->phase == TR_CONN_ATTEMPT ||
+				    s->phase == TR_CONN_ACCEPTING);
 			s->phase = TR_CONN_ACCEPTING;
 			s->accepted = m.conn;
 			send_msg(w, REP, !m.to, m.conn);
