@@ -7,6 +7,15 @@
 #include "core/ctx.h"
 #include "base/log.h"
 
+/* An application's messages to one rank on one priority, queued or in
+ * flight (unsettled), at most: triad_am_send says -EAGAIN beyond, which
+ * bounds every queue on the way and the memory it takes, through a slow
+ * peer or an outage.  The stream's own bound (TR_STREAM_AHEAD) leaves the
+ * rest to the library's messages (copies' orders, window queries,
+ * barriers), so that an application flooding a peer never fails them. */
+#define TR_AM_QUEUE_MAX 256
+_Static_assert(TR_AM_QUEUE_MAX <= TR_STREAM_AHEAD / 2, "room for the library's messages");
+
 int triad_am_register(triad_ctx_t *ctx, unsigned id, triad_am_handler_t handler, void *arg)
 {
 	int ret = 0;
@@ -223,6 +232,10 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 		ret = am_self(ctx, id, buf, len);
 		if (!ret && req)
 			tr_req_complete(req, TRIAD_S_OK);
+		goto out;
+	}
+	if (tr_stream_tx_unsettled(&ctx->peers[rank].stx[prio]) >= TR_AM_QUEUE_MAX) {
+		ret = -EAGAIN; /* progress lets the oldest arrive */
 		goto out;
 	}
 	l = tr_peer_lane(ctx, rank, 0);

@@ -43,7 +43,7 @@
 #include "proto/seq.h"
 
 #define TR_STREAM_WINDOW TR_SEQ_WINDOW /* the default window, and its largest */
-#define TR_STREAM_AHEAD 256	       /* unsettled numbers, at most */
+#define TR_STREAM_AHEAD 1024	       /* unsettled numbers, at most */
 
 /* ---- sender ------------------------------------------------------------ */
 

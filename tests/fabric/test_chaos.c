@@ -117,11 +117,13 @@ static int settle(triad_req_t *req, const char *what, int peer)
 		return -1; /* left pending: it may still complete */
 	}
 	st = triad_req_status(req);
-	triad_req_free(req);
 	if (st != TRIAD_S_OK) {
-		VIOLATION("%s to/from %d ended %s", what, peer, triad_status_str(st));
+		VIOLATION("%s to/from %d ended %s (leg %s)", what, peer, triad_status_str(st),
+			  triad_copy_leg_str(triad_req_copy_leg(req)));
+		triad_req_free(req);
 		return -1;
 	}
+	triad_req_free(req);
 	return 0;
 }
 
@@ -275,7 +277,7 @@ static void *nemesis(void *arg)
 
 	while (!atomic_load(&stop)) {
 		int node = (int)(rnd(&s) % (uint64_t)size), plane = (int)(rnd(&s) % (uint64_t)nplanes);
-		int kind = (int)(rnd(&s) % 9), hold = 200 + (int)(rnd(&s) % 1800);
+		int kind = (int)(rnd(&s) % 9), hold = 100 + (int)(rnd(&s) % 900);
 		const char *what = "";
 
 		nap_ms(fault_gap_ms / 2 + (int)(rnd(&s) % (uint64_t)fault_gap_ms));
@@ -403,6 +405,7 @@ static void do_copy(triad_ctx_t *ctx, unsigned k, uint64_t *s)
 	uint64_t off = rnd(s) % (PAT_LEN - len), doff = copy_off(rank, k % NCBLK);
 	unsigned mode = (unsigned)(rnd(s) % 3);
 	triad_req_t *req;
+	char what[48];
 	int64_t bad;
 
 	if (src == dst)
@@ -411,7 +414,8 @@ static void do_copy(triad_ctx_t *ctx, unsigned k, uint64_t *s)
 		VIOLATION("copy %d -> %d not issued", src, dst);
 		return;
 	}
-	if (settle(req, "copy", dst))
+	snprintf(what, sizeof(what), "copy %d -> %d (mode %u)", src, dst, mode);
+	if (settle(req, what, dst))
 		return;
 	memset(buf, 0, len);
 	if (triad_get(ctx, buf, len, dst, WIN, doff, 0, &req)) {
@@ -520,14 +524,13 @@ int main(int argc, char **argv)
 	pthread_join(order_th, NULL);
 	if (rank == 0) {
 		pthread_join(nemesis_th, NULL);
-		/* Everything healed (each fault was, before the next): let the
-		 * lanes come back before the last checks. */
-		for (int p = 0; p < nplanes; p++)
-			for (int n = 0; n < size; n++) {
-				ft_ctl("up %d %d >/dev/null 2>&1", n, p);
-				ft_ctl("heal %d %d >/dev/null 2>&1", n, p);
-				ft_ctl("clear %d %d >/dev/null 2>&1", n, p);
-			}
+		/* Each fault from outside was healed before the next; a plane
+		 * that refuses WRITEs does so until its connections are rebuilt:
+		 * fail rank 0's planes one by one, each rebuilt before the next. */
+		for (int p = 0; p < nplanes; p++) {
+			ft_fault_plane(ctx, p, 0);
+			sleep(2);
+		}
 	}
 	ft_barrier(ctx);
 	sleep(3); /* reconnects after the last fault */
