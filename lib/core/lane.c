@@ -584,6 +584,7 @@ void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t 
 			      uint8_t *reply, size_t *reply_len)
 {
 	struct triad_ctx *ctx = arg;
+	enum tr_conn_verdict verdict;
 	struct tr_conn_priv d;
 	struct tr_lane *l;
 
@@ -607,7 +608,10 @@ void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t 
 	}
 	/* FAILED: the peer rebuilds a lane that broke (its side found out first,
 	 * or ours is about to: a stale one is dropped by its peer). */
-	switch (request_verdict(l)) {
+	verdict = request_verdict(l);
+	tr_debug("peer %u plane %d: connection request while %s: %s", d.rank, plane,
+		 state_names[l->state], tr_conn_verdict_str(verdict));
+	switch (verdict) {
 	case TR_CONN_REJECT_STALE:
 		/* The peer connects only what it lost: ours is stale (it broke
 		 * while no plane could tell us, every plane down at once, say).
@@ -616,11 +620,7 @@ void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t 
 			plane);
 		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
 		return NULL;
-	case TR_CONN_REJECT:
-		tr_debug("peer %u plane %d: connection request while %s: rejected, %s", d.rank,
-			 plane, state_names[l->state],
-			 (int)d.rank > ctx->rank && l->state == TR_LANE_CONNECTING
-				 ? "ours goes first" : "the peer retries");
+	case TR_CONN_REJECT: /* ours goes first, or the peer retries */
 		return NULL;
 	case TR_CONN_ACCEPT_ABANDON:
 		abandon_attempt(l);
