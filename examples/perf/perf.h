@@ -60,8 +60,24 @@ struct perf_cmd {
 	const char *summary;
 };
 
-/* --json, --csv, or the table (perf_out.c). */
-enum perf_format { PERF_FMT_TABLE, PERF_FMT_CSV, PERF_FMT_JSON };
+/* --json, --csv, --format osu, or the table (perf_out.c). */
+enum perf_format { PERF_FMT_TABLE, PERF_FMT_CSV, PERF_FMT_JSON, PERF_FMT_OSU };
+
+/* --format osu: the OSU micro-benchmark (MPI, v7.x) whose output a test's
+ * rows take, so that the parsers and plots made for it read them: its
+ * "# OSU ... Test v7.x" line, its column header, then per size one
+ * "%-10d%20.2f" row (osu_util.h's FIELD_WIDTH 20, FLOAT_PRECISION 2). */
+#define PERF_OSU_VERSION "7.4"
+struct perf_osu {
+	const char *test;   /* triad-perf's command */
+	const char *bench;  /* OSU's program, e.g. "osu_latency" */
+	const char *title;  /* its BENCHMARK line, e.g. "OSU MPI Latency Test" */
+	const char *column; /* its column: "Latency (us)", "Bandwidth (MB/s)", ... */
+	const char *key;    /* the row's field that goes in the column */
+	double scale;	    /* multiplies it (MiB/s to OSU's MB/s, 10^6 B/s) */
+};
+/* The OSU counterpart of test, or NULL when it has none. */
+const struct perf_osu *perf_osu_find(const char *test);
 
 struct perf_opts {
 	const struct perf_cmd *cmd; /* NULL: nothing to run (--config alone) */

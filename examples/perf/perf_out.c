@@ -8,7 +8,11 @@
  *   csv    a header line of the keys once, then one line per row (every
  *          field; a raw JSON value is quoted);
  *   json   one JSON object per row, on one line (JSON Lines: a reader takes
- *          line by line; every object has "test").
+ *          line by line; every object has "test");
+ *   osu    the output of the OSU micro-benchmark that the test mirrors
+ *          (perf_osu_find): its header lines once, then one row per size
+ *          of the size and one figure (the mean latency, or the bandwidth
+ *          in MB/s), as osu_latency prints them.
  * Rows can also be kept for --plot: perf_out_finish() writes them as a
  * gnuplot data file beside FILE.png and runs gnuplot on them. */
 #include <errno.h>
@@ -31,6 +35,33 @@ struct perf_out {
 	double x[PLOT_MAX_ROWS], y[PLOT_MAX_ROWS][PLOT_MAX_Y];
 	char label[PLOT_MAX_ROWS][64];
 };
+
+/* The tests with an OSU counterpart.  Latency: the mean, as OSU reports
+ * it (total time over iterations); the half round trip for the
+ * ping-pongs, as osu_latency.  Bandwidth: bytes over the whole stream's
+ * time, as osu_bw, in OSU's MB/s (10^6 B/s) where the row has MiB/s. */
+#define MIB_TO_MB (1048576.0 / 1e6)
+static const struct perf_osu osu_tests[] = {
+	{ "put_lat", "osu_put_latency", "OSU MPI_Put Latency Test", "Latency (us)", "t_avg_us", 1 },
+	/* OSU's own spelling: "latency". */
+	{ "get_lat", "osu_get_latency", "OSU MPI_Get latency Test", "Latency (us)", "t_avg_us", 1 },
+	{ "put_bw", "osu_put_bw", "OSU MPI_Put Bandwidth Test", "Bandwidth (MB/s)", "bw_avg_mib_s",
+	  MIB_TO_MB },
+	{ "put_bw_unreg", "osu_put_bw", "OSU MPI_Put Bandwidth Test", "Bandwidth (MB/s)",
+	  "bw_avg_mib_s", MIB_TO_MB },
+	{ "am_lat", "osu_latency", "OSU MPI Latency Test", "Latency (us)", "t_avg_us", 1 },
+	{ "am_bw", "osu_bw", "OSU MPI Bandwidth Test", "Bandwidth (MB/s)", "bw_avg_mib_s",
+	  MIB_TO_MB },
+	{ "bcast", "osu_bcast", "OSU MPI Broadcast Latency Test", "Avg Latency(us)", "t_avg_us", 1 },
+};
+
+const struct perf_osu *perf_osu_find(const char *test)
+{
+	for (size_t i = 0; i < sizeof(osu_tests) / sizeof(osu_tests[0]); i++)
+		if (!strcmp(osu_tests[i].test, test))
+			return &osu_tests[i];
+	return NULL;
+}
 
 static void json_string(FILE *out, const char *s)
 {
@@ -118,6 +149,7 @@ static void put_cell(FILE *out, const struct perf_field *f)
 
 static void header(struct perf_run *r, const char *title, const struct perf_field *f, size_t n)
 {
+	const struct perf_osu *osu;
 	size_t i;
 
 	switch (r->o->format) {
@@ -137,6 +169,14 @@ static void header(struct perf_run *r, const char *title, const struct perf_fiel
 		printf("\n");
 		break;
 	case PERF_FMT_JSON:
+		break;
+	case PERF_FMT_OSU:
+		osu = perf_osu_find(r->o->cmd->name);
+		if (!osu) /* refused on the command line */
+			break;
+		printf("# %s v%s\n", osu->title, PERF_OSU_VERSION);
+		printf("# triad-perf %s, in %s's format\n", osu->test, osu->bench);
+		printf("%-10s%20s\n", "# Size", osu->column);
 		break;
 	}
 }
@@ -187,6 +227,7 @@ void perf_out_keep(struct perf_run *r, const struct perf_plot *plot, const struc
 void perf_out_row(struct perf_run *r, const char *title, const struct perf_field *f, size_t n,
 		  const struct perf_plot *plot)
 {
+	const struct perf_osu *osu;
 	size_t i;
 	int first = 1;
 
@@ -217,6 +258,12 @@ void perf_out_row(struct perf_run *r, const char *title, const struct perf_field
 			first = 0;
 		}
 		printf("}\n");
+		break;
+	case PERF_FMT_OSU:
+		osu = perf_osu_find(r->o->cmd->name);
+		if (osu)
+			printf("%-10lld%20.2f\n", (long long)num(find(f, n, "bytes")),
+			       num(find(f, n, osu->key)) * osu->scale);
 		break;
 	}
 	fflush(stdout);

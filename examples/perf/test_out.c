@@ -1,6 +1,7 @@
 /* test_out: triad-perf's output layer (perf_out.c) on the host: the same
- * rows as the table, CSV and JSON Lines, the quoting of each, the plot's
- * data file and gnuplot's picture, and -q.  perf_out.c needs only
+ * rows as the table, CSV and JSON Lines, the quoting of each, the OSU
+ * micro-benchmarks' format, the plot's data file and gnuplot's picture,
+ * and -q.  perf_out.c needs only
  * perf_err and perf_print_rule from the rest of the tool: this file
  * defines them. */
 #include <errno.h>
@@ -159,6 +160,89 @@ static void test_json(void **state)
 	free(out);
 }
 
+/* ---- --format osu --------------------------------------------------------------------*/
+/* Two rows of test (with the keys the real tests give their figures)
+ * printed in the OSU format; the output (free it). */
+static char *osu_output_of(const char *test)
+{
+	struct perf_cmd c = { .name = test };
+	struct perf_opts o = { .format = PERF_FMT_OSU, .cmd = &c };
+	struct perf_run r = { .o = &o, .rank = 0 };
+	struct capture cap;
+
+	capture_start(&cap, stdout);
+	for (int i = 0; i < 2; i++) {
+		const struct perf_field f[] = {
+			PF_STR("test", NULL, 0, test),
+			PF_INT("bytes", "#bytes", 8, i ? 1048576 : 2),
+			PF_DBL("t_typical_us", "t_typical[usec]", 16, 2, 99.0),
+			PF_DBL("t_avg_us", "t_avg[usec]", 12, 2, i ? 1234.567 : 1.125),
+			PF_DBL("bw_peak_mib_s", "BW peak[MiB/s]", 18, 3, 99.0),
+			PF_DBL("bw_avg_mib_s", "BW average[MiB/s]", 20, 3, i ? 1000.0 : 0.5),
+		};
+
+		perf_out_row(&r, " the title\n", f, PF_N(f), NULL);
+	}
+	return capture_end(&cap);
+}
+
+/* Each test as its OSU benchmark prints: the header line and columns, then
+ * "%-10d%20.2f" rows of the mean (t_avg_us; the median t_typical_us
+ * nowhere) or of the bandwidth, MiB/s made OSU's MB/s (10^6 B/s: 0.5 ->
+ * 0.52, 1000 -> 1048.58). */
+#define LAT_ROWS "2                         1.12\n1048576                1234.57\n"
+#define BW_ROWS "2                         0.52\n1048576                1048.58\n"
+#define LAT_COLS "# Size            Latency (us)\n"
+#define BW_COLS "# Size        Bandwidth (MB/s)\n"
+#define OSU_HEAD(title, test, bench) \
+	"# " title " v" PERF_OSU_VERSION "\n# triad-perf " test ", in " bench "'s format\n"
+
+static void test_osu(void **state)
+{
+	static const struct {
+		const char *test, *out;
+	} want[] = {
+		{ "am_lat", OSU_HEAD("OSU MPI Latency Test", "am_lat", "osu_latency") LAT_COLS LAT_ROWS },
+		{ "am_bw", OSU_HEAD("OSU MPI Bandwidth Test", "am_bw", "osu_bw") BW_COLS BW_ROWS },
+		{ "put_lat", OSU_HEAD("OSU MPI_Put Latency Test", "put_lat", "osu_put_latency")
+				     LAT_COLS LAT_ROWS },
+		/* OSU's own spelling: "latency". */
+		{ "get_lat", OSU_HEAD("OSU MPI_Get latency Test", "get_lat", "osu_get_latency")
+				     LAT_COLS LAT_ROWS },
+		{ "put_bw", OSU_HEAD("OSU MPI_Put Bandwidth Test", "put_bw", "osu_put_bw")
+				    BW_COLS BW_ROWS },
+		{ "put_bw_unreg", OSU_HEAD("OSU MPI_Put Bandwidth Test", "put_bw_unreg", "osu_put_bw")
+					  BW_COLS BW_ROWS },
+		{ "bcast", OSU_HEAD("OSU MPI Broadcast Latency Test", "bcast", "osu_bcast")
+				   "# Size         Avg Latency(us)\n" LAT_ROWS },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < PF_N(want); i++) {
+		char *out = osu_output_of(want[i].test);
+
+		assert_string_equal(out, want[i].out);
+		free(out);
+	}
+}
+
+/* What the command line refuses --format osu for: no counterpart. */
+static void test_osu_find(void **state)
+{
+	const char *with[] = { "put_lat", "get_lat", "put_bw", "put_bw_unreg", "am_lat", "am_bw",
+			       "bcast" };
+	const char *without[] = { "copy_lat", "copy_bw", "mp_bw", "failover", "drain", "init",
+				  "overlap", "get_bw" };
+
+	(void)state;
+	for (size_t i = 0; i < PF_N(with); i++) {
+		assert_non_null(perf_osu_find(with[i]));
+		assert_string_equal(perf_osu_find(with[i])->test, with[i]);
+	}
+	for (size_t i = 0; i < PF_N(without); i++)
+		assert_null(perf_osu_find(without[i]));
+}
+
 /* ---- --plot --------------------------------------------------------------------------*/
 static char *slurp(const char *path)
 {
@@ -310,6 +394,8 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_csv),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_osu),
+		cmocka_unit_test(test_osu_find),
 		cmocka_unit_test(test_plot_sweep),
 		cmocka_unit_test(test_plot_timeline_sorted),
 		cmocka_unit_test(test_plot_nothing),

@@ -31,6 +31,7 @@ enum opt_id {
 	OPT_PLANE,
 	OPT_JSON,
 	OPT_CSV,
+	OPT_FORMAT,
 	OPT_PLOT,
 	OPT_CONFIG,
 	OPT_TIMEOUT,
@@ -140,6 +141,12 @@ static const struct opt_def opt_defs[] = {
 	  "CSV instead of the table: a header line of the\n"
 	  "JSON keys, then one line per row (failover, drain:\n"
 	  "one per event of the timeline)" },
+	{ "format", required_argument, OPT_FORMAT, "FMT",
+	  "table (default), csv, json, or osu: the output of\n"
+	  "the OSU micro-benchmark the test mirrors (its\n"
+	  "header, then size and mean latency or MB/s per\n"
+	  "row): put_lat, get_lat, put_bw, put_bw_unreg,\n"
+	  "am_lat, am_bw, bcast" },
 	{ "plot", required_argument, OPT_PLOT, "FILE",
 	  "also draw the rows with gnuplot into FILE, a .png\n"
 	  "(data in FILE.dat): a sweep's figures over the size,\n"
@@ -307,6 +314,23 @@ static const struct choice mode_choices[] = {
 };
 static const struct choice serve_choices[] = { { "wait", 0 }, { "poll", 1 }, { NULL, 0 } };
 static const struct choice fault_choices[] = { { "down", 0 }, { "cut", 1 }, { NULL, 0 } };
+static const struct choice format_choices[] = {
+	{ "table", PERF_FMT_TABLE }, { "csv", PERF_FMT_CSV }, { "json", PERF_FMT_JSON },
+	{ "osu", PERF_FMT_OSU }, { NULL, 0 },
+};
+
+/* "put_lat, get_lat, ...": the commands that --format osu takes. */
+static const char *osu_list(void)
+{
+	static char list[256];
+	size_t n = 0;
+
+	for (size_t i = 0; i < perf_ncmds && n < sizeof(list); i++)
+		if (perf_osu_find(perf_cmds[i].name))
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", n ? ", " : "",
+					      perf_cmds[i].name);
+	return list;
+}
 
 /* "put_lat, get_lat, ...": the command names, for messages. */
 static const char *cmd_list(void)
@@ -334,7 +358,8 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	const char *fault_opt = NULL; /* the last failover/drain-only option given */
 	const char *failover_opt = NULL; /* the last failover-only option given */
 	int planes_given = 0, iters_given = 0, compute_given = 0;
-	const char *format_opt = NULL; /* --json or --csv, the one given */
+	char format_opt[64] = "";      /* --json, --csv or --format FMT, as given */
+	char this_format[64];
 	long v;
 	int c, pick;
 
@@ -404,10 +429,18 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			break;
 		case OPT_JSON:
 		case OPT_CSV:
-			if (format_opt && strcmp(format_opt, d->name))
-				return usage_error("--json and --csv exclude each other");
-			o->format = c == OPT_JSON ? PERF_FMT_JSON : PERF_FMT_CSV;
-			format_opt = d->name;
+		case OPT_FORMAT:
+			if (c != OPT_FORMAT)
+				pick = c == OPT_JSON ? PERF_FMT_JSON : PERF_FMT_CSV;
+			else if (parse_choice(arg, format_choices, &pick))
+				return usage_error("--format '%s': not table, csv, json or osu", arg);
+			snprintf(this_format, sizeof(this_format), "--%s%s%.20s", d->name,
+				 c == OPT_FORMAT ? " " : "", c == OPT_FORMAT ? arg : "");
+			if (*format_opt && (int)o->format != pick)
+				return usage_error("%s and %s exclude each other (one output format)",
+						   format_opt, this_format);
+			o->format = (enum perf_format)pick;
+			memcpy(format_opt, this_format, sizeof(format_opt));
 			break;
 		case OPT_PLOT:
 			if (strlen(arg) < 5 || strcmp(arg + strlen(arg) - 4, ".png"))
@@ -524,6 +557,9 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	}
 	if (o->all && o->size)
 		return usage_error("--all and --size exclude each other");
+	if (o->cmd && o->format == PERF_FMT_OSU && !perf_osu_find(o->cmd->name))
+		return usage_error("--format osu: %s has no OSU micro-benchmark counterpart (osu "
+				   "format for: %s)", o->cmd->name, osu_list());
 	if (o->cmd && (o->cmd->flags & PERF_CMD_INIT) &&
 	    (o->all || o->size || o->plane >= 0 || o->plot_file))
 		return usage_error("init: only -n (the puts after the first) and --timeout apply");
