@@ -86,7 +86,8 @@ static const struct var vars[] = {
 	{ "TRIAD_SLOT_SIZE", "8k", VAR_SIZE, F(slot_size), 512, 65535,
 	  "bytes per receive slot: the largest message, header included", NULL },
 	{ "TRIAD_FC_TIMER_MS", "2000", VAR_INT, F(fc_timer_ms), 10, INT_MAX,
-	  "flow-control timer period: an unconfirmed slot is freed after 1-2 periods", NULL },
+	  "flow-control timer period: a slot the peer has not confirmed for 1-2 periods\n"
+	  "    is reported (it stays busy: the connection is reliable)", NULL },
 	{ "TRIAD_FC_NEED_MEDIUM", "2", VAR_INT, F(need_medium), 1, 64,
 	  "free slots a medium-priority message needs (high needs 1)", NULL },
 	{ "TRIAD_FC_NEED_LOW", "3", VAR_INT, F(need_low), 1, 64,
@@ -252,6 +253,16 @@ int tr_config_load(struct tr_config *cfg, tr_config_lookup_fn lookup, void *arg,
 		ret = set_var(cfg, &vars[i], s, err, errlen);
 		if (ret)
 			return ret;
+	}
+	/* Flow control's thresholds (high needs 1 free slot, and a connection
+	 * with fewer slots clamps them): a higher priority may not need more
+	 * than a lower one, or every lane would fail as it connects. */
+	if (cfg->need_medium > cfg->need_low) {
+		snprintf(err, errlen,
+			 "TRIAD_FC_NEED_MEDIUM=%d exceeds TRIAD_FC_NEED_LOW=%d: a medium-priority "
+			 "message may not need more free slots than a low one",
+			 cfg->need_medium, cfg->need_low);
+		return -EINVAL;
 	}
 	return 0;
 }

@@ -1647,8 +1647,8 @@ void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc)
 	}
 }
 
-/* A message queued this long on a live connection is stuck, not slow:
- * flow control frees an unconfirmed slot after one timer period. */
+/* A message queued this long on a live connection is stuck, not slow: a
+ * peer's buffer status comes within a linger time of what it reports. */
 #define STUCK_MS 5000
 
 /* Says so, once per message, with what it waits for; the operator (and a

@@ -410,6 +410,27 @@ static void test_one_bad_variable_among_good(void **state)
 	assert_string_equal(err, "TRIAD_SQ_DEPTH=1: out of range [4, 16384]");
 }
 
+/* Flow control's thresholds must fit each other and the slots. */
+static void test_fc_needs(void **state)
+{
+	const char *kv[] = { "TRIAD_FC_NEED_MEDIUM", "5", "TRIAD_FC_NEED_LOW", "3", NULL };
+	struct fake_env env = { .kv = kv };
+	struct tr_config c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(tr_config_load(&c, fake_lookup, &env, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "TRIAD_FC_NEED_MEDIUM=5 exceeds TRIAD_FC_NEED_LOW=3: a "
+				 "medium-priority message may not need more free slots than a low one");
+	load_bad("TRIAD_FC_NEED_MEDIUM", "4",
+		 "TRIAD_FC_NEED_MEDIUM=4 exceeds TRIAD_FC_NEED_LOW=3: a medium-priority message "
+		 "may not need more free slots than a low one");
+	c = load1("TRIAD_FC_NEED_MEDIUM", "3"); /* equal is fine */
+	assert_int_equal(c.need_medium, 3);
+	c = load1("TRIAD_SLOTS", "2"); /* fewer slots than a need: clamped per connection */
+	assert_int_equal(c.slots, 2);
+}
+
 static void test_two_bad_variables(void **state)
 {
 	static const char *const kv[] = {
@@ -626,6 +647,7 @@ int main(void)
 		cmocka_unit_test(test_connect),
 		cmocka_unit_test(test_one_bad_variable_among_good),
 		cmocka_unit_test(test_two_bad_variables),
+		cmocka_unit_test(test_fc_needs),
 		cmocka_unit_test(test_print_table),
 		cmocka_unit_test(test_parse_size_good),
 		cmocka_unit_test(test_parse_size_bad),
