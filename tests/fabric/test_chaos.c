@@ -270,6 +270,18 @@ static void nap_ms(int ms)
 		usleep(10000);
 }
 
+/* The faults from outside: fabric-ctl's verbs on (node, plane), then back. */
+static const struct {
+	const char *what, *on, *off;
+} outside[] = {
+	{ "link down", "down %d %d", "up %d %d" },
+	{ "cut", "cut %d %d", "heal %d %d" },
+	{ "loss 5%", "netem %d %d loss 5%%", "clear %d %d" },
+	{ "delay 20 ms", "netem %d %d delay 20ms", "clear %d %d" },
+	{ "reordering", "netem %d %d delay 10ms reorder 25%% 50%%", "clear %d %d" },
+};
+#define NOUTSIDE ((int)(sizeof(outside) / sizeof(outside[0])))
+
 static void *nemesis(void *arg)
 {
 	triad_ctx_t *ctx = arg;
@@ -277,66 +289,33 @@ static void *nemesis(void *arg)
 
 	while (!atomic_load(&stop)) {
 		int node = (int)(rnd(&s) % (uint64_t)size), plane = (int)(rnd(&s) % (uint64_t)nplanes);
-		int kind = (int)(rnd(&s) % 9), hold = 100 + (int)(rnd(&s) % 900);
+		int kind = (int)(rnd(&s) % (NOUTSIDE + 4)), hold = 100 + (int)(rnd(&s) % 900);
 		const char *what = "";
 
 		nap_ms(fault_gap_ms / 2 + (int)(rnd(&s) % (uint64_t)fault_gap_ms));
 		if (atomic_load(&stop))
 			break;
-		switch (kind) {
-		case 0:
-			what = "link down";
-			ft_ctl("down %d %d", node, plane);
+		if (kind < NOUTSIDE) {
+			what = outside[kind].what;
+			ft_ctl(outside[kind].on, node, plane);
 			nap_ms(hold);
-			ft_ctl("up %d %d", node, plane);
-			break;
-		case 1:
-			what = "cut";
-			ft_ctl("cut %d %d", node, plane);
-			nap_ms(hold);
-			ft_ctl("heal %d %d", node, plane);
-			break;
-		case 2:
-			what = "loss 5%";
-			ft_ctl("netem %d %d loss 5%%", node, plane);
-			nap_ms(hold);
-			ft_ctl("clear %d %d", node, plane);
-			break;
-		case 3:
-			what = "delay 20 ms";
-			ft_ctl("netem %d %d delay 20ms", node, plane);
-			nap_ms(hold);
-			ft_ctl("clear %d %d", node, plane);
-			break;
-		case 4:
-			what = "reordering";
-			ft_ctl("netem %d %d delay 10ms reorder 25%% 50%%", node, plane);
-			nap_ms(hold);
-			ft_ctl("clear %d %d", node, plane);
-			break;
-		case 5:
-		case 6:
+			ft_ctl(outside[kind].off, node, plane);
+		} else if (kind < NOUTSIDE + 3) { /* inside: rank 0's own planes */
 			node = 0;
-			what = "plane failed";
-			ft_fault_plane(ctx, plane, 0);
-			break;
-		case 7:
-			node = 0;
-			what = "WRITEs refused";
-			ft_fault_plane(ctx, plane, 1);
-			break;
-		default:
+			hold = 0;
+			what = kind < NOUTSIDE + 2 ? "plane failed" : "WRITEs refused";
+			ft_fault_plane(ctx, plane, kind == NOUTSIDE + 2);
+		} else {
 			node = 0;
 			what = "drain";
 			if (triad_plane_drain(ctx, plane) == 0) {
 				nap_ms(hold);
 				triad_plane_restore(ctx, plane);
 			}
-			break;
 		}
 		atomic_fetch_add(&faults, 1);
 		printf("chaos: fault %ld: %s, node %d plane %d, %d ms\n", atomic_load(&faults), what,
-		       node, plane, kind >= 5 && kind <= 7 ? 0 : hold);
+		       node, plane, hold);
 		fflush(stdout);
 	}
 	return NULL;
