@@ -2,8 +2,6 @@
 
 #include <errno.h>
 
-#include "base/bits.h"
-
 _Static_assert(TR_STREAM_WINDOW <= 64, "proto/seq's filter holds 64 numbers above its base");
 _Static_assert(TR_STREAM_AHEAD % 64 == 0, "lost numbers are whole words");
 

@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/bits.h"
 #include "proto/seq.h"
 
 #define TR_STREAM_WINDOW TR_SEQ_WINDOW /* the default window, and its largest */
@@ -101,7 +102,7 @@ unsigned tr_stream_tx_skips(struct tr_stream_tx *tx, uint32_t *out, unsigned max
 /* Assigned and not settled (in flight, queued, lost or being told). */
 static inline unsigned tr_stream_tx_unsettled(const struct tr_stream_tx *tx)
 {
-	return tx->next - tx->done.next - (unsigned)__builtin_popcountll(tx->done.above);
+	return tx->next - tx->done.next - tr_popcount64(tx->done.above);
 }
 
 /* Lost and not yet handed to a SEQ_SKIP; how many of those
