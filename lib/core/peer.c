@@ -477,10 +477,11 @@ static int skip_receive(struct tr_lane *l, const struct tr_msg *m)
 
 	for (unsigned i = 0; i < m->u.seq_skip.count; i++) {
 		uint32_t seq = m->u.seq_skip.seq[i];
-		struct tr_msg at = *m;
+		struct tr_msg at;
 
 		switch (tr_stream_rx_skip(&p->srx[m->prio], seq, TR_PARKED_MAX)) {
 		case TR_STREAM_PARK:
+			at = *m;
 			at.seq = seq; /* parked by the number it waits for */
 			if (park(l, &at, NULL) == 0)
 				return 0;
