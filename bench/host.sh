@@ -16,8 +16,8 @@ bench_vm() {
     root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
     cd "$root" || exit 2
     build=${TRIAD_BUILD:-build}
-    if [[ ! -x $build/examples/perf/triad-perf ]]; then
-        echo "$name: $build/examples/perf/triad-perf is not built (meson setup $build && ninja -C $build)" >&2
+    if [[ ! -x $build/tools/perf/triad-perf ]]; then
+        echo "$name: $build/tools/perf/triad-perf is not built (meson setup $build && ninja -C $build)" >&2
         exit 2
     fi
     exec tests/vm/vm1 --nodes "$nodes" --planes "$planes" --timeout "$timeout" \

@@ -1,6 +1,6 @@
 /* What the two overlap measurements share: examples/overlap.c (triad_bcast
  * against MPI_Ibcast, under mpirun) and triad-perf's overlap test
- * (examples/perf/perf_overlap.c, triad only).  The application's compute is
+ * (tools/perf/perf_overlap.c, triad only).  The application's compute is
  * a spin on the clock that makes no library call, so whatever moves the
  * broadcast meanwhile is the library's own progress thread. */
 #ifndef TRIAD_EXAMPLES_OVERLAP_H

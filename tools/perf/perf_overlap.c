@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../overlap.h"
+#include "overlap.h" /* examples/overlap.h, shared with examples/overlap.c */
 #include "perf.h"
 
 #define OVERLAP_ITERS 10
