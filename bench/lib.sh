@@ -46,8 +46,8 @@ cycles_to_us() { [[ -n $1 ]] && awk -v c="$1" -v m="$TSC_MHZ" 'BEGIN { printf "%
 PORT=18515
 
 # BENCH_CLIENT_ENV (an array of NAME=VALUE, unset by default): set for the
-# client of every run below and not for its server (run-doorbell preloads
-# bench/doorbell.so this way).  cenv: the command prefix that sets it.
+# client of every run below and not for its server (e.g. an LD_PRELOAD that
+# times the client alone).  cenv: the command prefix that sets it.
 client_env() { cenv=(env ${BENCH_CLIENT_ENV[@]+"${BENCH_CLIENT_ENV[@]}"}); }
 
 # pair_run TAG WHAT PAUSE SERVER CLIENT...: the command in the array named
@@ -136,19 +136,6 @@ triad() {
     return 1
 }
 
-# readping TAG CALLS N: one run of bench/readping (an 8-byte READ ping on
-# raw verbs, CALLS distinct functions called between two gets), laid out
-# as perftest's; READPING names the binary (built by the caller in the VM).
-readping() {
-    local tag=$1 calls=$2 n=$3 server
-    PORT=$((PORT + 1))
-    # shellcheck disable=SC2034 # pair_run reads it by name
-    server=(timeout "$TOOL_TIMEOUT" taskset -c 1 "${READPING:?no readping built}" --server
-        "$ADDR1" --port "$PORT")
-    pair_run "$tag" readping 1 server timeout "$TOOL_TIMEOUT" taskset -c 0 "$READPING" \
-        --client "$ADDR0" "$ADDR1" --port "$PORT" --iters "$n" --calls "$calls"
-}
-
 # perftest_col FILE SIZE COL: column COL of perftest's result line for SIZE.
 perftest_col() {
     awk -v s="$2" -v c="$3" '$1 == s && $2 ~ /^[0-9]+$/ { v = $c } END { if (v != "") print v }' "$1"
@@ -156,49 +143,6 @@ perftest_col() {
 # json_num FILE KEY: a number from triad-perf's JSON line (the last one).
 json_num() {
     sed -n "s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1" | tail -n1
-}
-# bench_tool TOOL TAG N: one run of a tool that run-offcpu and run-ftrace
-# share, N operations, on the pair (bench_setup_pair); the client's output
-# in $OUT/TAG.out.  TOOL: read ucp_get get (8 B gets: ib_read_lat,
-# ucx_perftest ucp_get, triad-perf get_lat); write ucp_put put (8 B puts,
-# half round trips); write_bw ucp_put_bw put_bw (64 KiB puts); send_bw
-# ucp_am_bw am_bw (1 KiB messages; triad with 16 slots, 64 outstanding and
-# a polling receiver); ping ping64 ping256 (bench/readping's 8-byte READs
-# with 0, 64 or 256 calls between two: the machine's price of code).
-bench_tool() {
-    local tag=$2 n=$3
-    case $1 in
-    read) perftest ib_read_lat "$tag" -C -s 8 -n "$n" ;;
-    ucp_get) ucx "$tag" -t ucp_get -s 8 -n "$n" ;;
-    get) triad "$tag" get_lat -s 8 -n "$n" --plane 0 ;;
-    write) perftest ib_write_lat "$tag" -C -s 8 -n "$n" ;;
-    ucp_put) ucx "$tag" -t ucp_put_lat -s 8 -n "$n" ;;
-    put) triad "$tag" put_lat -s 8 -n "$n" --plane 0 ;;
-    write_bw) perftest ib_write_bw "$tag" -s 65536 -n "$n" ;;
-    ucp_put_bw) ucx "$tag" -t ucp_put_bw -s 65536 -n "$n" ;;
-    put_bw) triad "$tag" put_bw -s 64k -n "$n" --plane 0 ;;
-    send_bw) perftest ib_send_bw "$tag" -s 1024 -n "$n" ;;
-    ucp_am_bw) ucx "$tag" -t ucp_am_bw -s 1024 -n "$n" ;;
-    am_bw) triad "$tag" am_bw -s 1k -n "$n" --window 64 --slots 16 --serve poll ;;
-    ping) readping "$tag" 0 "$n" ;;
-    ping64) readping "$tag" 64 "$n" ;;
-    ping256) readping "$tag" 256 "$n" ;;
-    *) say "bench_tool: unknown tool '$1'"; return 2 ;;
-    esac
-}
-# bench_figure TOOL TAG: that run's own figure, with its unit (latency:
-# the median, t_typical; bandwidth: the average).
-bench_figure() {
-    local f=$OUT/$2.out
-    case $1 in
-    read | write) echo "$(cycles_to_us "$(perftest_col "$f" 8 5)") us" ;;
-    ucp_get | ucp_put) echo "$(ucx_col "$f" 3) us" ;;
-    get | put | ping | ping64 | ping256) echo "$(json_num "$f" t_typical_us) us" ;;
-    write_bw) echo "$(perftest_col "$f" 65536 4) MiB/s" ;;
-    send_bw) echo "$(perftest_col "$f" 1024 4) MiB/s" ;;
-    ucp_put_bw | ucp_am_bw) echo "$(ucx_col "$f" 7) MiB/s" ;;
-    put_bw | am_bw) echo "$(json_num "$f" bw_avg_mib_s) MiB/s" ;;
-    esac
 }
 median() {
     printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
@@ -210,7 +154,8 @@ minimum() {
 }
 # ---- the machine's speed -------------------------------------------------------
 # The VM's vCPUs run at two speeds, for seconds at a time and each on its
-# own (bench/README.md, "The machine's two speeds"); bench/speed.c times a
+# own (1.3-2x apart for a loop through memory, measured 2026-12-04 under
+# TCG; docs/measurements.md); bench/speed.c times a
 # fixed loop on a vCPU.  bench_speed_setup builds it into $OUT/speed;
 # bench_speed prints the slower vCPU's time per step now (ns).  The scripts
 # probe before and after each measured run and keep the slower probe as the

@@ -8,9 +8,9 @@
  * TLB) does.  The benchmark scripts run it on each vCPU before and after
  * every measured run: the VM's vCPUs run at two speeds, for seconds at a
  * time and each on its own (1.3-2x apart for this loop, and about 2x
- * for an 8-byte RDMA READ on the slower vCPU), so a run's figure says as
- * much about the machine's speed at the time as about the tool
- * (bench/README.md, "The machine's two speeds").
+ * for an 8-byte RDMA READ on the slower vCPU, measured 2026-12-04), so a
+ * run's figure says as much about the machine's speed at the time as about
+ * the tool.
  *
  * usage: speed [STEPS]    (default 3000000, 1000 .. 1000000000)
  * Exit status: 0, or 2 on a usage error. */
