@@ -589,20 +589,14 @@ static void report_config(struct td *d, struct td_out *o, int json)
 		td_out_printf(o, "\nsocket ");
 		td_out_text_str(o, c->socket, 0);
 		td_out_printf(o, "\ngroup %s\nsocket_mode 0%o\n"
-			      "debounce_down_ms %u\ndebounce_up_ms %u\ncounters_ms %u\n"
-			      "strict_order %s\nchoice_threshold %u\nchoice_alpha_pct %u\n"
-			      "contention_threshold %u\n",
+			      "debounce_down_ms %u\ndebounce_up_ms %u\ncounters_ms %u\n",
 			      c->group[0] ? c->group : "-", c->socket_mode,
-			      c->debounce_down_ms, c->debounce_up_ms, c->counters_ms,
-			      c->strict_order ? "yes" : "no", c->choice_threshold,
-			      c->choice_alpha_pct, c->choice_cont);
+			      c->debounce_down_ms, c->debounce_up_ms, c->counters_ms);
 		for (int p = 0; p < c->nplanes; p++)
-			td_out_printf(o, "plane %s device %s port %u netdev %s slots %u "
-				      "need_medium %u need_low %u\n",
+			td_out_printf(o, "plane %s device %s port %u netdev %s\n",
 				      c->plane[p].name, c->plane[p].device, c->plane[p].port,
-				      d->plane[p].netdev[0] ? d->plane[p].netdev : "-",
-				      c->plane[p].slots, c->plane[p].need_medium,
-				      c->plane[p].need_low);
+				      d->plane[p].netdev[0] ? d->plane[p].netdev : "-");
+		td_knobs_report(d, o, 0);
 		return;
 	}
 	td_out_printf(o, "{\"version\":1,\"file\":");
@@ -612,11 +606,8 @@ static void report_config(struct td *d, struct td_out *o, int json)
 	td_out_printf(o, ",\"group\":");
 	td_out_json_str(o, c->group);
 	td_out_printf(o, ",\"socket_mode\":\"0%o\",\"debounce_down_ms\":%u,\"debounce_up_ms\":%u,"
-		      "\"counters_ms\":%u,\"strict_order\":%s,\"choice_threshold\":%u,"
-		      "\"choice_alpha_pct\":%u,\"contention_threshold\":%u},\"planes\":[",
-		      c->socket_mode, c->debounce_down_ms, c->debounce_up_ms, c->counters_ms,
-		      c->strict_order ? "true" : "false", c->choice_threshold,
-		      c->choice_alpha_pct, c->choice_cont);
+		      "\"counters_ms\":%u},\"planes\":[",
+		      c->socket_mode, c->debounce_down_ms, c->debounce_up_ms, c->counters_ms);
 	for (int p = 0; p < c->nplanes; p++) {
 		td_out_printf(o, "%s{\"name\":", p ? "," : "");
 		td_out_json_str(o, c->plane[p].name);
@@ -624,10 +615,90 @@ static void report_config(struct td *d, struct td_out *o, int json)
 		td_out_json_str(o, c->plane[p].device);
 		td_out_printf(o, ",\"port\":%u,\"netdev\":", c->plane[p].port);
 		td_out_json_str(o, d->plane[p].netdev);
-		td_out_printf(o, ",\"slots\":%u,\"need_medium\":%u,\"need_low\":%u}",
-			      c->plane[p].slots, c->plane[p].need_medium, c->plane[p].need_low);
+		td_out_printf(o, "}");
 	}
-	td_out_printf(o, "]}");
+	td_out_printf(o, "]");
+	td_knobs_report(d, o, 1);
+	td_out_printf(o, "}");
+}
+
+/* config set NAME=VALUE, config unset NAME: the knobs published change
+ * if the registry takes the new set; then every process applies it. */
+static void knob_cmd(struct td_conn *c, unsigned op, const char *arg, size_t len)
+{
+	struct td *d = c->d;
+	struct tr_ctl_policy p = d->pol;
+	char buf[256], esc[4 * sizeof(buf)], why[300], msg[sizeof(esc) + sizeof(why) + 64];
+	char json[1024], text[1024];
+	char *val = NULL;
+	size_t bad;
+	int k;
+
+	memcpy(buf, arg, len); /* at most 255 bytes, no NUL (the decoder) */
+	buf[len] = '\0';
+	td_text_escape(esc, sizeof(esc), buf);
+	if (op == TR_CTL_OP_SET) {
+		val = strchr(buf, '=');
+		if (!val) {
+			snprintf(msg, sizeof(msg), "'%s': want NAME=VALUE", esc);
+			reply_msg(c, -EINVAL, TR_CTL_BAD_CMD, -1, msg);
+			return;
+		}
+		*val++ = '\0';
+	}
+	k = tr_ctl_policy_knob(&p, buf);
+	if (op == TR_CTL_OP_UNSET) {
+		if (k < 0) {
+			snprintf(msg, sizeof(msg), "%s: not published (triadctl config lists what is)",
+				 esc);
+			reply_msg(c, -ENOENT, TR_CTL_BAD_CMD, -1, msg);
+			return;
+		}
+		memmove(&p.knob[k], &p.knob[k + 1], (p.nknobs - (unsigned)k - 1) * sizeof(p.knob[0]));
+		p.nknobs--;
+	} else {
+		if (k < 0 && p.nknobs == TR_CTL_KNOBS) {
+			reply_msg(c, -ENOSPC, TR_CTL_REFUSED, -1, "every knob's place is taken");
+			return;
+		}
+		if (k < 0)
+			k = (int)p.nknobs++;
+		memset(&p.knob[k], 0, sizeof(p.knob[k]));
+		/* The registry's message names the knob and the value; the
+		 * table's syntax after it (a valid number may be too long). */
+		/* Cut to fit; what is cut is refused below. */
+		memcpy(p.knob[k].name, buf, strnlen(buf, TR_CTL_KNOB_NAME - 1));
+		memcpy(p.knob[k].value, val, strnlen(val, TR_CTL_KNOB_VALUE - 1));
+		why[0] = '\0';
+		if (strlen(buf) >= TR_CTL_KNOB_NAME)
+			snprintf(why, sizeof(why), "%s=%s: no such knob", buf, val);
+		else if (td_knobs_check(p.knob, p.nknobs, &bad, why, sizeof(why)) == 0 &&
+			 (strlen(val) >= TR_CTL_KNOB_VALUE || !tr_ctl_knob_ok(buf, val)))
+			snprintf(why, sizeof(why), "%s=%s: longer than %d characters, or a blank, "
+				 "quote or backslash inside", buf, val, TR_CTL_KNOB_VALUE - 1);
+		if (why[0]) {
+			char e2[4 * sizeof(why)];
+
+			td_text_escape(e2, sizeof(e2), why);
+			snprintf(msg, sizeof(msg), "refused: %s", e2);
+			reply_msg(c, -EINVAL, TR_CTL_BAD_CMD, -1, msg);
+			return;
+		}
+	}
+	d->pol = p;
+	td_publish(d);
+	td_log(LOG_NOTICE, "config %s %s%s%s (uid %u, pid %d)", tr_ctl_op_str(op), esc,
+	       val ? "=" : "", val ? val : "", (unsigned)c->uid, (int)c->pid);
+	snprintf(json, sizeof(json), "\"event\":\"policy\",\"knob\":\"%s\",\"value\":%s%s%s",
+		 buf, val ? "\"" : "null", val ? val : "", val ? "\"" : "");
+	snprintf(text, sizeof(text), "policy %s%s%s", buf, val ? "=" : " unset", val ? val : "");
+	td_event(d, json, text);
+	snprintf(msg, sizeof(msg), "%s%s%s published (generation %llu): %s", buf,
+		 val ? "=" : " no longer", val ? val : "",
+		 (unsigned long long)tr_ctl_table_gen(d->table),
+		 val ? "every process whose environment does not set it takes it"
+		     : "processes go back to their default unless their environment sets it");
+	reply_msg(c, 0, TR_CTL_OK, -1, msg);
 }
 
 /* ---- commands ------------------------------------------------------------------------*/
@@ -720,6 +791,10 @@ static void on_cmd(struct td_conn *c, const struct tr_ctl_msg *m)
 	case TR_CTL_OP_CLIENTS: report_clients(d, &o, json); break;
 	case TR_CTL_OP_STATS: report_stats(d, &o, json); break;
 	case TR_CTL_OP_CONFIG: report_config(d, &o, json); break;
+	case TR_CTL_OP_SET:
+	case TR_CTL_OP_UNSET:
+		knob_cmd(c, op, m->u.cmd.arg, m->u.cmd.arg_len);
+		return;
 	case TR_CTL_OP_MONITOR:
 		c->monitor = 1;
 		ev_timer_stop(d->loop, &c->hs_w);
@@ -813,6 +888,19 @@ static int on_counters(struct td_conn *c, const struct tr_ctl_msg *m)
 	return 0;
 }
 
+/* What the client has of the knobs now: kept for triadctl config. */
+static int on_applied(struct td_conn *c, const struct tr_ctl_msg *m)
+{
+	if (c->kind != TD_CONN_CLIENT)
+		return -EPROTO;
+	c->nknobs_seen = 1;
+	c->nknobs = m->u.applied.n;
+	c->knobs_gen = m->u.applied.gen;
+	memcpy(c->knob, m->u.applied.knob, sizeof(c->knob));
+	memcpy(c->knob_src, m->u.applied.src, sizeof(c->knob_src));
+	return 0;
+}
+
 /* Closes c at once; its memory goes in the reaper (an ev_check after
  * this loop iteration), since the caller may be walking the list. */
 static void conn_close(struct td_conn *c, const char *why)
@@ -903,6 +991,7 @@ static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 		case TR_CTL_HELLO: ret = on_hello(c, &m); break;
 		case TR_CTL_COUNTERS: ret = on_counters(c, &m); break;
 		case TR_CTL_CMD: on_cmd(c, &m); break;
+		case TR_CTL_APPLIED: ret = on_applied(c, &m); break;
 		default: ret = -EPROTO; break;
 		}
 		ret = c->dead ? 0 : ret ? ret : 1;
@@ -1183,16 +1272,10 @@ void td_server_reconfigure(struct td *d)
 {
 	struct tr_ctl_policy fresh;
 
-	/* Plane states stay; what the file sets is taken at once. */
+	/* Plane states stay; the file's knobs replace those published (what
+	 * triadctl config set published is gone: the file is the record). */
 	tr_ctl_conf_policy(&d->conf, &fresh);
-	d->pol.strict_order = fresh.strict_order;
-	d->pol.choice_threshold = fresh.choice_threshold;
-	d->pol.choice_alpha_pct = fresh.choice_alpha_pct;
-	d->pol.choice_cont = fresh.choice_cont;
-	for (unsigned p = 0; p < d->pol.nplanes; p++) {
-		d->pol.plane[p].slots = fresh.plane[p].slots;
-		d->pol.plane[p].need_medium = fresh.plane[p].need_medium;
-		d->pol.plane[p].need_low = fresh.plane[p].need_low;
-	}
+	d->pol.nknobs = fresh.nknobs;
+	memcpy(d->pol.knob, fresh.knob, sizeof(d->pol.knob));
 	td_publish(d);
 }

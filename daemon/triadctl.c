@@ -34,8 +34,13 @@ static void usage(FILE *out)
 		"  status                   planes: state, health, link, port, clients switched, in flight\n"
 		"  clients                  the triad processes connected, per plane switched/in flight\n"
 		"  stats                    the daemon's counters and the planes' port counters\n"
-		"  config                   the daemon's configuration, and the TRIAD_* table\n"
+		"  config                   the daemon's configuration, the knobs it publishes,\n"
+		"                           per process each knob's value and where it came from\n"
+		"                           (default, daemon, environment), and the TRIAD_* table\n"
 		"                           as this environment sets it\n"
+		"  config set KNOB VALUE    publish a TRIAD_* knob to every process of the node\n"
+		"                           (until triadd reloads or restarts: triadd.conf keeps it)\n"
+		"  config unset KNOB        stop publishing it: processes go back to their default\n"
 		"  monitor                  one line per event as it happens (until interrupted)\n"
 		"  plane drain PLANE [--wait] [--timeout S] [--force]\n"
 		"                           every process leaves the plane; --wait: return once\n"
@@ -102,7 +107,8 @@ static void print_env(const char *daemon_json, size_t len, int json)
 		tr_config_load(&cfg, NULL, NULL, err, sizeof(err));
 	}
 	if (!json) {
-		printf("%.*s\nTRIAD_* as this environment sets them:\n", (int)len, daemon_json);
+		printf("%.*s\nTRIAD_* as this environment sets them (triadctl's own):\n", (int)len,
+		       daemon_json);
 		tr_config_print_table(stdout, &cfg);
 		return;
 	}
@@ -117,7 +123,7 @@ static void print_env(const char *daemon_json, size_t len, int json)
 		td_out_json_str(&o, v.value);
 		td_out_printf(&o, ",\"default\":");
 		td_out_json_str(&o, v.def);
-		td_out_printf(&o, "}");
+		td_out_printf(&o, ",\"takes_effect\":\"%s\"}", tr_config_when_str(v.when));
 	}
 	td_out_printf(&o, "]}");
 	if (o.buf)
@@ -218,6 +224,27 @@ out:
 	return rc;
 }
 
+/* config set KNOB VALUE, config unset KNOB: "KNOB=VALUE" or "KNOB". */
+static int config_args(int argc, char **argv, struct tr_ctl_msg *cmd, char *arg, size_t len)
+{
+	int set = argc == 4 && !strcmp(argv[1], "set"), unset = argc == 3 && !strcmp(argv[1], "unset");
+
+	if (!set && !unset) {
+		fprintf(stderr, "triadctl: config: want config, config set KNOB VALUE or "
+			"config unset KNOB\n");
+		return -1;
+	}
+	if ((size_t)snprintf(arg, len, "%s%s%s", argv[2], set ? "=" : "", set ? argv[3] : "") >=
+	    len) {
+		fprintf(stderr, "triadctl: config %s: too long\n", argv[1]);
+		return -1;
+	}
+	cmd->u.cmd.op = set ? TR_CTL_OP_SET : TR_CTL_OP_UNSET;
+	cmd->u.cmd.arg = arg;
+	cmd->u.cmd.arg_len = (uint16_t)strlen(arg);
+	return 0;
+}
+
 /* plane OP NAME [--wait] [--timeout S] [--force] */
 static int plane_args(int argc, char **argv, struct tr_ctl_msg *cmd, int *wait_ms)
 {
@@ -283,6 +310,7 @@ int main(int argc, char **argv)
 	};
 	struct tr_ctl_msg cmd = { .type = TR_CTL_CMD };
 	const char *path = getenv("TRIAD_DAEMON");
+	char arg[256];
 	int opt, op, wait_ms = REPLY_TIMEOUT_MS;
 
 	if (!path || !*path || !strcmp(path, "off"))
@@ -304,6 +332,9 @@ int main(int argc, char **argv)
 	argv += optind;
 	if (!strcmp(argv[0], "plane")) {
 		if (plane_args(argc, argv, &cmd, &wait_ms))
+			return EXIT_USAGE;
+	} else if (!strcmp(argv[0], "config") && argc > 1) {
+		if (config_args(argc, argv, &cmd, arg, sizeof(arg)))
 			return EXIT_USAGE;
 	} else {
 		op = tr_ctl_op_parse(argv[0]);

@@ -56,14 +56,21 @@ static void usage(FILE *out)
 		DEFAULT_CONF);
 }
 
-/* Loads path into *c and resolves its group; "FILE:LINE: message" in err. */
+/* Loads path into *c, has the library's registry check [policy] and
+ * resolves the group; "FILE:LINE: message" in err. */
 static int load(const char *path, struct tr_ctl_conf *c, gid_t *gid, char *err, size_t len)
 {
 	int ret = tr_ctl_conf_load(path, c, err, len);
 	struct group *gr;
+	char why[300];
+	size_t bad;
 
 	if (ret)
 		return ret;
+	if (td_knobs_check(c->knob, (size_t)c->nknobs, &bad, why, sizeof(why))) {
+		snprintf(err, len, "%s:%d: %s", path, c->knob_line[bad], why);
+		return -EINVAL;
+	}
 	*gid = getegid();
 	if (!c->group[0])
 		return 0;

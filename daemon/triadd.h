@@ -92,6 +92,12 @@ struct td_conn {
 	unsigned flags;		/* of its last command (JSON) */
 	int wait_plane;		/* -1, or a plane whose settling it waits for */
 	uint64_t wait_until_ns; /* 0: no deadline */
+	/* A client's last APPLIED: its knobs and where each came from. */
+	int nknobs_seen; /* it has sent one */
+	unsigned nknobs;
+	uint64_t knobs_gen;
+	struct tr_ctl_knob knob[TR_CTL_KNOBS];
+	uint8_t knob_src[TR_CTL_KNOBS];
 };
 
 struct td_stats {
@@ -146,6 +152,15 @@ void td_plane_health_changed(struct td *d, int p);
 void td_event(struct td *d, const char *json, const char *text);
 /* The configuration was reloaded: take its new policy values. */
 void td_server_reconfigure(struct td *d);
+
+/* ---- policy.c: knobs by name (the library's registry) ---- */
+/* 0 when the registry takes k[0..n) as triadd's knobs; else -EINVAL,
+ * "KNOB=VALUE: why" in err and the knob at fault in *bad_p. */
+int td_knobs_check(const struct tr_ctl_knob *k, size_t n, size_t *bad_p, char *err,
+		   size_t errlen);
+struct td_out;
+/* triadctl config: the knobs published, and per client what it applied. */
+void td_knobs_report(const struct td *d, struct td_out *o, int json);
 
 /* ---- monitor.c ---- */
 int td_monitor_open(struct td *d);

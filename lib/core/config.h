@@ -1,6 +1,17 @@
-/* The TRIAD_* configuration: one table of name, default and meaning, read
- * from the environment once per context.  Pure: the lookup function is
- * passed in, so the parser is unit-tested without touching the environment. */
+/* The TRIAD_* configuration: the one registry of the library's knobs.  One
+ * table of name, default, meaning, whether the node daemon (triadd) may set
+ * the knob and when a change takes effect.  The environment is read once
+ * per context; triadd's values come by name (lib/ctl/table.h) and go
+ * through the same parser and checks (tr_config_apply_daemon).
+ *
+ * Precedence, for every knob: the environment, when the user set the
+ * variable, beats triadd, which beats the default.  An operator's triadd
+ * thus sets the node's defaults and a job that asks for something else in
+ * its own environment keeps it (as UCX_* beat ucx.conf and OMPI_MCA_*
+ * beat mca-params.conf); triadctl config shows, per process, which won.
+ *
+ * Pure: the lookup function is passed in, so the parser is unit-tested
+ * without touching the environment. */
 #ifndef TRIAD_CORE_CONFIG_H
 #define TRIAD_CORE_CONFIG_H
 
@@ -9,6 +20,7 @@
 #include <stdio.h>
 
 #define TR_CONFIG_STR 256 /* the size of every string field */
+#define TR_CONFIG_MAX_VARS 48 /* room in tr_config.src; the table has fewer */
 
 struct tr_config {
 	int rank;		  /* TRIAD_RANK (-1: not given) */
@@ -44,6 +56,20 @@ struct tr_config {
 	int adaptive_t;		  /* TRIAD_ADAPTIVE_T */
 	int adaptive_alpha;	  /* TRIAD_ADAPTIVE_ALPHA, percent */
 	char devices[TR_CONFIG_STR]; /* TRIAD_DEVICES */
+	/* Where each variable's value came from (enum tr_config_src), by its
+	 * index in the table (tr_config_var). */
+	unsigned char src[TR_CONFIG_MAX_VARS];
+};
+
+/* Where a value came from: the precedence above, lowest first. */
+enum tr_config_src { TR_CONFIG_DEFAULT, TR_CONFIG_DAEMON, TR_CONFIG_ENV };
+
+/* When a change by triadd takes effect in a running process. */
+enum tr_config_when {
+	TR_CONFIG_AT_START,	/* read at triad_init only: triadd may not set it */
+	TR_CONFIG_AT_ONCE,	/* the next decision that reads it */
+	TR_CONFIG_NEW_MSGS,	/* messages received from then on */
+	TR_CONFIG_NEXT_CONN,	/* connections set up from then on */
 };
 
 enum { TR_ORDER_ANY, TR_ORDER_STRICT };
@@ -68,8 +94,40 @@ void tr_config_print_table(FILE *out, const struct tr_config *cfg);
 struct tr_config_var {
 	const char *name, *def, *doc;
 	char value[TR_CONFIG_STR + 32];
+	enum tr_config_when when;
+	enum tr_config_src src;
 };
 int tr_config_var(const struct tr_config *cfg, size_t i, struct tr_config_var *out);
+
+/* The table's index of the variable called name, or -ENOENT. */
+int tr_config_index(const char *name);
+
+const char *tr_config_src_str(enum tr_config_src src);	  /* "default", "environment", "daemon" */
+const char *tr_config_when_str(enum tr_config_when when); /* "at start", "at once", ... */
+
+/* One knob as triadd publishes it. */
+struct tr_config_kv {
+	const char *name, *value;
+};
+
+/* Checks knobs as triadd would publish them (its configuration file,
+ * triadctl config set), over the defaults: every name a knob triadd may
+ * set, every value valid, and the set valid as a whole.  0, or -EINVAL
+ * with a message naming the knob and the value in err and the index of
+ * the knob at fault in *bad_p (for a conflict between two, the later). */
+int tr_config_check_daemon(const struct tr_config_kv *kv, size_t n, size_t *bad_p, char *err,
+			   size_t errlen);
+
+/* Applies triadd's knobs to cfg: every knob triadd may set and the
+ * environment did not set takes triadd's value if kv has one, else its
+ * default (triadd stopped publishing it); what the environment set stays.
+ * A knob that is unknown, not triadd's to set or has a bad value is
+ * skipped, and knobs whose values conflict (TRIAD_FC_NEED_MEDIUM above
+ * TRIAD_FC_NEED_LOW) keep their values from the environment or the
+ * defaults; the rest is applied.  0, or -EINVAL with the first problem
+ * named in err.  Never leaves cfg invalid. */
+int tr_config_apply_daemon(struct tr_config *cfg, const struct tr_config_kv *kv, size_t n,
+			   char *err, size_t errlen);
 
 /* Parses "123", "64k", "1M", "2g" (binary units).  -EINVAL when malformed,
  * -ERANGE when it overflows. */

@@ -12,10 +12,22 @@
  * still has in flight there, which is how the daemon knows a drain is
  * complete.
  *
+ * The table also carries knobs of the TRIAD_* registry by name
+ * (lib/core/config.h): each is applied through the registry, as the
+ * environment is, and a variable the environment set is never changed.
+ * A change takes effect when the registry says: the adaptive choice's
+ * at once (its engine's configuration is rebuilt here), the order for
+ * messages received from then on (am.c reads it per message), the flow
+ * control's needs at the next connection (lane.c reads them there).  A
+ * knob the daemon stops publishing goes back to its default.  After every
+ * change, and once per connection, this process reports what it has of
+ * each knob triadd may set and where it came from (APPLIED), for
+ * triadctl config.
+ *
  * Without a daemon the library works as it always did (every plane
  * healthy) and tries again with a growing backoff, so that a daemon
  * started or restarted later picks the process up.  When the daemon goes
- * away the planes stay as they were: a running job is not disturbed.
+ * away the planes and knobs stay as they were: a running job is not disturbed.
  * The policy a restarted daemon publishes wins.
  *
  * Everything here runs on the progress thread with the context's lock,
@@ -31,6 +43,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "core/config.h"
 #include "core/ctx.h"
 #include "ctl/io.h"
 #include "ctl/table.h"
@@ -60,7 +73,14 @@ struct tr_ctl_client {
 	unsigned failed;     /* ... and failed (triad_plane_fail), the table saying faulty */
 	int behind;	     /* a drain was refused (-EBUSY) or init is not done: try again soon */
 	int warned_absent;
+	uint64_t knobs_gen;  /* the generation whose knobs were applied (0: none yet) */
+	int knobs_told;	     /* the daemon has this connection's APPLIED for knobs_gen */
 };
+
+_Static_assert((int)TR_CTL_SRC_DEFAULT == (int)TR_CONFIG_DEFAULT &&
+		       (int)TR_CTL_SRC_DAEMON == (int)TR_CONFIG_DAEMON &&
+		       (int)TR_CTL_SRC_ENV == (int)TR_CONFIG_ENV,
+	       "a knob's source means the same in the table and the registry");
 
 static int counters_open(struct tr_ctl_client *cl)
 {
@@ -105,6 +125,8 @@ static void disconnect(struct tr_ctl_client *cl, const char *why)
 	ev_timer_stop(cl->ctx->loop, &cl->count_w);
 	close(cl->sock);
 	cl->sock = -1;
+	cl->knobs_told = 0;
+	cl->knobs_gen = 0; /* the next daemon's knobs are applied whatever its generation */
 	tr_ctl_rx_reset(cl->rx);
 	table_unmap(cl);
 	retry_later(cl);
@@ -197,6 +219,80 @@ static void apply_plane(struct tr_ctl_client *cl, int p, const struct tr_ctl_pla
 	}
 }
 
+/* ---- the knobs -------------------------------------------------------------------*/
+/* What changed in the configuration, carried out where the data path
+ * does not read ctx->cfg itself. */
+static void knobs_effect(struct triad_ctx *ctx, const struct tr_config *was)
+{
+	const struct tr_config *now = &ctx->cfg;
+
+	if (now->adaptive != was->adaptive || now->adaptive_t != was->adaptive_t ||
+	    now->adaptive_alpha != was->adaptive_alpha) {
+		struct tr_choice_cfg want = ctx->choice;
+
+		want.threshold = (uint32_t)now->adaptive_t;
+		want.alpha_pct = (uint32_t)now->adaptive_alpha;
+		want.rules = now->adaptive ? TR_CHOICE_OCC : 0;
+		/* The registry's ranges are the engine's (as at triad_init). */
+		if (tr_choice_cfg_init(&ctx->choice, &want))
+			tr_error("adaptive choice T %d alpha %d%%: refused by the engine",
+				 now->adaptive_t, now->adaptive_alpha);
+	}
+}
+
+/* The generation's knobs through the registry. */
+static void knobs_apply(struct tr_ctl_client *cl)
+{
+	struct triad_ctx *ctx = cl->ctx;
+	struct tr_config_kv kv[TR_CTL_KNOBS];
+	struct tr_config was = ctx->cfg;
+	char err[300];
+
+	for (unsigned k = 0; k < cl->pol.nknobs; k++)
+		kv[k] = (struct tr_config_kv){ cl->pol.knob[k].name, cl->pol.knob[k].value };
+	/* A triadd of another version may publish what this library does not
+	 * know or take: said once per generation, the rest applied. */
+	if (tr_config_apply_daemon(&ctx->cfg, kv, cl->pol.nknobs, err, sizeof(err)))
+		tr_warn("triadd %s: %s", cl->path, err);
+	knobs_effect(ctx, &was);
+	for (int i = 0; i < TR_CONFIG_MAX_VARS; i++) {
+		struct tr_config_var a, b;
+
+		if (tr_config_var(&was, (size_t)i, &a) || tr_config_var(&ctx->cfg, (size_t)i, &b))
+			break;
+		if (strcmp(a.value, b.value) || a.src != b.src)
+			tr_info("%s = %s (%s; was %s), takes effect %s", b.name, b.value,
+				tr_config_src_str(b.src), a.value, tr_config_when_str(b.when));
+	}
+	cl->knobs_gen = cl->gen;
+	cl->knobs_told = 0;
+}
+
+/* APPLIED: every knob triadd may set, as this process has it. */
+static void knobs_tell(struct tr_ctl_client *cl)
+{
+	struct tr_ctl_msg m = { .type = TR_CTL_APPLIED };
+	struct tr_config_var v;
+	int ret;
+
+	m.u.applied.gen = cl->knobs_gen;
+	for (size_t i = 0; tr_config_var(&cl->ctx->cfg, i, &v) == 0; i++) {
+		struct tr_ctl_knob *e = &m.u.applied.knob[m.u.applied.n];
+
+		if (v.when == TR_CONFIG_AT_START || m.u.applied.n == TR_CTL_KNOBS ||
+		    strlen(v.name) >= sizeof(e->name) || strlen(v.value) >= sizeof(e->value))
+			continue;
+		memcpy(e->name, v.name, strlen(v.name) + 1);
+		memcpy(e->value, v.value, strlen(v.value) + 1);
+		m.u.applied.src[m.u.applied.n++] = (uint8_t)v.src;
+	}
+	ret = tr_ctl_send(cl->sock, &m, -1, SEND_TIMEOUT_MS);
+	if (ret)
+		disconnect(cl, strerror(-ret));
+	else
+		cl->knobs_told = 1;
+}
+
 static void apply(struct tr_ctl_client *cl)
 {
 	struct triad_ctx *ctx = cl->ctx;
@@ -214,6 +310,13 @@ static void apply(struct tr_ctl_client *cl)
 			disconnect(cl, "its policy table is not valid");
 			return;
 		}
+	}
+	if (cl->have_pol && cl->gen != cl->knobs_gen)
+		knobs_apply(cl);
+	if (cl->have_pol && cl->sock >= 0 && !cl->knobs_told) {
+		knobs_tell(cl);
+		if (cl->sock < 0)
+			return;
 	}
 	cl->behind = !ctx->initialized; /* drains wait for the connections */
 	for (int p = 0; cl->have_pol && ctx->initialized && p < ctx->nplanes &&

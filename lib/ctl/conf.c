@@ -14,8 +14,8 @@
 #define LINE_MAX_LEN 1024
 #define FILE_MAX_LEN (1 << 20)
 
-enum key_type { K_STR, K_UINT, K_BOOL, K_MODE, K_SUBNET };
-enum key_sect { S_DAEMON, S_PLANE };
+enum key_type { K_STR, K_UINT, K_MODE, K_SUBNET };
+enum key_sect { S_DAEMON, S_PLANE, S_POLICY };
 
 struct key {
 	const char *name;
@@ -35,17 +35,24 @@ static const struct key keys[] = {
 	{ "debounce_down_ms", S_DAEMON, K_UINT, D(debounce_down_ms), 0, 600000 },
 	{ "debounce_up_ms", S_DAEMON, K_UINT, D(debounce_up_ms), 0, 600000 },
 	{ "counters_ms", S_DAEMON, K_UINT, D(counters_ms), 10, 3600000 },
-	{ "strict_order", S_DAEMON, K_BOOL, D(strict_order), 0, 1 },
-	{ "choice_threshold", S_DAEMON, K_UINT, D(choice_threshold), 0, 1000000 },
-	{ "choice_alpha_pct", S_DAEMON, K_UINT, D(choice_alpha_pct), 1, 100 },
-	{ "contention_threshold", S_DAEMON, K_UINT, D(choice_cont), 1, 1000000 },
 	{ "device", S_PLANE, K_STR, P(device), 0, 0 },
 	{ "port", S_PLANE, K_UINT, P(port), 1, 255 },
 	{ "netdev", S_PLANE, K_STR, P(netdev), 0, 0 },
 	{ "subnet", S_PLANE, K_SUBNET, P(subnet), 0, 0 },
-	{ "slots", S_PLANE, K_UINT, P(slots), 1, 64 },
-	{ "need_medium", S_PLANE, K_UINT, P(need_medium), 1, 64 },
-	{ "need_low", S_PLANE, K_UINT, P(need_low), 1, 64 },
+};
+
+/* Keys of earlier versions, which published values no process read: a
+ * configuration that still has one says where its knob went. */
+static const struct {
+	const char *name, *now;
+} gone[] = {
+	{ "strict_order", "TRIAD_ORDER = strict|any in [policy]" },
+	{ "choice_threshold", "TRIAD_ADAPTIVE_T in [policy]" },
+	{ "choice_alpha_pct", "TRIAD_ADAPTIVE_ALPHA in [policy]" },
+	{ "contention_threshold", "no knob: the adaptive choice has no contention input yet" },
+	{ "slots", "no knob: TRIAD_SLOTS is read at start only (the environment's)" },
+	{ "need_medium", "TRIAD_FC_NEED_MEDIUM in [policy], for every plane" },
+	{ "need_low", "TRIAD_FC_NEED_LOW in [policy], for every plane" },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -61,6 +68,7 @@ struct parser {
 	struct tr_ctl_conf c;
 	int sect;		   /* -1: none yet, S_DAEMON, S_PLANE */
 	int daemon_line;	   /* of [daemon], 0 if none */
+	int policy_line;	   /* of [policy], 0 if none */
 	int seen_line[TRIAD_MAX_PLANES + 1][NKEYS]; /* [plane + 1][key]: where set */
 };
 
@@ -87,9 +95,6 @@ void tr_ctl_conf_defaults(struct tr_ctl_conf *c)
 	c->debounce_down_ms = 200;
 	c->debounce_up_ms = 2000;
 	c->counters_ms = 1000;
-	c->choice_threshold = 32;
-	c->choice_alpha_pct = 50;
-	c->choice_cont = 8;
 }
 
 static char *trim(char *s)
@@ -192,14 +197,6 @@ static int set_key(struct parser *ps, const struct key *k, char *base, const cha
 				    k->name, v, k->min, k->max);
 		*field = n;
 		return 0;
-	case K_BOOL:
-		if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1"))
-			*field = 1;
-		else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0"))
-			*field = 0;
-		else
-			return fail(ps, ps->line, "'%s': not yes or no: '%s'", k->name, v);
-		return 0;
 	case K_SUBNET: {
 		struct tr_ctl_conf_plane *pl = (struct tr_ctl_conf_plane *)base;
 
@@ -225,9 +222,6 @@ static int plane_done(struct parser *ps)
 		return fail(ps, pl->line, "plane '%s': no device", pl->name);
 	if (!pl->netdev[0] && !pl->has_subnet)
 		return fail(ps, pl->line, "plane '%s': neither netdev nor subnet", pl->name);
-	if (pl->need_medium && pl->need_low && pl->need_low < pl->need_medium)
-		return fail(ps, pl->line, "plane '%s': need_low %u below need_medium %u",
-			    pl->name, pl->need_low, pl->need_medium);
 	for (int i = 0; i < ps->c.nplanes - 1; i++) {
 		const struct tr_ctl_conf_plane *o = &ps->c.plane[i];
 
@@ -239,6 +233,16 @@ static int plane_done(struct parser *ps)
 	return 0;
 }
 
+/* A section that may come once: [daemon], [policy]. */
+static int single(struct parser *ps, const char *name, int *line, int sect)
+{
+	if (*line)
+		return fail(ps, ps->line, "duplicate section [%s] (first at line %d)", name, *line);
+	*line = ps->line;
+	ps->sect = sect;
+	return 0;
+}
+
 static int section(struct parser *ps, char *s)
 {
 	char *end = strchr(s, ']'), *name;
@@ -247,17 +251,14 @@ static int section(struct parser *ps, char *s)
 	if (ret)
 		return ret;
 	if (!end || trim(end + 1)[0])
-		return fail(ps, ps->line, "bad section header (want [daemon] or [plane NAME])");
+		return fail(ps, ps->line,
+			    "bad section header (want [daemon], [plane NAME] or [policy])");
 	*end = '\0';
 	s = trim(s + 1);
-	if (!strcmp(s, "daemon")) {
-		if (ps->daemon_line)
-			return fail(ps, ps->line, "duplicate section [daemon] (first at line %d)",
-				    ps->daemon_line);
-		ps->daemon_line = ps->line;
-		ps->sect = S_DAEMON;
-		return 0;
-	}
+	if (!strcmp(s, "daemon"))
+		return single(ps, s, &ps->daemon_line, S_DAEMON);
+	if (!strcmp(s, "policy"))
+		return single(ps, s, &ps->policy_line, S_POLICY);
 	if (strncmp(s, "plane", 5) || !isspace((unsigned char)s[5]))
 		return fail(ps, ps->line, "unknown section [%s]", s);
 	name = trim(s + 5);
@@ -278,6 +279,31 @@ static int section(struct parser *ps, char *s)
 	return 0;
 }
 
+/* KNOB = value in [policy]: the syntax; the registry judges the rest. */
+static int knob(struct parser *ps, const char *k, const char *v)
+{
+	struct tr_ctl_conf *c = &ps->c;
+
+	for (int i = 0; i < c->nknobs; i++)
+		if (!strcmp(c->knob[i].name, k))
+			return fail(ps, ps->line, "duplicate key '%s' (first at line %d)", k,
+				    c->knob_line[i]);
+	if (!*v)
+		return fail(ps, ps->line, "'%s': empty value", k);
+	if (!tr_ctl_knob_ok(k, "x"))
+		return fail(ps, ps->line, "'%s': not a knob's name (TRIAD_ then A-Z 0-9 _, "
+			    "at most %d characters)", k, TR_CTL_KNOB_NAME - 1);
+	if (!tr_ctl_knob_ok(k, v))
+		return fail(ps, ps->line, "%s=%s: not a knob's value (1-%d printable characters, "
+			    "no blank, quote or backslash)", k, v, TR_CTL_KNOB_VALUE - 1);
+	if (c->nknobs == TR_CTL_KNOBS)
+		return fail(ps, ps->line, "too many knobs in [policy] (at most %d)", TR_CTL_KNOBS);
+	strcpy(c->knob[c->nknobs].name, k);
+	strcpy(c->knob[c->nknobs].value, v);
+	c->knob_line[c->nknobs++] = ps->line;
+	return 0;
+}
+
 static int assignment(struct parser *ps, char *s)
 {
 	char *eq = strchr(s, '='), *k, *v;
@@ -293,6 +319,8 @@ static int assignment(struct parser *ps, char *s)
 		return fail(ps, ps->line, "no key before '='");
 	if (ps->sect < 0)
 		return fail(ps, ps->line, "'%s' outside a section", k);
+	if (ps->sect == S_POLICY)
+		return knob(ps, k, v);
 	for (size_t i = 0; i < NKEYS; i++) {
 		if ((int)keys[i].sect != ps->sect || strcmp(keys[i].name, k))
 			continue;
@@ -310,6 +338,9 @@ static int assignment(struct parser *ps, char *s)
 						   : (char *)&ps->c,
 			       v);
 	}
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+		if (!strcmp(gone[i].name, k))
+			return fail(ps, ps->line, "'%s' is gone: %s", k, gone[i].now);
 	return fail(ps, ps->line, "unknown key '%s' in %s", k, sname);
 }
 
@@ -425,18 +456,10 @@ int tr_ctl_conf_load(const char *path, struct tr_ctl_conf *c, char *err, size_t 
 void tr_ctl_conf_policy(const struct tr_ctl_conf *c, struct tr_ctl_policy *p)
 {
 	tr_ctl_policy_default(p, (unsigned)c->nplanes);
-	p->strict_order = c->strict_order;
-	p->choice_threshold = c->choice_threshold;
-	p->choice_alpha_pct = c->choice_alpha_pct;
-	p->choice_cont = c->choice_cont;
-	for (int i = 0; i < c->nplanes; i++) {
-		struct tr_ctl_plane_pol *e = &p->plane[i];
-
-		memcpy(e->name, c->plane[i].name, sizeof(e->name));
-		e->slots = c->plane[i].slots;
-		e->need_medium = c->plane[i].need_medium;
-		e->need_low = c->plane[i].need_low;
-	}
+	for (int i = 0; i < c->nplanes; i++)
+		memcpy(p->plane[i].name, c->plane[i].name, sizeof(p->plane[i].name));
+	p->nknobs = (uint32_t)c->nknobs;
+	memcpy(p->knob, c->knob, sizeof(p->knob));
 }
 
 int tr_ctl_conf_plane_find(const struct tr_ctl_conf *c, const char *name)

@@ -9,8 +9,15 @@
  *   device = rxe0
  *   port = 1
  *   netdev = eth0
+ *   [policy]
+ *   TRIAD_ADAPTIVE_T = 8
  *
- * Keys and their ranges: the table in conf.c, docs/daemon.md.  Planes are
+ * Keys and their ranges: the table in conf.c, docs/daemon.md.  [policy]
+ * holds knobs of the library's TRIAD_* registry by name, which triadd
+ * publishes to every process of the node: the parser here checks their
+ * syntax alone (tr_ctl_knob_ok); whether the name is a knob triadd may
+ * set and the value valid is the registry's to say (lib/core/config.c,
+ * tr_config_check_daemon), which triadd asks after the parse.  Planes are
  * numbered in the order of their sections: plane i is the world file's
  * plane i.  Every error is one message "FILE:LINE: what", and the first
  * one stops the parse.
@@ -38,8 +45,7 @@ struct tr_ctl_conf_plane {
 	char netdev[TR_CTL_NETDEV_MAX]; /* "" : none given */
 	uint32_t subnet, prefix;	/* IPv4, host order; prefix 0..32 */
 	uint32_t has_subnet;
-	uint32_t slots, need_medium, need_low; /* 0: the library's TRIAD_* values */
-	int line;			       /* of the section header */
+	int line; /* of the section header */
 };
 
 struct tr_ctl_conf {
@@ -49,9 +55,10 @@ struct tr_ctl_conf {
 	uint32_t socket_mode;	      /* e.g. 0660 */
 	uint32_t debounce_down_ms, debounce_up_ms;
 	uint32_t counters_ms; /* how often the port counters are read */
-	uint32_t strict_order;
-	uint32_t choice_threshold, choice_alpha_pct, choice_cont;
 	int nplanes;
+	int nknobs; /* [policy], in the order of the file */
+	struct tr_ctl_knob knob[TR_CTL_KNOBS];
+	int knob_line[TR_CTL_KNOBS];
 	struct tr_ctl_conf_plane plane[TRIAD_MAX_PLANES];
 };
 
@@ -67,7 +74,8 @@ int tr_ctl_conf_parse(const char *text, const char *file, struct tr_ctl_conf *c,
  * anything but a regular file (never waits on a FIFO). */
 int tr_ctl_conf_load(const char *path, struct tr_ctl_conf *c, char *err, size_t errlen);
 
-/* The policy the configuration starts with: every plane NORMAL. */
+/* The policy the configuration starts with: every plane NORMAL, the
+ * knobs of [policy]. */
 void tr_ctl_conf_policy(const struct tr_ctl_conf *c, struct tr_ctl_policy *p);
 
 /* The plane called name, or -1. */

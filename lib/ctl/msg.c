@@ -88,6 +88,16 @@ static int valid_fields(const struct tr_ctl_msg *m)
 		       m->u.reply.code < TR_CTL_CODE_MAX;
 	case TR_CTL_WELCOME:
 		return m->u.welcome.status <= 0 && m->u.welcome.status > -4096;
+	case TR_CTL_APPLIED:
+		if (m->u.applied.n > TR_CTL_KNOBS)
+			return 0;
+		for (uint32_t k = 0; k < m->u.applied.n; k++)
+			if (!memchr(m->u.applied.knob[k].name, '\0', TR_CTL_KNOB_NAME) ||
+			    !memchr(m->u.applied.knob[k].value, '\0', TR_CTL_KNOB_VALUE) ||
+			    !tr_ctl_knob_ok(m->u.applied.knob[k].name, m->u.applied.knob[k].value) ||
+			    m->u.applied.src[k] >= TR_CTL_SRC_MAX)
+				return 0;
+		return 1;
 	case TR_CTL_NOTIFY:
 	case TR_CTL_COUNTERS:
 	case TR_CTL_EVENT:
@@ -141,6 +151,18 @@ int tr_ctl_encode(const struct tr_ctl_msg *m, void *buf, size_t buflen)
 		break;
 	case TR_CTL_EVENT:
 		ret = put_str(&c, m->u.event.text, m->u.event.text_len, 4);
+		break;
+	case TR_CTL_APPLIED:
+		put(&c, m->u.applied.gen, 8);
+		put(&c, m->u.applied.n, 2);
+		for (uint32_t k = 0; k < m->u.applied.n && !ret; k++) {
+			const struct tr_ctl_knob *e = &m->u.applied.knob[k];
+
+			ret = put_str(&c, e->name, strlen(e->name), 2);
+			if (!ret)
+				ret = put_str(&c, e->value, strlen(e->value), 2);
+			put(&c, m->u.applied.src[k], 1);
+		}
 		break;
 	default:
 		return -EINVAL;
@@ -219,6 +241,25 @@ int tr_ctl_decode(const void *buf, size_t len, struct tr_ctl_msg *m)
 	case TR_CTL_EVENT:
 		o.u.event.text = get_str(&c, 4, &o.u.event.text_len);
 		break;
+	case TR_CTL_APPLIED:
+		o.u.applied.gen = get(&c, 8);
+		o.u.applied.n = (uint32_t)get(&c, 2);
+		if (o.u.applied.n > TR_CTL_KNOBS)
+			return -EBADMSG;
+		for (uint32_t k = 0; k < o.u.applied.n; k++) {
+			struct tr_ctl_knob *e = &o.u.applied.knob[k];
+
+			s = get_str(&c, 2, &n);
+			if (!s || n >= TR_CTL_KNOB_NAME)
+				return -EBADMSG;
+			memcpy(e->name, s, n);
+			s = get_str(&c, 2, &n);
+			if (!s || n >= TR_CTL_KNOB_VALUE)
+				return -EBADMSG;
+			memcpy(e->value, s, n);
+			o.u.applied.src[k] = (uint8_t)get(&c, 1);
+		}
+		break;
 	default:
 		return -EBADMSG;
 	}
@@ -237,6 +278,7 @@ static const char *const op_names[TR_CTL_OP_MAX] = {
 	[TR_CTL_OP_STATS] = "stats",	 [TR_CTL_OP_CONFIG] = "config",
 	[TR_CTL_OP_MONITOR] = "monitor", [TR_CTL_OP_DRAIN] = "drain",
 	[TR_CTL_OP_RESTORE] = "restore", [TR_CTL_OP_FAIL] = "fail",
+	[TR_CTL_OP_SET] = "set",	 [TR_CTL_OP_UNSET] = "unset",
 };
 
 const char *tr_ctl_op_str(unsigned op)

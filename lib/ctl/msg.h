@@ -16,6 +16,10 @@
  *   CMD       triadctl -> daemon  u16 op, u16 flags, u32 timeout_ms, str arg
  *   REPLY     daemon -> triadctl  i32 status (0 or -errno), u32 code, str text
  *   EVENT     daemon -> triadctl  str text (monitor: one line an event)
+ *   APPLIED   client -> daemon  u64 generation, u16 n, then n times: str name,
+ *                               str value, u8 source (enum tr_ctl_src): the
+ *                               knobs triadd may set, as this process has
+ *                               them now, and where each value came from
  *
  * Pure: no I/O; the decoder checks every length, enum and string and
  * answers a negative errno for anything malformed (fuzzed: fuzz_ctl). */
@@ -24,6 +28,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "ctl/table.h"
 
 #define TR_CTL_VERSION 1
 #define TR_CTL_HDR 8
@@ -39,6 +45,7 @@ enum tr_ctl_type {
 	TR_CTL_CMD,
 	TR_CTL_REPLY,
 	TR_CTL_EVENT,
+	TR_CTL_APPLIED,
 	TR_CTL_TYPE_MAX
 };
 
@@ -51,6 +58,8 @@ enum tr_ctl_op {
 	TR_CTL_OP_DRAIN,
 	TR_CTL_OP_RESTORE,
 	TR_CTL_OP_FAIL,
+	TR_CTL_OP_SET,	 /* arg "NAME=VALUE": publish a knob */
+	TR_CTL_OP_UNSET, /* arg "NAME": stop publishing it */
 	TR_CTL_OP_MAX
 };
 
@@ -105,6 +114,12 @@ struct tr_ctl_msg {
 			const char *text;
 			uint32_t text_len;
 		} event;
+		struct {
+			uint64_t gen; /* the policy generation these reflect */
+			uint32_t n;   /* 0..TR_CTL_KNOBS; each tr_ctl_knob_ok */
+			struct tr_ctl_knob knob[TR_CTL_KNOBS];
+			uint8_t src[TR_CTL_KNOBS]; /* enum tr_ctl_src */
+		} applied;
 	} u;
 };
 

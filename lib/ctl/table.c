@@ -16,25 +16,55 @@ void tr_ctl_policy_default(struct tr_ctl_policy *p, unsigned nplanes)
 {
 	memset(p, 0, sizeof(*p));
 	p->nplanes = nplanes < 1 ? 1 : nplanes > TRIAD_MAX_PLANES ? TRIAD_MAX_PLANES : nplanes;
-	p->choice_threshold = 32;
-	p->choice_alpha_pct = 50;
-	p->choice_cont = 8;
 	for (unsigned i = 0; i < p->nplanes; i++)
 		snprintf(p->plane[i].name, sizeof(p->plane[i].name), "p%u", i);
 }
 
+int tr_ctl_knob_ok(const char *name, const char *value)
+{
+	size_t n = strnlen(name, TR_CTL_KNOB_NAME), v = strnlen(value, TR_CTL_KNOB_VALUE);
+
+	if (n <= 6 || n >= TR_CTL_KNOB_NAME || strncmp(name, "TRIAD_", 6) || !v ||
+	    v >= TR_CTL_KNOB_VALUE)
+		return 0;
+	for (size_t i = 6; i < n; i++)
+		if (!((name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= '0' && name[i] <= '9') ||
+		      name[i] == '_'))
+			return 0;
+	for (size_t i = 0; i < v; i++)
+		if (value[i] <= ' ' || value[i] > '~' || value[i] == '"' || value[i] == '\\')
+			return 0;
+	return 1;
+}
+
+int tr_ctl_policy_knob(const struct tr_ctl_policy *p, const char *name)
+{
+	for (unsigned k = 0; k < p->nknobs && k < TR_CTL_KNOBS; k++)
+		if (!strncmp(p->knob[k].name, name, TR_CTL_KNOB_NAME))
+			return (int)k;
+	return -1;
+}
+
 int tr_ctl_policy_check(const struct tr_ctl_policy *p)
 {
-	if (p->nplanes < 1 || p->nplanes > TRIAD_MAX_PLANES || p->strict_order > 1 ||
-	    p->choice_alpha_pct < 1 || p->choice_alpha_pct > 100 || p->choice_cont < 1)
+	if (p->nplanes < 1 || p->nplanes > TRIAD_MAX_PLANES || p->nknobs > TR_CTL_KNOBS)
 		return -EBADMSG;
 	for (unsigned i = 0; i < p->nplanes; i++) {
 		const struct tr_ctl_plane_pol *e = &p->plane[i];
 
 		if (!e->name[0] || !memchr(e->name, '\0', sizeof(e->name)) ||
 		    e->state >= TR_CTL_PSTATE_MAX || e->reason >= TR_CTL_REASON_MAX ||
-		    e->faulty > 1 || e->slots > 64 || e->need_medium > 64 || e->need_low > 64)
+		    e->faulty > 1)
 			return -EBADMSG;
+	}
+	for (unsigned k = 0; k < p->nknobs; k++) {
+		/* tr_ctl_knob_ok reads within the arrays (strnlen), and a name
+		 * that passes is NUL-terminated inside them. */
+		if (!tr_ctl_knob_ok(p->knob[k].name, p->knob[k].value))
+			return -EBADMSG;
+		for (unsigned j = 0; j < k; j++)
+			if (!strcmp(p->knob[j].name, p->knob[k].name))
+				return -EBADMSG;
 	}
 	return 0;
 }
@@ -212,6 +242,13 @@ static const char *const pstate_names[TR_CTL_PSTATE_MAX] = {
 	"normal", "switch_pending", "switched", "restore_pending",
 };
 static const char *const reason_names[TR_CTL_REASON_MAX] = { "none", "admin", "fail", "fault" };
+
+const char *tr_ctl_src_str(uint32_t s)
+{
+	static const char *const names[TR_CTL_SRC_MAX] = { "default", "daemon", "environment" };
+
+	return s < TR_CTL_SRC_MAX ? names[s] : "unknown";
+}
 
 const char *tr_ctl_pstate_str(uint32_t s)
 {

@@ -35,7 +35,7 @@
 
 #define TR_CTL_TABLE_MAGIC 0x54444154u	  /* "TADT" */
 #define TR_CTL_COUNTERS_MAGIC 0x54444343u /* "CCDT" */
-#define TR_CTL_TABLE_VERSION 1
+#define TR_CTL_TABLE_VERSION 2 /* 2: knobs by name */
 #define TR_CTL_PLANE_NAME 16 /* NUL included */
 
 enum tr_ctl_pstate {
@@ -56,23 +56,34 @@ enum tr_ctl_reason {
 
 struct tr_ctl_plane_pol {
 	char name[TR_CTL_PLANE_NAME];
-	uint32_t state;	      /* enum tr_ctl_pstate */
-	uint32_t reason;      /* enum tr_ctl_reason */
-	uint32_t faulty;      /* 0 or 1 */
-	uint32_t slots;	      /* receive slots a connection gets (at the next one); 0: TRIAD_SLOTS */
-	uint32_t need_medium; /* free slots a medium message needs (at once); 0: TRIAD_FC_NEED_MEDIUM */
-	uint32_t need_low;    /* the same for low priority; 0: TRIAD_FC_NEED_LOW */
-	uint32_t pad[2];
+	uint32_t state;	 /* enum tr_ctl_pstate */
+	uint32_t reason; /* enum tr_ctl_reason */
+	uint32_t faulty; /* 0 or 1 */
+	uint32_t pad[5];
 };
 
+/* A knob of the library's TRIAD_* registry (lib/core/config.c) by name,
+ * its value as the environment would spell it.  The table carries only
+ * the syntax (ctl/ is below core): every process checks and applies the
+ * knob through the registry, as it does its environment. */
+#define TR_CTL_KNOBS 16	     /* knobs published at most */
+#define TR_CTL_KNOB_NAME 32  /* NUL included: [A-Z0-9_], starting TRIAD_ */
+#define TR_CTL_KNOB_VALUE 32 /* NUL included: printable ASCII, no blank, " or \\ */
+struct tr_ctl_knob {
+	char name[TR_CTL_KNOB_NAME];
+	char value[TR_CTL_KNOB_VALUE];
+};
+
+/* Where a process's value of a knob came from (lib/core/config.h's
+ * enum tr_config_src): the default, triadd, or its environment. */
+enum tr_ctl_src { TR_CTL_SRC_DEFAULT, TR_CTL_SRC_DAEMON, TR_CTL_SRC_ENV, TR_CTL_SRC_MAX };
+
 struct tr_ctl_policy {
-	uint32_t nplanes;	   /* 1..TRIAD_MAX_PLANES; plane i is the world file's plane i */
-	uint32_t strict_order;	   /* 0 or 1: strict per-peer order across a switch by default */
-	uint32_t choice_threshold; /* adaptive choice: T */
-	uint32_t choice_alpha_pct; /* alpha in hundredths, 1..100 */
-	uint32_t choice_cont;	   /* contention threshold, >= 1 */
-	uint32_t pad[3];
+	uint32_t nplanes; /* 1..TRIAD_MAX_PLANES; plane i is the world file's plane i */
+	uint32_t nknobs;  /* 0..TR_CTL_KNOBS */
+	uint32_t pad[2];
 	struct tr_ctl_plane_pol plane[TRIAD_MAX_PLANES];
+	struct tr_ctl_knob knob[TR_CTL_KNOBS]; /* the first nknobs, distinct names */
 };
 
 #define TR_CTL_POLICY_WORDS (sizeof(struct tr_ctl_policy) / 4)
@@ -99,10 +110,10 @@ struct tr_ctl_counters {
 	struct tr_ctl_cplane plane[TRIAD_MAX_PLANES];
 };
 
-/* Defaults: nplanes planes named p0.., NORMAL; T 32, alpha 50 %, contention 8. */
+/* Defaults: nplanes planes named p0.., NORMAL; no knob. */
 void tr_ctl_policy_default(struct tr_ctl_policy *p, unsigned nplanes);
-/* 0 when every field is in range (names NUL-terminated and not empty),
- * -EBADMSG otherwise. */
+/* 0 when every field is in range (names NUL-terminated and not empty,
+ * knobs well-formed and distinct), -EBADMSG otherwise. */
 int tr_ctl_policy_check(const struct tr_ctl_policy *p);
 
 /* Writer (the daemon): header and policy, generation 2; then every change. */
@@ -155,6 +166,15 @@ int tr_ctl_other_live(const struct tr_ctl_policy *p, unsigned plane);
 /* 1 when the state tells clients to stay off the plane. */
 int tr_ctl_pstate_off(uint32_t state);
 
+/* 1 when name (TRIAD_ then [A-Z0-9_], shorter than TR_CTL_KNOB_NAME) and
+ * value (1 to TR_CTL_KNOB_VALUE - 1 printable ASCII characters, no blank,
+ * quote or backslash: printed as they are, in JSON too) are a knob's
+ * syntax. */
+int tr_ctl_knob_ok(const char *name, const char *value);
+/* The knob called name in p, or -1. */
+int tr_ctl_policy_knob(const struct tr_ctl_policy *p, const char *name);
+
+const char *tr_ctl_src_str(uint32_t s); /* "default", "daemon", "environment" */
 const char *tr_ctl_pstate_str(uint32_t s); /* "normal", "switch_pending", ... */
 const char *tr_ctl_reason_str(uint32_t r); /* "none", "admin", "fail", "fault" */
 

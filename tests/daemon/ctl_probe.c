@@ -11,6 +11,10 @@
  *       leave is reported left and idle (but PLANE with --stuck, which
  *       keeps one message in flight), and prints "gen G STATE..." at every
  *       change (with --stamp, and the CLOCK_REALTIME of the change in ns).
+ *       --knobs: also applies the table's knobs at every change through the
+ *       library's registry over this environment, as lib/core/ctl.c does,
+ *       prints "knobs NAME=VALUE/SOURCE ..." (those triadd may set) and
+ *       reports them to the daemon (APPLIED).
  *       --name NAME: HELLO says NAME (any bytes); --nplanes N: at SIGUSR1
  *       (once the daemon has checked the region), rewrite the counters
  *       region's nplanes to N and print "rewritten", as a hostile client may.
@@ -48,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "ctl/io.h"
 #include "ctl/table.h"
 
@@ -174,8 +179,40 @@ static void on_usr1(int sig)
 	usr1 = 1;
 }
 
+/* --knobs: the process's configuration, the environment's and then the
+ * daemon's. */
+static struct tr_config *knobs;
+
+static int knobs_follow(int sock, const struct tr_ctl_policy *p, uint64_t gen)
+{
+	struct tr_ctl_msg m = { .type = TR_CTL_APPLIED };
+	struct tr_config_kv kv[TR_CTL_KNOBS];
+	struct tr_config_var v;
+	char err[300];
+
+	for (unsigned k = 0; k < p->nknobs; k++)
+		kv[k] = (struct tr_config_kv){ p->knob[k].name, p->knob[k].value };
+	if (tr_config_apply_daemon(knobs, kv, p->nknobs, err, sizeof(err)))
+		printf("knob refused: %s\n", err);
+	m.u.applied.gen = gen;
+	printf("knobs");
+	for (size_t i = 0; tr_config_var(knobs, i, &v) == 0; i++) {
+		if (v.when == TR_CONFIG_AT_START)
+			continue;
+		printf(" %s=%s/%s", v.name, v.value, tr_config_src_str(v.src));
+		/* The registry's knobs fit (test_registry); the encoder checks. */
+		memcpy(m.u.applied.knob[m.u.applied.n].name, v.name,
+		       strnlen(v.name, TR_CTL_KNOB_NAME - 1));
+		memcpy(m.u.applied.knob[m.u.applied.n].value, v.value,
+		       strnlen(v.value, TR_CTL_KNOB_VALUE - 1));
+		m.u.applied.src[m.u.applied.n++] = (uint8_t)v.src;
+	}
+	printf("\n");
+	return tr_ctl_send(sock, &m, -1, 1000);
+}
+
 static void follow(struct tr_ctl_counters *c, const struct tr_ctl_table *t, int stuck,
-		   uint64_t *last)
+		   uint64_t *last, int sock)
 {
 	struct timespec now;
 
@@ -197,6 +234,8 @@ static void follow(struct tr_ctl_counters *c, const struct tr_ctl_table *t, int 
 		printf(" %s=%s", p.plane[q].name, tr_ctl_pstate_str(p.plane[q].state));
 	}
 	printf("\n");
+	if (knobs && knobs_follow(sock, &p, gen))
+		printf("APPLIED not sent\n");
 	fflush(stdout);
 	atomic_store_explicit(&c->applied_gen, gen, memory_order_release);
 }
@@ -246,8 +285,16 @@ static int client(int sock, int argc, char **argv)
 	uint64_t last = 0;
 	time_t end;
 
-	for (int i = 0; i < argc; i++)
+	for (int i = 0; i < argc; i++) {
 		stamp_changes |= !strcmp(argv[i], "--stamp");
+		if (!strcmp(argv[i], "--knobs")) {
+			char err[300];
+
+			knobs = malloc(sizeof(*knobs));
+			if (!knobs || tr_config_load(knobs, tr_config_getenv, NULL, err, sizeof(err)))
+				return die("this environment's TRIAD_* are bad");
+		}
+	}
 	for (int i = 0; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--stuck"))
 			stuck = atoi(argv[i + 1]);
@@ -272,7 +319,7 @@ static int client(int sock, int argc, char **argv)
 	t = mmap(NULL, sizeof(*t), PROT_READ, MAP_SHARED, tfd, 0);
 	if (t == MAP_FAILED)
 		return die("cannot map the table read-only");
-	follow(c, t, stuck, &last);
+	follow(c, t, stuck, &last, sock);
 	if (nplanes >= 0)
 		signal(SIGUSR1, on_usr1);
 	end = time(NULL) + (time_t)secs;
@@ -289,7 +336,7 @@ static int client(int sock, int argc, char **argv)
 			continue;
 		if (ret != 1 || m.type != TR_CTL_NOTIFY)
 			return die("the daemon went away");
-		follow(c, t, stuck, &last);
+		follow(c, t, stuck, &last, sock);
 	}
 	return 0;
 }

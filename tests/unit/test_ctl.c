@@ -314,7 +314,7 @@ static void test_table_read_write(void **state)
 	assert_int_equal(q.plane[1].state, TR_CTL_SWITCH_PENDING);
 	/* A mapping too short, or not a table. */
 	assert_int_equal(tr_ctl_table_read(t, sizeof(*t) - 1, &q, &gen), -EPROTO);
-	t->version = 2;
+	t->version = TR_CTL_TABLE_VERSION - 1;
 	assert_int_equal(tr_ctl_table_read(t, sizeof(*t), &q, &gen), -EPROTO);
 	t->version = TR_CTL_TABLE_VERSION;
 	/* A writer that died mid-write: odd for good. */
@@ -338,12 +338,13 @@ struct race {
 static void policy_of(struct tr_ctl_policy *p, uint32_t k)
 {
 	tr_ctl_policy_default(p, 8);
-	p->choice_threshold = k;
-	p->choice_cont = k + 1;
-	for (int i = 0; i < 8; i++) {
+	p->nknobs = 2;
+	snprintf(p->knob[0].name, sizeof(p->knob[0].name), "TRIAD_ADAPTIVE_T");
+	snprintf(p->knob[0].value, sizeof(p->knob[0].value), "%u", k);
+	snprintf(p->knob[1].name, sizeof(p->knob[1].name), "TRIAD_ADAPTIVE_ALPHA");
+	snprintf(p->knob[1].value, sizeof(p->knob[1].value), "%u", k + 1);
+	for (int i = 0; i < 8; i++)
 		p->plane[i].state = k % TR_CTL_PSTATE_MAX;
-		p->plane[i].slots = k % 65;
-	}
 }
 
 static void *writer(void *arg)
@@ -386,7 +387,7 @@ static void test_table_race(void **state)
 
 		if (tr_ctl_table_read(r.t, sizeof(*r.t), &p, &gen))
 			continue;
-		policy_of(&want, p.choice_threshold);
+		policy_of(&want, (uint32_t)strtoul(p.knob[0].value, NULL, 10));
 		assert_memory_equal(&p, &want, sizeof(p));
 		assert_true((gen & 1) == 0);
 		changes += gen != last_gen;

@@ -55,20 +55,18 @@ static void test_good_file(void **state)
 		 "socket_mode = 0600\n"
 		 "debounce_down_ms = 50\n"
 		 "debounce_up_ms = 0\n"
-		 "strict_order = yes\n"
-		 "choice_alpha_pct = 75\n"
 		 "; another comment\n"
 		 "\n"
 		 "[plane p0]\n"
 		 "device = rxe_n0p0\n"
 		 "port = 2\n"
 		 "netdev = n0p0\n"
-		 "slots = 8\n"
-		 "need_medium = 2\n"
-		 "need_low = 4\n"
 		 "[ plane  p1 ]\n"
 		 "device = rxe_n0p1\n"
-		 "subnet = 10.101.0.0/24\n",
+		 "subnet = 10.101.0.0/24\n"
+		 "[policy]\n"
+		 "TRIAD_ORDER = any\n"
+		 "TRIAD_ADAPTIVE_T = 4 \n",
 		 &c);
 	assert_string_equal(c.socket, "/tmp/x.sock");
 	assert_string_equal(c.group, "triad");
@@ -76,13 +74,16 @@ static void test_good_file(void **state)
 	assert_int_equal(c.socket_mode, 0600);
 	assert_int_equal(c.debounce_down_ms, 50);
 	assert_int_equal(c.debounce_up_ms, 0);
-	assert_int_equal(c.strict_order, 1);
 	assert_int_equal(c.nplanes, 2);
 	assert_string_equal(c.plane[0].name, "p0");
 	assert_string_equal(c.plane[0].device, "rxe_n0p0");
 	assert_int_equal(c.plane[0].port, 2);
 	assert_string_equal(c.plane[0].netdev, "n0p0");
-	assert_int_equal(c.plane[0].line, 12);
+	assert_int_equal(c.plane[0].line, 10);
+	assert_int_equal(c.nknobs, 2);
+	assert_string_equal(c.knob[1].name, "TRIAD_ADAPTIVE_T");
+	assert_string_equal(c.knob[1].value, "4");
+	assert_int_equal(c.knob_line[1], 19);
 	assert_int_equal(c.plane[1].port, 1); /* the default */
 	assert_int_equal(c.plane[1].has_subnet, 1);
 	assert_int_equal(c.plane[1].subnet, 0x0a650000u);
@@ -91,10 +92,11 @@ static void test_good_file(void **state)
 	assert_int_equal(tr_ctl_policy_check(&p), 0);
 	assert_int_equal(p.nplanes, 2);
 	assert_string_equal(p.plane[1].name, "p1");
-	assert_int_equal(p.plane[0].slots, 8);
-	assert_int_equal(p.plane[0].need_low, 4);
-	assert_int_equal(p.choice_alpha_pct, 75);
-	assert_int_equal(p.strict_order, 1);
+	assert_int_equal(p.nknobs, 2);
+	assert_string_equal(p.knob[0].name, "TRIAD_ORDER");
+	assert_string_equal(p.knob[0].value, "any");
+	assert_int_equal(tr_ctl_policy_knob(&p, "TRIAD_ADAPTIVE_T"), 1);
+	assert_int_equal(tr_ctl_policy_knob(&p, "TRIAD_SLOTS"), -1);
 	assert_int_equal(tr_ctl_conf_plane_find(&c, "p1"), 1);
 	assert_int_equal(tr_ctl_conf_plane_find(&c, "p2"), -1);
 }
@@ -120,8 +122,8 @@ static void test_syntax_errors(void **state)
 	(void)state;
 	parse_bad("[daemon]\nsocket /x\n" PLANE0, NAME ":2: expected 'key = value' or a [section]");
 	parse_bad("socket = /x\n" PLANE0, NAME ":1: 'socket' outside a section");
-	parse_bad("[daemon\n", NAME ":1: bad section header (want [daemon] or [plane NAME])");
-	parse_bad("[daemon] x\n", NAME ":1: bad section header (want [daemon] or [plane NAME])");
+	parse_bad("[daemon\n", NAME ":1: bad section header (want [daemon], [plane NAME] or [policy])");
+	parse_bad("[daemon] x\n", NAME ":1: bad section header (want [daemon], [plane NAME] or [policy])");
 	parse_bad("[daemons]\n", NAME ":1: unknown section [daemons]");
 	parse_bad("[planes a]\n", NAME ":1: unknown section [planes a]");
 	parse_bad("[daemon]\n = 3\n", NAME ":2: no key before '='");
@@ -156,15 +158,10 @@ static void test_value_errors(void **state)
 	parse_bad("[daemon]\ndebounce_down_ms = 600001\n",
 		  NAME ":2: 'debounce_down_ms': 600001 out of range [0, 600000]");
 	parse_bad("[plane a]\nport = 0\n", NAME ":2: 'port': 0 out of range [1, 255]");
-	parse_bad("[plane a]\nslots = 65\n", NAME ":2: 'slots': 65 out of range [1, 64]");
-	parse_bad("[daemon]\nchoice_alpha_pct = 0\n",
-		  NAME ":2: 'choice_alpha_pct': 0 out of range [1, 100]");
 	parse_bad("[daemon]\nsocket_mode = 0668\n",
 		  NAME ":2: 'socket_mode': not an octal number: '0668'");
 	parse_bad("[daemon]\nsocket_mode = 01777\n",
 		  NAME ":2: 'socket_mode': 01777 out of range [00, 0777]");
-	parse_bad("[daemon]\nstrict_order = maybe\n",
-		  NAME ":2: 'strict_order': not yes or no: 'maybe'");
 	parse_bad("[plane a]\nsubnet = 10.0.0.1/24\n",
 		  NAME ":2: 'subnet': not an IPv4 network a.b.c.d/len: '10.0.0.1/24'");
 	parse_bad("[plane a]\nsubnet = 10.0.0.0/33\n",
@@ -188,8 +185,43 @@ static void test_plane_errors(void **state)
 		  NAME ":1: bad plane name 'abcdefghijklmnop' (1-15 of A-Z a-z 0-9 _ . -)");
 	parse_bad(PLANE0 "[plane b]\ndevice = rxe0\nnetdev = eth1\n",
 		  NAME ":4: plane 'b': device rxe0 port 1 is plane 'a''s (line 1)");
-	parse_bad("[plane a]\ndevice = d\nnetdev = e\nneed_medium = 3\nneed_low = 2\n",
-		  NAME ":1: plane 'a': need_low 2 below need_medium 3");
+}
+
+/* [policy]: the syntax of knobs here; their meaning is the registry's
+ * (test_registry). */
+static void test_policy(void **state)
+{
+	char text[4096] = PLANE0 "[policy]\n";
+
+	(void)state;
+	parse_bad(PLANE0 "[policy]\nTRIAD_ORDER = any\nTRIAD_ORDER = strict\n",
+		  NAME ":6: duplicate key 'TRIAD_ORDER' (first at line 5)");
+	parse_bad(PLANE0 "[policy]\nTRIAD_ORDER =\n", NAME ":5: 'TRIAD_ORDER': empty value");
+	parse_bad(PLANE0 "[policy]\norder = any\n",
+		  NAME ":5: 'order': not a knob's name (TRIAD_ then A-Z 0-9 _, at most 31 "
+		       "characters)");
+	parse_bad(PLANE0 "[policy]\nTRIAD_ORDER = a b\n",
+		  NAME ":5: TRIAD_ORDER=a b: not a knob's value (1-31 printable characters, "
+		       "no blank, quote or backslash)");
+	parse_bad(PLANE0 "[policy]\nTRIAD_ORDER = \"any\"\n",
+		  NAME ":5: TRIAD_ORDER=\"any\": not a knob's value (1-31 printable characters, "
+		       "no blank, quote or backslash)");
+	parse_bad(PLANE0 "[policy]\n[policy]\n",
+		  NAME ":5: duplicate section [policy] (first at line 4)");
+	for (int i = 0; i <= TR_CTL_KNOBS; i++)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "TRIAD_K%d = 1\n", i);
+	parse_bad(text, NAME ":21: too many knobs in [policy] (at most 16)");
+	/* The keys of earlier versions say where their knob went. */
+	parse_bad("[daemon]\nstrict_order = yes\n",
+		  NAME ":2: 'strict_order' is gone: TRIAD_ORDER = strict|any in [policy]");
+	parse_bad("[daemon]\ncontention_threshold = 8\n",
+		  NAME ":2: 'contention_threshold' is gone: no knob: the adaptive choice has no "
+		       "contention input yet");
+	parse_bad("[plane a]\nslots = 8\n",
+		  NAME ":2: 'slots' is gone: no knob: TRIAD_SLOTS is read at start only (the "
+		       "environment's)");
+	parse_bad("[plane a]\nneed_low = 8\n",
+		  NAME ":2: 'need_low' is gone: TRIAD_FC_NEED_LOW in [policy], for every plane");
 }
 
 static void test_too_many_planes(void **state)
@@ -256,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_good_file),      cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_syntax_errors),  cmocka_unit_test(test_key_errors),
 		cmocka_unit_test(test_value_errors),   cmocka_unit_test(test_plane_errors),
+		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_too_many_planes), cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_load),
 	};
