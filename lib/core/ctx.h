@@ -179,7 +179,7 @@ struct triad_req {
 	uint64_t off, len;
 	char *buf;
 	uint64_t posted;   /* bytes handed to the NIC */
-	int inflight;	   /* chunks posted and not completed */
+	int inflight;	   /* work requests posted and not completed */
 	unsigned flags;		/* TRIAD_F_*: a pinned op is never moved */
 	int redo;		/* flushed by a lane that broke: done again, whole */
 	int redos;		/* times it was */

@@ -1203,6 +1203,7 @@ static int post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t 
 		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie,
 		    int signalled)
 {
+	unsigned wrs = op == TR_RMA_READ ? tr_fab_qp_read_wrs(l->qp) : 1;
 	int ret;
 
 	if (l->state != TR_LANE_UP)
@@ -1210,20 +1211,20 @@ static int post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t 
 	/* Keep room in the send queue for every message the slots allow, so
 	 * that bulk transfers never hold acknowledgements back, and for a
 	 * fence behind the light puts. */
-	if (l->sq_avail <= l->ntx + 1)
+	if (l->sq_avail < (int)(l->ntx + 1 + wrs))
 		return -EAGAIN;
 	tr_progress_want_send(l->ctx, l->plane);
 	/* With tx_write/tx_read after it: how long the post itself takes (rxe
 	 * does the request inside it, bench/README.md). */
 	TR_EV(l->ctx, "rma_post", l->peer, len);
 	ret = tr_fab_post_rma(l->qp, op, laddr, len, mr, raddr, rkey, cookie, signalled);
-	if (ret)
+	if (ret < 0)
 		return ret;
-	l->sq_avail--;
-	l->sq_posted++;
-	l->rma_posted++;
+	l->sq_avail -= ret;
+	l->sq_posted += ret;
+	l->rma_posted += ret;
 	TR_EV(l->ctx, op == TR_RMA_WRITE ? "tx_write" : "tx_read", l->peer, len);
-	return 0;
+	return ret;
 }
 
 int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
@@ -1309,7 +1310,7 @@ static int post_fence(struct tr_lane *l)
 	lp->signalled = 1;
 	ret = tr_fab_post_rma(l->qp, TR_RMA_WRITE, lp->data, 0, NULL, l->lp_raddr, l->lp_rkey,
 			      (uintptr_t)lp | TR_CK_LPUT, 1);
-	if (ret) {
+	if (ret < 0) {
 		tr_rma_lput_done(lp, TRIAD_S_OK);
 		return ret;
 	}
@@ -1344,7 +1345,7 @@ int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uin
 	int ret = post_rma(l, TR_RMA_WRITE, lp->data, lp->len, NULL, raddr, rkey,
 			   (uintptr_t)lp | TR_CK_LPUT, sig);
 
-	if (ret)
+	if (ret < 0)
 		return ret;
 	lp->signalled = (uint8_t)sig;
 	lput_append(l, lp);

@@ -193,13 +193,14 @@ void tr_lane_fc_tick(struct tr_lane *l);
 /* The linger time of a deferred BSM is over: send it. */
 void tr_lane_bsm_flush(struct tr_lane *l);
 uint32_t tr_lane_max_inline(const struct tr_lane *l);
-/* Post one RDMA WRITE or READ for req; -EAGAIN when the send queue must
- * keep its room for messages. */
+/* Post one RDMA WRITE or READ for req: the number of work requests it took
+ * (a READ may take two: tr_fab_qp_read_wrs), each completing once, or
+ * -EAGAIN when the send queue must keep its room for messages. */
 int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
 		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
 		     struct triad_req *req);
-/* Post a light put's WRITE (its bytes inline, from the record); the same
- * results. */
+/* Post a light put's WRITE (its bytes inline, from the record): 1, or the
+ * same errors. */
 struct tr_lput;
 int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uint32_t rkey);
 /* triad_flush: every light put posted on l so far is to come back, the

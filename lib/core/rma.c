@@ -157,7 +157,8 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 	tr_ctx_signal(ctx);
 }
 
-/* Posts req's next n bytes on l; tr_lane_post_rma's result. */
+/* Posts req's next n bytes on l: 0, or tr_lane_post_rma's error.  Each of
+ * its work requests (a READ may take two) comes back once. */
 static int post_chunk(struct tr_lane *l, struct triad_req *req, uint64_t n)
 {
 	struct tr_rwin *rw = req->rwin;
@@ -165,11 +166,11 @@ static int post_chunk(struct tr_lane *l, struct triad_req *req, uint64_t n)
 				   req->buf + req->posted, (uint32_t)n, req->mr,
 				   rw->base + req->off + req->posted, rw->rkey[l->plane], req);
 
-	if (!ret) {
-		req->posted += n;
-		req->inflight++;
-	}
-	return ret;
+	if (ret < 0)
+		return ret;
+	req->posted += n;
+	req->inflight += ret;
+	return 0;
 }
 
 /* The common case, one chunk and nothing queued ahead on the lane: posted
@@ -659,7 +660,7 @@ static int lput_post(struct triad_ctx *ctx, const void *buf, uint32_t len, int r
 	lp->len = len;
 	lp->flags = flags;
 	memcpy(lp->data, buf, len);
-	if (tr_lane_post_lput(l, lp, rw->base + off, rw->rkey[l->plane])) {
+	if (tr_lane_post_lput(l, lp, rw->base + off, rw->rkey[l->plane]) < 0) {
 		lput_free(ctx, lp); /* no room, or the post failed: the general path decides */
 		return 0;
 	}

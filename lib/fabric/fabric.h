@@ -181,6 +181,13 @@ uint32_t tr_fab_qp_num(const struct tr_qp *qp);
 uint32_t tr_fab_qp_remote_num(const struct tr_qp *qp);
 /* Largest payload that goes inline (no registration needed). */
 uint32_t tr_fab_qp_max_inline(const struct tr_qp *qp);
+/* The work requests a READ takes on qp, each completing once with its
+ * cookie: 1, or 2 on a device that may report a READ done without its data
+ * (rxe, internal.h): a zero-length READ follows it, so that such a READ is
+ * followed by a flushed completion (the device fails the QP right after
+ * it), never by a second success.  A READ is done when all of its work
+ * requests are, and OK when every one of them is. */
+unsigned tr_fab_qp_read_wrs(const struct tr_qp *qp);
 
 /* Posts.  Each returns 0 or a negative errno (logged); every post
  * completes exactly once through ops (flushed when the QP breaks), except
@@ -194,6 +201,9 @@ int tr_fab_post_recv(struct tr_qp *qp, void *addr, uint32_t len, const struct tr
 int tr_fab_post_send(struct tr_qp *qp, const void *addr, uint32_t len, const struct tr_mr *mr,
 		     uint64_t cookie, const uint32_t *imm);
 enum tr_rma_op { TR_RMA_WRITE, TR_RMA_READ };
+/* tr_fab_post_rma returns the number of work requests posted (1, or for a
+ * READ up to tr_fab_qp_read_wrs), each completing once, or a negative
+ * errno when none was. */
 int tr_fab_post_rma(struct tr_qp *qp, enum tr_rma_op op, void *laddr, uint32_t len,
 		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie,
 		    int signalled);

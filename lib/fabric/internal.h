@@ -7,6 +7,15 @@
 
 #include "fabric/fabric.h"
 
+/* Soft-RoCE's vendor id (the kernel's rxe reports it for every device).  Its
+ * requester may report a READ complete without its data: a response it
+ * cannot place (a partial READ's retry, an acknowledgement in the middle of
+ * a READ's responses) ends the READ through its error path with the status
+ * still "success", and only then fails the QP (rxe_comp.c, COMPST_ERROR;
+ * seen in CI as a get whose buffer stayed unwritten, right before its
+ * connection broke with no error of its own).  tr_fab_qp_read_wrs. */
+#define RXE_VENDOR_ID 0xffffffu
+
 struct tr_fab_plane {
 	struct tr_fab *fab;
 	int index;
@@ -25,6 +34,7 @@ struct tr_fab_plane {
 	struct ibv_cq *cq;  /* receive completions */
 	struct ibv_cq *scq; /* send, WRITE and READ completions */
 	int max_rd_atom, max_init_rd_atom;
+	int read_check; /* READs get a zero-length READ behind them (tr_fab_qp_read_wrs) */
 };
 
 struct tr_fab {

@@ -154,6 +154,7 @@ int tr_fab_plane_open(struct tr_fab *fab, int index, struct in_addr addr, uint16
 	pl->port_up = pattr.state == IBV_PORT_ACTIVE;
 	pl->max_rd_atom = dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16;
 	pl->max_init_rd_atom = dattr.max_qp_init_rd_atom < 16 ? dattr.max_qp_init_rd_atom : 16;
+	pl->read_check = dattr.vendor_id == RXE_VENDOR_ID;
 
 	pl->pd = ibv_alloc_pd(pl->verbs);
 	if (!pl->pd) {

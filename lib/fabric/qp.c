@@ -158,6 +158,11 @@ uint32_t tr_fab_qp_max_inline(const struct tr_qp *qp)
 	return qp->max_inline;
 }
 
+unsigned tr_fab_qp_read_wrs(const struct tr_qp *qp)
+{
+	return qp->fab->plane[qp->plane].read_check ? 2 : 1;
+}
+
 int tr_fab_post_recv(struct tr_qp *qp, void *addr, uint32_t len, const struct tr_mr *mr,
 		     uint64_t cookie)
 {
@@ -174,17 +179,30 @@ int tr_fab_post_recv(struct tr_qp *qp, void *addr, uint32_t len, const struct tr
 	return 0;
 }
 
-static int post(struct tr_qp *qp, struct ibv_send_wr *wr, const char *what)
+/* Posts the chain at wr: 0, or the negative errno of the first that could
+ * not be posted (logged); *posted (if asked) counts those that were. */
+static int post_n(struct tr_qp *qp, struct ibv_send_wr *wr, const char *what, unsigned *posted)
 {
-	struct ibv_send_wr *bad;
+	struct ibv_send_wr *bad = NULL;
 	int ret = ibv_post_send(qp->qp, wr, &bad);
 
+	if (posted) {
+		*posted = 0;
+		for (struct ibv_send_wr *w = wr; w && w != bad; w = w->next)
+			(*posted)++;
+	}
 	if (ret) {
 		tr_error("plane %d qp 0x%x: ibv_post_send(%s, %u bytes): %s", qp->plane,
-			 qp->qp->qp_num, what, wr->sg_list->length, strerror(ret));
+			 qp->qp->qp_num, what, bad && bad->num_sge ? bad->sg_list->length : 0,
+			 strerror(ret));
 		return -ret;
 	}
 	return 0;
+}
+
+static int post(struct tr_qp *qp, struct ibv_send_wr *wr, const char *what)
+{
+	return post_n(qp, wr, what, NULL);
 }
 
 int tr_fab_post_send(struct tr_qp *qp, const void *addr, uint32_t len, const struct tr_mr *mr,
@@ -217,7 +235,23 @@ int tr_fab_post_rma(struct tr_qp *qp, enum tr_rma_op op, void *laddr, uint32_t l
 		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
 	};
 
+	/* The check behind a READ (tr_fab_qp_read_wrs): nothing to read, so
+	 * nothing to place. */
+	struct ibv_send_wr check = {
+		.wr_id = cookie,
+		.opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	};
+
+	unsigned n;
+	int ret;
+
 	if (op == TR_RMA_WRITE && len <= qp->max_inline)
 		wr.send_flags |= IBV_SEND_INLINE;
-	return post(qp, &wr, op == TR_RMA_READ ? "READ" : "WRITE");
+	if (op == TR_RMA_READ && tr_fab_qp_read_wrs(qp) == 2)
+		wr.next = &check;
+	ret = post_n(qp, &wr, op == TR_RMA_READ ? "READ" : "WRITE", &n);
+	/* The READ went without its check: it is done once, unchecked. */
+	return n ? (int)n : ret;
 }
