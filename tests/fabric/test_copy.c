@@ -88,13 +88,16 @@ struct op {
 	uint64_t src_off, dst_off, len;
 };
 
+/* What read_back leaves in the bytes a get did not write. */
+#define UNREAD 0xa5
+
 /* Reads the destination range of o into buf: the get's status. */
 static enum triad_status read_back(triad_ctx_t *ctx, const struct op *o, char *buf)
 {
 	triad_req_t *req;
 	int ret;
 
-	memset(buf, 0, o->len); /* a read that wrote nothing shows */
+	memset(buf, UNREAD, o->len); /* a read that wrote nothing shows */
 	ret = triad_get(ctx, buf, o->len, o->d, WIN, o->dst_off, 0, &req);
 	FT_CHECK(ret == 0, "get");
 	return ret ? TRIAD_S_TRANSPORT : ft_wait(req, 60000);
@@ -161,6 +164,17 @@ static void verify(triad_ctx_t *ctx, const struct op *o, char *buf)
 		 (unsigned long long)n, (long long)bad, (long long)last);
 	if (!n)
 		return;
+	if (got == buf) {
+		uint64_t unread = 0, zero = 0;
+
+		for (uint64_t i = (uint64_t)bad; i <= (uint64_t)last; i++) {
+			unread += (uint8_t)buf[i] == UNREAD;
+			zero += buf[i] == 0;
+		}
+		fprintf(stderr, "rank %d: of the wrong bytes %llu are as the get found its buffer "
+			"(unwritten), %llu are zero\n", rank, (unsigned long long)unread,
+			(unsigned long long)zero);
+	}
 	if (whose(got + bad, o->len - (uint64_t)bad, &seed, &off))
 		fprintf(stderr, "rank %d: the bytes from %lld on are rank %u's, from its offset %llu\n",
 			rank, (long long)bad, seed, (unsigned long long)off);
