@@ -296,6 +296,17 @@ int tr_config_index(const char *name)
 	return -ENOENT;
 }
 
+static size_t var_size(const struct var *v)
+{
+	switch (v->type) {
+	case VAR_INT:
+	case VAR_ENUM: return sizeof(int);
+	case VAR_SIZE: return sizeof(uint64_t);
+	case VAR_STRING: break;
+	}
+	return TR_CONFIG_STR;
+}
+
 /* One knob of triadd's into cfg, alone: 0, or -EINVAL with a message. */
 static int set_daemon(struct tr_config *cfg, const struct tr_config_kv *kv, char *err,
 		      size_t errlen)
@@ -379,7 +390,15 @@ int tr_config_apply_daemon(struct tr_config *cfg, const struct tr_config_kv *kv,
 			}
 		ret = -EINVAL;
 	}
-	*cfg = want;
+	/* Only what changed is written: other threads read the fields read
+	 * at start without the caller's lock. */
+	for (size_t i = 0; i < NVARS; i++) {
+		size_t len = var_size(&vars[i]);
+
+		if (memcmp((char *)cfg + vars[i].offset, (char *)&want + vars[i].offset, len))
+			memcpy((char *)cfg + vars[i].offset, (char *)&want + vars[i].offset, len);
+		cfg->src[i] = want.src[i];
+	}
 	return ret;
 }
 
