@@ -49,6 +49,8 @@ enum {
 	/* init: times triad_init itself and the first put (perf_init.c);
 	 * only -n and --timeout apply. */
 	PERF_CMD_INIT = 1u << 6,
+	/* put_mbw: --pairs applies (ranks 0..P-1 each stream to rank i + P). */
+	PERF_CMD_PAIRS = 1u << 7,
 };
 
 struct perf_cmd {
@@ -75,6 +77,10 @@ struct perf_osu {
 	const char *column; /* its column: "Latency (us)", "Bandwidth (MB/s)", ... */
 	const char *key;    /* the row's field that goes in the column */
 	double scale;	    /* multiplies it (MiB/s to OSU's MB/s, 10^6 B/s) */
+	/* A second column (osu_mbw_mr's "Messages/s"), or NULL; with it, the
+	 * "# [ pairs: P ] [ window size: W ]" line of osu_mbw_mr. */
+	const char *column2, *key2;
+	double scale2;
 };
 /* The OSU counterpart of test, or NULL when it has none. */
 const struct perf_osu *perf_osu_find(const char *test);
@@ -105,6 +111,8 @@ struct perf_opts {
 	int fault_at_ms;	    /* failover, drain: when, from the stream's start */
 	int up_after_ms;	    /* failover, drain: how long the plane stays away */
 	long compute_us;	    /* overlap: the non-roots' compute per broadcast */
+	int pairs;		    /* put_mbw: sender/receiver pairs (0: all ranks / 2) */
+	double duration_s;	    /* > 0: each size runs this long, not --iters times */
 };
 
 struct perf_run {
@@ -125,6 +133,11 @@ struct perf_run {
 	struct perf_am *am; /* am_*: state shared with the handlers (perf_am.c) */
 	struct perf_fault *fault; /* failover, drain: the same (perf_fault.c) */
 	struct perf_out *out;	  /* --plot: the rows kept (perf_out.c) */
+	int npairs;	  /* put_mbw: the pairs that stream (--pairs, resolved) */
+	int silent;	  /* --duration's probe runs: no row is printed or kept */
+	/* The page after [receive | send] in the window: --duration's
+	 * iteration count, handed from the reporter to every rank. */
+	uint8_t *ctl;
 };
 
 /* perf_out.c: one row of figures, as the table, CSV or JSON.  Every field
@@ -246,6 +259,12 @@ struct perf_bufs {
 /* 0, or -ENOMEM reported as what's error (nothing left allocated). */
 int perf_bufs_alloc(struct perf_run *r, struct perf_bufs *b, long iters, const char *what);
 void perf_bufs_free(struct perf_bufs *b);
+/* A bandwidth row: window, bw_peak_mib_s (omitted when peak < 0),
+ * bw_avg_mib_s, msg_rate_mpps, then extra; the title says who streams what
+ * ("rank 0 -> rank 1", "puts"). */
+void perf_report_bw(struct perf_run *r, const char *test, const char *who, const char *ops,
+		    size_t size, long iters, long warmup, const struct perf_bw *b,
+		    const struct perf_field *extra, size_t nextra);
 void perf_print_rule(void);
 /* "high", "medium", "low". */
 const char *perf_prio_str(enum triad_prio prio);

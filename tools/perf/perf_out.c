@@ -41,18 +41,28 @@ struct perf_out {
  * ping-pongs, as osu_latency.  Bandwidth: bytes over the whole stream's
  * time, as osu_bw, in OSU's MB/s (10^6 B/s) where the row has MiB/s. */
 #define MIB_TO_MB (1048576.0 / 1e6)
+#define OSU1(test, bench, title, column, key, scale) \
+	{ (test), (bench), (title), (column), (key), (scale), NULL, NULL, 0 }
 static const struct perf_osu osu_tests[] = {
-	{ "put_lat", "osu_put_latency", "OSU MPI_Put Latency Test", "Latency (us)", "t_avg_us", 1 },
+	OSU1("put_lat", "osu_put_latency", "OSU MPI_Put Latency Test", "Latency (us)", "t_avg_us", 1),
 	/* OSU's own spelling: "latency". */
-	{ "get_lat", "osu_get_latency", "OSU MPI_Get latency Test", "Latency (us)", "t_avg_us", 1 },
-	{ "put_bw", "osu_put_bw", "OSU MPI_Put Bandwidth Test", "Bandwidth (MB/s)", "bw_avg_mib_s",
-	  MIB_TO_MB },
-	{ "put_bw_unreg", "osu_put_bw", "OSU MPI_Put Bandwidth Test", "Bandwidth (MB/s)",
-	  "bw_avg_mib_s", MIB_TO_MB },
-	{ "am_lat", "osu_latency", "OSU MPI Latency Test", "Latency (us)", "t_avg_us", 1 },
-	{ "am_bw", "osu_bw", "OSU MPI Bandwidth Test", "Bandwidth (MB/s)", "bw_avg_mib_s",
-	  MIB_TO_MB },
-	{ "bcast", "osu_bcast", "OSU MPI Broadcast Latency Test", "Avg Latency(us)", "t_avg_us", 1 },
+	OSU1("get_lat", "osu_get_latency", "OSU MPI_Get latency Test", "Latency (us)", "t_avg_us", 1),
+	OSU1("put_bw", "osu_put_bw", "OSU MPI_Put Bandwidth Test", "Bandwidth (MB/s)", "bw_avg_mib_s",
+	     MIB_TO_MB),
+	OSU1("put_bw_unreg", "osu_put_bw", "OSU MPI_Put Bandwidth Test", "Bandwidth (MB/s)",
+	     "bw_avg_mib_s", MIB_TO_MB),
+	OSU1("get_bw", "osu_get_bw", "OSU MPI_Get Bandwidth Test", "Bandwidth (MB/s)", "bw_avg_mib_s",
+	     MIB_TO_MB),
+	/* Both directions summed, as osu_put_bibw and osu_bibw report. */
+	OSU1("put_bibw", "osu_put_bibw", "OSU MPI_Put Bi-directional Bandwidth Test",
+	     "Bandwidth (MB/s)", "bw_avg_mib_s", MIB_TO_MB),
+	/* The pairs' sum, and their messages per second. */
+	{ "put_mbw", "osu_mbw_mr", "OSU MPI Multiple Bandwidth / Message Rate Test", "MB/s",
+	  "bw_avg_mib_s", MIB_TO_MB, "Messages/s", "msg_rate_per_s", 1 },
+	OSU1("am_lat", "osu_latency", "OSU MPI Latency Test", "Latency (us)", "t_avg_us", 1),
+	OSU1("am_bw", "osu_bw", "OSU MPI Bandwidth Test", "Bandwidth (MB/s)", "bw_avg_mib_s",
+	     MIB_TO_MB),
+	OSU1("bcast", "osu_bcast", "OSU MPI Broadcast Latency Test", "Avg Latency(us)", "t_avg_us", 1),
 };
 
 const struct perf_osu *perf_osu_find(const char *test)
@@ -176,7 +186,12 @@ static void header(struct perf_run *r, const char *title, const struct perf_fiel
 			break;
 		printf("# %s v%s\n", osu->title, PERF_OSU_VERSION);
 		printf("# triad-perf %s, in %s's format\n", osu->test, osu->bench);
-		printf("%-10s%20s\n", "# Size", osu->column);
+		if (osu->column2) {
+			printf("# [ pairs: %d ] [ window size: %d ]\n", r->npairs, r->o->window);
+			printf("%-10s%20s%20s\n", "# Size", osu->column, osu->column2);
+		} else {
+			printf("%-10s%20s\n", "# Size", osu->column);
+		}
 		break;
 	}
 }
@@ -203,7 +218,7 @@ void perf_out_keep(struct perf_run *r, const struct perf_plot *plot, const struc
 	const struct perf_field *lf;
 	int k;
 
-	if (!plot || !r->o->plot_file)
+	if (!plot || !r->o->plot_file || r->silent)
 		return;
 	if (!po) {
 		po = r->out = calloc(1, sizeof(*po));
@@ -231,6 +246,8 @@ void perf_out_row(struct perf_run *r, const char *title, const struct perf_field
 	size_t i;
 	int first = 1;
 
+	if (r->silent)
+		return;
 	if (!r->header_done) {
 		header(r, title, f, n);
 		r->header_done = 1;
@@ -261,9 +278,13 @@ void perf_out_row(struct perf_run *r, const char *title, const struct perf_field
 		break;
 	case PERF_FMT_OSU:
 		osu = perf_osu_find(r->o->cmd->name);
-		if (osu)
-			printf("%-10lld%20.2f\n", (long long)num(find(f, n, "bytes")),
-			       num(find(f, n, osu->key)) * osu->scale);
+		if (!osu)
+			break;
+		printf("%-10lld%20.2f", (long long)num(find(f, n, "bytes")),
+		       num(find(f, n, osu->key)) * osu->scale);
+		if (osu->column2)
+			printf("%20.2f", num(find(f, n, osu->key2)) * osu->scale2);
+		printf("\n");
 		break;
 	}
 	fflush(stdout);

@@ -215,8 +215,9 @@ static int reap(struct perf_run *r, triad_req_t **req_p, const char *what)
  * byte or no byte, which reaps the light puts' completions so that their
  * send-queue slots come back, then the byte alone with a progress call
  * every NOREQ_PROGRESS_SPINS spins, as ucp_put_lat's one-sided wait calls
- * no progress: a progress call on every spin saw the byte up to one call
- * late (bench/README.md, putget). */
+ * no progress: with a progress call on every spin, the wait saw the byte
+ * up to one call (a completion poll of rxe) late, measured on the one-VM
+ * fabric. */
 static int wait_byte(struct perf_run *r, const uint8_t *p, uint8_t v, triad_req_t **req_p,
 		     const char *what, long iter)
 {
@@ -366,24 +367,29 @@ static const struct perf_plot bw_plot = {
 	.y = { "bw_avg_mib_s", "bw_peak_mib_s" }, .ytitle = { "average", "peak" },
 };
 
-static void report_bw(struct perf_run *r, const char *test, size_t size, long iters,
-		      long warmup, const struct perf_bw *b)
+void perf_report_bw(struct perf_run *r, const char *test, const char *who, const char *ops,
+		    size_t size, long iters, long warmup, const struct perf_bw *b,
+		    const struct perf_field *extra, size_t nextra)
 {
-	struct perf_field f[PERF_COMMON_FIELDS + 4];
+	struct perf_field f[PERF_COMMON_FIELDS + 4 + 8];
 	char path[128], title[512];
 	size_t n = perf_common_fields(r, test, size, iters, warmup, f);
+	const struct perf_field win = PF_INT("window", NULL, 0, r->o->window);
+	const struct perf_field peak = PF_DBL("bw_peak_mib_s", "BW peak[MiB/s]", 18, 3,
+					      b->peak_mib_s);
 	const struct perf_field figs[] = {
-		PF_INT("window", NULL, 0, r->o->window),
-		PF_DBL("bw_peak_mib_s", "BW peak[MiB/s]", 18, 3, b->peak_mib_s),
 		PF_DBL("bw_avg_mib_s", "BW average[MiB/s]", 20, 3, b->avg_mib_s),
 		PF_DBL("msg_rate_mpps", "MsgRate[Mpps]", 15, 6, b->mpps),
 	};
 
+	perf_fields_add(f, &n, PF_N(f), &win, 1);
+	if (b->peak_mib_s >= 0)
+		perf_fields_add(f, &n, PF_N(f), &peak, 1);
 	perf_fields_add(f, &n, PF_N(f), figs, PF_N(figs));
+	perf_fields_add(f, &n, PF_N(f), extra, nextra);
 	perf_describe_path(r, path, sizeof(path));
-	snprintf(title, sizeof(title), " triad %s: rank %d -> rank %d, %s, %d ranks, %d puts "
-		 "outstanding\n", test, PERF_CLIENT, PERF_SERVER, path, triad_size(r->ctx),
-		 r->o->window);
+	snprintf(title, sizeof(title), " triad %s: %s, %s, %d ranks, %d %s outstanding\n", test,
+		 who, path, triad_size(r->ctx), r->o->window, ops);
 	perf_out_row(r, title, f, n, &bw_plot);
 }
 
@@ -612,11 +618,18 @@ drain:
 	return ret;
 }
 
-/* arg: the source buffer (NULL: the send area, inside the window). */
+/* Where a stream's puts go: from src (NULL: the send area, inside the
+ * window) into the receive area of rank dest. */
+struct put_to {
+	void *src;
+	int dest;
+};
+
 static int post_put(struct perf_run *r, size_t size, long i, triad_req_t **req_p, void *arg)
 {
-	int ret = triad_put(r->ctx, arg ? arg : perf_send_area(r), size, PERF_SERVER, PERF_WIN_ID, 0,
-			    r->flags, req_p);
+	const struct put_to *to = arg;
+	int ret = triad_put(r->ctx, to->src ? to->src : perf_send_area(r), size, to->dest,
+			    PERF_WIN_ID, 0, r->flags, req_p);
 
 	(void)i;
 	if (ret)
@@ -688,41 +701,55 @@ drain:
 	return ret;
 }
 
-/* The stream of puts, from src (NULL: the send area, in the window). */
-static int put_bw_from(struct perf_run *r, const char *test, size_t size, long iters, long warmup,
-		       void *src)
+/* A one-pair bandwidth test: rank 0 streams warmup, then iters measured
+ * operations of ops (NULL: --no-req's request-less puts from src), rank 1
+ * waits in the barrier; rank verify_rank checks what arrived, rank 0
+ * reports (who, what: the title's "rank 0 -> rank 1", "puts"). */
+static int bw_pair(struct perf_run *r, const char *test, size_t size, long iters, long warmup,
+		   const struct perf_stream_ops *ops, void *src, int verify_rank, const char *who,
+		   const char *what)
 {
-	struct perf_stream_ops ops = put_stream;
 	struct perf_bufs b = { 0 };
 	struct perf_bw bw;
 	int ret;
 
-	ops.arg = src;
 	if (r->rank == PERF_CLIENT && (ret = perf_bufs_alloc(r, &b, iters, test)))
 		return ret;
 	perf_prepare(r, size);
 	if (src)
 		memcpy(src, perf_send_area(r), size);
-	ret = perf_barrier(r, r->timeout_ms, "before put_bw");
-	if (!ret && r->rank == PERF_CLIENT && r->o->no_req) {
+	ret = perf_barrier(r, r->timeout_ms, test);
+	if (!ret && r->rank == PERF_CLIENT && !ops) {
 		ret = put_stream_noreq(r, size, warmup, NULL, NULL, src);
 		if (!ret)
 			ret = put_stream_noreq(r, size, iters, b.tpost, b.tcomp, src);
 	} else if (!ret && r->rank == PERF_CLIENT) {
-		ret = perf_stream(r, size, warmup, b.ring, NULL, NULL, &ops);
+		ret = perf_stream(r, size, warmup, b.ring, NULL, NULL, ops);
 		if (!ret)
-			ret = perf_stream(r, size, iters, b.ring, b.tpost, b.tcomp, &ops);
+			ret = perf_stream(r, size, iters, b.ring, b.tpost, b.tcomp, ops);
 	}
 	if (!ret)
-		ret = perf_barrier(r, perf_phase_timeout_ms(r, size, warmup + iters, 1), "after put_bw");
-	if (!ret && r->rank == PERF_SERVER)
+		ret = perf_barrier(r, perf_phase_timeout_ms(r, size, warmup + iters, 1), test);
+	if (!ret && r->rank == verify_rank)
 		perf_verify(r, size, size, test);
 	if (!ret && r->rank == PERF_CLIENT) {
 		perf_bw_summarize(b.tpost, b.tcomp, (size_t)iters, size, &bw);
-		report_bw(r, test, size, iters, warmup, &bw);
+		perf_report_bw(r, test, who, what, size, iters, warmup, &bw, NULL, 0);
 	}
 	perf_bufs_free(&b);
 	return ret;
+}
+
+/* The stream of puts, from src (NULL: the send area, in the window). */
+static int put_bw_from(struct perf_run *r, const char *test, size_t size, long iters, long warmup,
+		       void *src)
+{
+	struct perf_stream_ops ops = put_stream;
+	struct put_to to = { .src = src, .dest = PERF_SERVER };
+
+	ops.arg = &to;
+	return bw_pair(r, test, size, iters, warmup, r->o->no_req ? NULL : &ops, src, PERF_SERVER,
+		       "rank 0 -> rank 1", "puts");
 }
 
 static int put_bw(struct perf_run *r, size_t size, long iters, long warmup)
@@ -747,6 +774,122 @@ static int put_bw_unreg(struct perf_run *r, size_t size, long iters, long warmup
 	return ret;
 }
 
+/* ---- get_bw: a window of outstanding gets, like ib_read_bw ------------------------------*/
+static int post_get(struct perf_run *r, size_t size, long i, triad_req_t **req_p, void *arg)
+{
+	int ret = triad_get(r->ctx, perf_recv_area(r), size, PERF_SERVER, PERF_WIN_ID, r->area,
+			    r->flags, req_p);
+
+	(void)i;
+	(void)arg;
+	if (ret)
+		perf_err(r, "triad_get", ret);
+	return ret;
+}
+
+static const struct perf_stream_ops get_stream = { .what = "get", .post = post_get };
+
+/* Rank 0 gets rank 1's send area into its receive area, --window gets
+ * outstanding (each one the same bytes into the same place). */
+static int get_bw(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	return bw_pair(r, "get_bw", size, iters, warmup, &get_stream, NULL, PERF_CLIENT,
+		       "rank 0 <- rank 1", "gets");
+}
+
+/* ---- streams timed between two barriers: put_bibw and put_mbw --------------------------*/
+/* Every rank that sends (to dest >= 0) streams warmup puts, then all meet
+ * in a barrier; the senders stream iters puts, and all meet again.  The
+ * reporter's time between the two barriers covers every sender's stream
+ * (what osu_bibw and osu_mbw_mr time: a window's acknowledgement, here the
+ * barrier, ends it).  *ns_p: that time on the reporter. */
+static int barrier_timed_streams(struct perf_run *r, const char *test, size_t size, long iters,
+				 long warmup, int dest, uint64_t *ns_p)
+{
+	struct put_to to = { .src = NULL, .dest = dest };
+	struct perf_stream_ops ops = put_stream;
+	struct perf_bufs b = { 0 };
+	int ret = 0, bar_ms = perf_phase_timeout_ms(r, size, warmup + iters, 2);
+	uint64_t t0;
+
+	ops.arg = &to;
+	if (dest >= 0 && (ret = perf_bufs_alloc(r, &b, 1, test)))
+		return ret;
+	perf_prepare(r, size);
+	ret = perf_barrier(r, r->timeout_ms, "before the warm-up");
+	if (!ret && dest >= 0)
+		ret = perf_stream(r, size, warmup, b.ring, NULL, NULL, &ops);
+	if (!ret)
+		ret = perf_barrier(r, bar_ms, "before the measured streams");
+	t0 = perf_now_ns();
+	if (!ret && dest >= 0)
+		ret = perf_stream(r, size, iters, b.ring, NULL, NULL, &ops);
+	if (!ret)
+		ret = perf_barrier(r, bar_ms, "after the measured streams");
+	*ns_p = perf_now_ns() - t0;
+	perf_bufs_free(&b);
+	return ret;
+}
+
+/* Aggregate figures of ops operations of size bytes in ns. */
+static void aggregate_bw(size_t size, long ops, uint64_t ns, struct perf_bw *bw)
+{
+	double s = ns ? (double)ns / 1e9 : 1e-9;
+
+	bw->peak_mib_s = -1; /* no single stream's peak: not reported */
+	bw->avg_mib_s = (double)size * (double)ops / s / 1048576.0;
+	bw->mpps = (double)ops / s / 1e6;
+}
+
+/* put_bibw: ranks 0 and 1 each stream --window puts into the other's
+ * receive area at once, like ib_write_bw -b; both directions' bytes over
+ * the reporter's time (osu_put_bibw). */
+static int put_bibw(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	int dest = r->rank == PERF_CLIENT ? PERF_SERVER : r->rank == PERF_SERVER ? PERF_CLIENT : -1;
+	struct perf_bw bw;
+	uint64_t ns;
+	int ret = barrier_timed_streams(r, "put_bibw", size, iters, warmup, dest, &ns);
+
+	if (!ret && dest >= 0)
+		perf_verify(r, size, size, "put_bibw");
+	if (!ret && r->rank == PERF_CLIENT) {
+		aggregate_bw(size, 2 * iters, ns, &bw);
+		perf_report_bw(r, "put_bibw", "rank 0 <-> rank 1, both directions summed", "puts each way",
+			       size, iters, warmup, &bw, NULL, 0);
+	}
+	return ret;
+}
+
+/* put_mbw: --pairs P; rank i < P streams --window puts into rank i + P,
+ * all pairs at once, like osu_mbw_mr: the pairs' bytes and messages over
+ * the reporter's time. */
+static int put_mbw(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	const int p = r->npairs;
+	int dest = r->rank < p ? r->rank + p : -1;
+	struct perf_bw bw;
+	uint64_t ns;
+	int ret = barrier_timed_streams(r, "put_mbw", size, iters, warmup, dest, &ns);
+
+	if (!ret && r->rank >= p && r->rank < 2 * p)
+		perf_verify(r, size, size, "put_mbw");
+	if (!ret && r->rank == PERF_CLIENT) {
+		char who[64];
+		struct perf_field extra[] = {
+			PF_INT("pairs", "#pairs", 7, p),
+			PF_DBL("msg_rate_per_s", NULL, 0, 2, 0), /* osu_mbw_mr's Messages/s */
+		};
+
+		snprintf(who, sizeof(who), "%d pairs (rank i -> rank i + %d) at once", p, p);
+		aggregate_bw(size, (long)p * iters, ns, &bw);
+		extra[1].v.d = bw.mpps * 1e6;
+		perf_report_bw(r, "put_mbw", who, "puts per pair", size, iters, warmup, &bw, extra,
+			       PF_N(extra));
+	}
+	return ret;
+}
+
 const struct perf_cmd perf_cmds[] = {
 	{ "put_lat", put_lat, PERF_LAT, 8, 0,
 	  "put ping-pong; reports half the round trip (like ib_write_lat)" },
@@ -757,6 +900,16 @@ const struct perf_cmd perf_cmds[] = {
 	{ "put_bw_unreg", put_bw_unreg, PERF_BW, 65536, 0,
 	  "put_bw from a buffer outside every window (registered\n"
 	  "per put, or cached with TRIAD_REG_CACHE)" },
+	{ "get_bw", get_bw, PERF_BW, 65536, 0,
+	  "--window gets outstanding from rank 1 (like ib_read_bw)" },
+	{ "put_bibw", put_bibw, PERF_BW, 65536, 0,
+	  "ranks 0 and 1 each keep --window puts outstanding to\n"
+	  "the other at once; both directions summed (like\n"
+	  "bidirectional ib_write_bw, osu_put_bibw)" },
+	{ "put_mbw", put_mbw, PERF_BW, 65536, PERF_CMD_PAIRS,
+	  "--pairs P pairs at once, rank i streaming --window puts\n"
+	  "to rank i + P: aggregate bandwidth and message rate\n"
+	  "(like osu_mbw_mr)" },
 	{ "am_lat", perf_am_lat, PERF_LAT, 8, PERF_CMD_AM,
 	  "active-message ping-pong, the reply sent from the handler;\n"
 	  "reports half the round trip (like ib_send_lat)" },

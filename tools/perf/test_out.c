@@ -160,14 +160,33 @@ static void test_json(void **state)
 	free(out);
 }
 
+/* --duration's probe runs (r->silent): no header, no row, nothing kept for
+ * --plot; the first row after them gets the header. */
+static void test_silent(void **state)
+{
+	struct perf_opts o = { .format = PERF_FMT_CSV, .cmd = &cmd, .plot_file = "x.png" };
+	struct perf_run r = { .o = &o, .rank = 0, .silent = 1 };
+	struct capture c;
+	char *out;
+
+	(void)state;
+	capture_start(&c, stdout);
+	rows(&r);
+	out = capture_end(&c);
+	assert_string_equal(out, "");
+	assert_null(r.out);
+	assert_int_equal(r.header_done, 0);
+	free(out);
+}
+
 /* ---- --format osu --------------------------------------------------------------------*/
 /* Two rows of test (with the keys the real tests give their figures)
  * printed in the OSU format; the output (free it). */
 static char *osu_output_of(const char *test)
 {
 	struct perf_cmd c = { .name = test };
-	struct perf_opts o = { .format = PERF_FMT_OSU, .cmd = &c };
-	struct perf_run r = { .o = &o, .rank = 0 };
+	struct perf_opts o = { .format = PERF_FMT_OSU, .cmd = &c, .window = 64 };
+	struct perf_run r = { .o = &o, .rank = 0, .npairs = 4 };
 	struct capture cap;
 
 	capture_start(&cap, stdout);
@@ -179,6 +198,7 @@ static char *osu_output_of(const char *test)
 			PF_DBL("t_avg_us", "t_avg[usec]", 12, 2, i ? 1234.567 : 1.125),
 			PF_DBL("bw_peak_mib_s", "BW peak[MiB/s]", 18, 3, 99.0),
 			PF_DBL("bw_avg_mib_s", "BW average[MiB/s]", 20, 3, i ? 1000.0 : 0.5),
+			PF_DBL("msg_rate_per_s", NULL, 0, 2, i ? 1000.0 : 250000.0),
 		};
 
 		perf_out_row(&r, " the title\n", f, PF_N(f), NULL);
@@ -213,6 +233,18 @@ static void test_osu(void **state)
 				    BW_COLS BW_ROWS },
 		{ "put_bw_unreg", OSU_HEAD("OSU MPI_Put Bandwidth Test", "put_bw_unreg", "osu_put_bw")
 					  BW_COLS BW_ROWS },
+		{ "get_bw", OSU_HEAD("OSU MPI_Get Bandwidth Test", "get_bw", "osu_get_bw")
+				    BW_COLS BW_ROWS },
+		/* Both directions summed: the row's bw_avg_mib_s already is. */
+		{ "put_bibw", OSU_HEAD("OSU MPI_Put Bi-directional Bandwidth Test", "put_bibw",
+				       "osu_put_bibw") BW_COLS BW_ROWS },
+		/* osu_mbw_mr: its pairs line, then MB/s and messages/s. */
+		{ "put_mbw", OSU_HEAD("OSU MPI Multiple Bandwidth / Message Rate Test", "put_mbw",
+				      "osu_mbw_mr")
+		  "# [ pairs: 4 ] [ window size: 64 ]\n"
+		  "# Size" "                    MB/s" "          Messages/s\n"
+		  "2                         0.52           250000.00\n"
+		  "1048576                1048.58             1000.00\n" },
 		{ "bcast", OSU_HEAD("OSU MPI Broadcast Latency Test", "bcast", "osu_bcast")
 				   "# Size         Avg Latency(us)\n" LAT_ROWS },
 	};
@@ -229,10 +261,10 @@ static void test_osu(void **state)
 /* What the command line refuses --format osu for: no counterpart. */
 static void test_osu_find(void **state)
 {
-	const char *with[] = { "put_lat", "get_lat", "put_bw", "put_bw_unreg", "am_lat", "am_bw",
-			       "bcast" };
+	const char *with[] = { "put_lat", "get_lat", "put_bw", "put_bw_unreg", "get_bw",
+			       "put_bibw", "put_mbw", "am_lat", "am_bw", "bcast" };
 	const char *without[] = { "copy_lat", "copy_bw", "mp_bw", "failover", "drain", "init",
-				  "overlap", "get_bw" };
+				  "overlap" };
 
 	(void)state;
 	for (size_t i = 0; i < PF_N(with); i++) {
@@ -394,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_csv),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_silent),
 		cmocka_unit_test(test_osu),
 		cmocka_unit_test(test_osu_find),
 		cmocka_unit_test(test_plot_sweep),

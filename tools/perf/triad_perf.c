@@ -22,6 +22,7 @@
 
 enum opt_id {
 	OPT_ALL = 'a',
+	OPT_DURATION = 'D',
 	OPT_HELP = 'h',
 	OPT_ITERS = 'n',
 	OPT_QUIET = 'q',
@@ -48,6 +49,7 @@ enum opt_id {
 	OPT_FAULT_AT,
 	OPT_UP_AFTER,
 	OPT_COMPUTE,
+	OPT_PAIRS,
 };
 
 struct opt_def {
@@ -76,10 +78,20 @@ static const struct opt_def opt_defs[] = {
 	  "copy_bw by 64 KiB/SIZE above 64 KiB (at least 20)" },
 	{ "warmup", required_argument, OPT_WARMUP, "N",
 	  "unmeasured iterations before each size;\n"
-	  "default N/10, at least 2" },
+	  "default N/10, at least 2 (with --duration: 0,\n"
+	  "the probe runs before warm up)" },
+	{ "duration", required_argument, OPT_DURATION, "SEC",
+	  "run each size for about SEC seconds (decimals\n"
+	  "allowed) instead of --iters times: unmeasured\n"
+	  "probe runs of 8, 64, 512 .. iterations until one\n"
+	  "takes SEC/8, then the count that fills SEC; not\n"
+	  "for bcast, overlap, failover, drain, init" },
 	{ "window", required_argument, OPT_WINDOW, "W",
-	  "put_bw, am_bw, copy_bw: operations outstanding\n"
-	  "(default 64)" },
+	  "put_bw, get_bw, put_bibw, put_mbw, am_bw, copy_bw:\n"
+	  "operations outstanding (per sender; default 64)" },
+	{ "pairs", required_argument, OPT_PAIRS, "P",
+	  "put_mbw: the pairs streaming at once, rank i to\n"
+	  "rank i + P (default: the world's ranks / 2)" },
 	{ "plane", required_argument, OPT_PLANE, "P",
 	  "pin every operation to plane P\n"
 	  "(default: the library chooses; not for am_*,\n"
@@ -357,7 +369,8 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	int serve_given = 0;	      /* --serve (copy_* and am_* only) */
 	const char *fault_opt = NULL; /* the last failover/drain-only option given */
 	const char *failover_opt = NULL; /* the last failover-only option given */
-	int planes_given = 0, iters_given = 0, compute_given = 0;
+	int planes_given = 0, iters_given = 0, compute_given = 0, pairs_given = 0;
+	int n_given = 0; /* --iters itself */
 	char format_opt[64] = "";      /* --json, --csv or --format FMT, as given */
 	char this_format[64];
 	long v;
@@ -409,6 +422,25 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 				return usage_error("--iters '%s': not a number from 1 to 10^9", arg);
 			o->iters = v;
 			iters_given = 1;
+			n_given = 1;
+			break;
+		case OPT_DURATION: {
+			char *end;
+			double sec;
+
+			errno = 0;
+			sec = strtod(arg, &end);
+			if (errno || end == arg || *end || !(sec >= 0.01 && sec <= 86400))
+				return usage_error("--duration '%s': not a number of seconds from 0.01 "
+						   "to 86400", arg);
+			o->duration_s = sec;
+			break;
+		}
+		case OPT_PAIRS:
+			if (parse_long(arg, 1, 65536, &v))
+				return usage_error("--pairs '%s': not a number from 1 to 65536", arg);
+			o->pairs = (int)v;
+			pairs_given = 1;
 			break;
 		case OPT_WARMUP:
 			if (parse_long(arg, 0, 1000000000, &v))
@@ -589,6 +621,18 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 		return usage_error("--%s: only for failover and drain", fault_opt);
 	if (o->cmd && strcmp(o->cmd->name, "failover") && failover_opt)
 		return usage_error("--%s: only for failover", failover_opt);
+	if (o->cmd && !(o->cmd->flags & PERF_CMD_PAIRS) && pairs_given)
+		return usage_error("--pairs: only for put_mbw");
+	if (o->duration_s > 0 && n_given)
+		return usage_error("--duration and --iters exclude each other (a time or a count "
+				   "per size)");
+	if (o->cmd && o->duration_s > 0 &&
+	    (o->cmd->flags & (PERF_CMD_BCAST | PERF_CMD_FAULT | PERF_CMD_INIT)))
+		return usage_error("--duration: not for %s (%s)", o->cmd->name,
+				   o->cmd->flags & PERF_CMD_BCAST ? "its rounds are counted: -n" :
+				   o->cmd->flags & PERF_CMD_FAULT ? "it streams for its own time: "
+								    "--fault-at, --up-after" :
+				   "it times one start-up");
 	if (o->cmd && (o->cmd->flags & PERF_CMD_FAULT) && (o->all || iters_given))
 		return usage_error("--all, --iters, --warmup: %s streams for a time (--fault-at, "
 				   "--up-after), not a number of iterations", o->cmd->name);
@@ -623,6 +667,82 @@ static int sweep_steps(const struct perf_run *r)
 	return k;
 }
 
+/* --duration: the reporter's figure v reaches every rank (through the
+ * control page of each one's window); 0, or a negative errno. */
+static int share_long(struct perf_run *r, long *v)
+{
+	const int from = reporter(r);
+	triad_req_t *req;
+	int ret = 0;
+
+	if (r->rank == from) {
+		memcpy(r->ctl, v, sizeof(*v));
+		for (int k = 0; k < triad_size(r->ctx) && !ret; k++) {
+			if (k == from)
+				continue;
+			ret = triad_put(r->ctx, r->ctl, sizeof(*v), k, PERF_WIN_ID,
+					2 * r->area + sizeof(*v), 0, &req);
+			if (ret) {
+				perf_err(r, "triad_put (--duration's count)", ret);
+				break;
+			}
+			ret = triad_wait(req, r->timeout_ms);
+			if (ret) {
+				perf_err(r, "triad_wait (--duration's count)", ret);
+				break;
+			}
+			ret = perf_finish_req(r, req, "put (--duration's count)");
+		}
+	}
+	if (!ret)
+		ret = perf_barrier(r, r->timeout_ms, "--duration's count");
+	if (!ret && r->rank != from)
+		memcpy(v, r->ctl + sizeof(*v), sizeof(*v));
+	return ret;
+}
+
+/* --duration SEC: probe runs (no row) of 8, 64, 512 .. iterations until
+ * one takes SEC/8 on the reporter, then the count that fills SEC.  The
+ * probes' time includes their barriers, so the count errs short. */
+#define PROBE_FIRST 8
+#define PROBE_GROWTH 8
+#define PROBE_MAX 100000000L
+static int duration_iters(struct perf_run *r, size_t size, long *iters_p)
+{
+	const double target = r->o->duration_s;
+	long n = PROBE_FIRST, next;
+	int ret, first = 1;
+
+	for (;;) {
+		uint64_t t0 = perf_now_ns();
+		double s;
+
+		r->silent = 1;
+		ret = r->o->cmd->run(r, size, n, first ? perf_default_warmup(n) : 0);
+		r->silent = 0;
+		if (ret)
+			return ret;
+		first = 0;
+		s = (double)(perf_now_ns() - t0) / 1e9;
+		/* next > 0: probe again with next; < 0: measure -next times. */
+		if (s >= target / PROBE_GROWTH || n >= PROBE_MAX) {
+			double k = (double)n * target / (s > 0 ? s : 1e-9);
+
+			next = -(long)(k < 1 ? 1 : k > PROBE_MAX ? PROBE_MAX : k);
+		} else {
+			next = n * PROBE_GROWTH;
+		}
+		ret = share_long(r, &next);
+		if (ret)
+			return ret;
+		if (next < 0) {
+			*iters_p = -next;
+			return 0;
+		}
+		n = next;
+	}
+}
+
 static int run_sizes(struct perf_run *r)
 {
 	const struct perf_opts *o = r->o;
@@ -636,6 +756,12 @@ static int run_sizes(struct perf_run *r)
 		/* A sweep's progress, on stderr: the figures stay on stdout. */
 		if (o->all && r->rank == reporter(r))
 			perf_progress(r, "%s: %zu B (%d of %d)", o->cmd->name, size, ++step, steps);
+		if (o->duration_s > 0) {
+			ret = duration_iters(r, size, &iters);
+			if (ret)
+				break;
+			warmup = o->warmup >= 0 ? o->warmup : 0;
+		}
 		ret = o->cmd->run(r, size, iters, warmup);
 		if (!o->all)
 			break;
@@ -715,6 +841,15 @@ static int run(const struct perf_opts *o)
 		status = PERF_EXIT_USAGE;
 		goto fini;
 	}
+	if (o->cmd->flags & PERF_CMD_PAIRS) {
+		r.npairs = o->pairs ? o->pairs : triad_size(r.ctx) / 2;
+		if (2 * r.npairs > triad_size(r.ctx)) {
+			fprintf(stderr, "%s: --pairs %d: needs %d ranks; the world has %d\n", PROG,
+				r.npairs, 2 * r.npairs, triad_size(r.ctx));
+			status = PERF_EXIT_USAGE;
+			goto fini;
+		}
+	}
 	if ((o->cmd->flags & PERF_CMD_FAULT) && o->fault_node >= triad_size(r.ctx)) {
 		fprintf(stderr, "%s: --fault-node %d: the world has %d ranks\n", PROG,
 			o->fault_node, triad_size(r.ctx));
@@ -740,18 +875,19 @@ static int run(const struct perf_opts *o)
 	/* The same for the fault stream's handlers, and its window. */
 	if ((o->cmd->flags & PERF_CMD_FAULT) && perf_fault_setup(&r))
 		goto fini;
-	/* Page-aligned areas: [receive | send]. */
+	/* Page-aligned areas: [receive | send | control page]. */
 	r.area = (max_size(&r) + 4095) & ~(size_t)4095;
-	r.buf = aligned_alloc(4096, 2 * r.area);
+	r.buf = aligned_alloc(4096, 2 * r.area + 4096);
 	if (!r.buf) {
 		fprintf(stderr, "%s: rank %d: no memory for 2 x %zu bytes\n", PROG, r.rank, r.area);
 		goto fini;
 	}
-	memset(r.buf, 0, 2 * r.area);
-	ret = triad_win_create(r.ctx, PERF_WIN_ID, r.buf, 2 * r.area, NULL, &r.win);
+	memset(r.buf, 0, 2 * r.area + 4096);
+	r.ctl = r.buf + 2 * r.area;
+	ret = triad_win_create(r.ctx, PERF_WIN_ID, r.buf, 2 * r.area + 4096, NULL, &r.win);
 	if (ret) {
 		fprintf(stderr, "%s: rank %d: triad_win_create(%zu bytes): %s\n", PROG, r.rank,
-			2 * r.area, strerror(-ret));
+			2 * r.area + 4096, strerror(-ret));
 		goto free_buf;
 	}
 	/* Every window exists before anyone uses one. */
@@ -791,6 +927,11 @@ destroy:
 free_buf:
 	free(r.buf);
 fini:
+	/* A usage error found here (the world's size or planes) is found by
+	 * every rank alike: meet once more, so that none leaves while another
+	 * still connects to it in triad_init (it would fail there, status 1). */
+	if (status == PERF_EXIT_USAGE)
+		(void)triad_barrier(r.ctx, r.timeout_ms);
 	if (perf_fault_win_destroy(&r))
 		status = PERF_EXIT_FAIL;
 	triad_fini(r.ctx);
