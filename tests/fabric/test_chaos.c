@@ -3,13 +3,16 @@
  * checker, and FoundationDB's seeded simulation: a seed replays a run's
  * schedule).
  *
- *   test_chaos [--seed N] [--seconds S] [--fault-gap MS]
+ *   test_chaos [--seed N] [--seconds S] [--fault-gap MS] [--inside-gap MS]
  *
  * Faults (rank 0's nemesis thread; one at a time, each healed before the
  * next, chosen by the seed): a link down and up (fabric-ctl down/up), a
  * silent cut and heal, netem loss (5 %), delay (20 ms) or reordering on a
  * plane, and on rank 0's own planes triad_plane_fail, refused WRITEs
- * (triad_plane_refuse_writes), and a drain and restore.
+ * (triad_plane_refuse_writes), and a drain and restore.  With --inside-gap,
+ * every other rank's nemesis does the last three to its own planes too, a
+ * fault every MS on average: faults then overlap, on both ends of a
+ * connection and on both planes of a pair.
  *
  * Workload (every rank, until the schedule ends):
  *   - the main thread issues puts (unpinned, from 1 B to 8 KiB) into a block
@@ -59,7 +62,7 @@
 static int rank, size, nplanes;
 static char *win;
 static uint64_t seed = 1;
-static int seconds = 60, fault_gap_ms = 1500;
+static int seconds = 60, fault_gap_ms = 1500, inside_gap_ms; /* 0: rank 0's nemesis only */
 static atomic_int stop;
 static atomic_long violations, checked, faults;
 
@@ -80,7 +83,7 @@ static uint64_t copy_off(int initiator, unsigned k)
 
 static uint64_t win_len(void)
 {
-	return SUM_OFF + 16 * MAXR;
+	return SUM_OFF + 24 * MAXR;
 }
 
 #define VIOLATION(...)                                                                 \
@@ -282,17 +285,40 @@ static const struct {
 };
 #define NOUTSIDE ((int)(sizeof(outside) / sizeof(outside[0])))
 
+/* A fault from inside, on one of this rank's own planes (kind 0 .. 3):
+ * failed (twice as likely), WRITEs refused (both until its connections are
+ * rebuilt), or drained and restored after hold ms.  Its name. */
+static const char *inside_fault(triad_ctx_t *ctx, int kind, int plane, int *hold)
+{
+	if (kind < 3) {
+		*hold = 0;
+		ft_fault_plane(ctx, plane, kind == 2);
+		return kind == 2 ? "WRITEs refused" : "plane failed";
+	}
+	if (triad_plane_drain(ctx, plane) == 0) { /* -EBUSY: its last live plane */
+		nap_ms(*hold);
+		triad_plane_restore(ctx, plane);
+	}
+	return "drain";
+}
+
+/* Rank 0's nemesis takes the faults from outside and its own planes';
+ * every other rank's, its own planes' only (--inside-gap), so that faults
+ * from inside come several at once, on both ends of a connection. */
 static void *nemesis(void *arg)
 {
 	triad_ctx_t *ctx = arg;
-	uint64_t s = seed * 7919 + 1;
+	uint64_t s = seed * 7919 + 1 + (uint64_t)rank * 104729;
+	int gap = rank ? inside_gap_ms : fault_gap_ms;
 
 	while (!atomic_load(&stop)) {
 		int node = (int)(rnd(&s) % (uint64_t)size), plane = (int)(rnd(&s) % (uint64_t)nplanes);
 		int kind = (int)(rnd(&s) % (NOUTSIDE + 4)), hold = 100 + (int)(rnd(&s) % 900);
-		const char *what = "";
+		const char *what;
 
-		nap_ms(fault_gap_ms / 2 + (int)(rnd(&s) % (uint64_t)fault_gap_ms));
+		if (rank)
+			kind = NOUTSIDE + (int)(rnd(&s) % 4);
+		nap_ms(gap / 2 + (int)(rnd(&s) % (uint64_t)gap));
 		if (atomic_load(&stop))
 			break;
 		if (kind < NOUTSIDE) {
@@ -300,22 +326,13 @@ static void *nemesis(void *arg)
 			ft_ctl(outside[kind].on, node, plane);
 			nap_ms(hold);
 			ft_ctl(outside[kind].off, node, plane);
-		} else if (kind < NOUTSIDE + 3) { /* inside: rank 0's own planes */
-			node = 0;
-			hold = 0;
-			what = kind < NOUTSIDE + 2 ? "plane failed" : "WRITEs refused";
-			ft_fault_plane(ctx, plane, kind == NOUTSIDE + 2);
 		} else {
-			node = 0;
-			what = "drain";
-			if (triad_plane_drain(ctx, plane) == 0) {
-				nap_ms(hold);
-				triad_plane_restore(ctx, plane);
-			}
+			node = rank;
+			what = inside_fault(ctx, kind - NOUTSIDE, plane, &hold);
 		}
 		atomic_fetch_add(&faults, 1);
-		printf("chaos: fault %ld: %s, node %d plane %d, %d ms\n", atomic_load(&faults), what,
-		       node, plane, hold);
+		printf("chaos: fault %ld of rank %d: %s, node %d plane %d, %d ms\n",
+		       atomic_load(&faults), rank, what, node, plane, hold);
 		fflush(stdout);
 	}
 	return NULL;
@@ -432,6 +449,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = { { "seed", required_argument, NULL, 's' },
 					      { "seconds", required_argument, NULL, 't' },
 					      { "fault-gap", required_argument, NULL, 'g' },
+					      { "inside-gap", required_argument, NULL, 'i' },
 					      { NULL, 0, NULL, 0 } };
 	unsigned next_blk[MAXR] = { 0 };
 	pthread_t order_th, nemesis_th;
@@ -442,16 +460,18 @@ int main(int argc, char **argv)
 	double end;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "s:t:g:", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:t:g:i:", opts, NULL)) != -1) {
 		if (opt == 's')
 			seed = strtoull(optarg, NULL, 0);
 		else if (opt == 't' && atoi(optarg) > 0)
 			seconds = atoi(optarg);
 		else if (opt == 'g' && atoi(optarg) >= 100)
 			fault_gap_ms = atoi(optarg);
+		else if (opt == 'i' && atoi(optarg) >= 100)
+			inside_gap_ms = atoi(optarg);
 		else {
 			fprintf(stderr, "usage: test_chaos [--seed N] [--seconds S (> 0)] "
-					"[--fault-gap MS (>= 100)]\n");
+					"[--fault-gap MS (>= 100)] [--inside-gap MS (>= 100)]\n");
 			return 2;
 		}
 	}
@@ -480,7 +500,7 @@ int main(int argc, char **argv)
 	ft_barrier(ctx);
 	rss0 = rss_bytes();
 	pthread_create(&order_th, NULL, orderer, ctx);
-	if (rank == 0)
+	if (rank == 0 || inside_gap_ms)
 		pthread_create(&nemesis_th, NULL, nemesis, ctx);
 
 	s = seed * 1000003 + (uint64_t)rank;
@@ -501,11 +521,12 @@ int main(int argc, char **argv)
 	}
 	atomic_store(&stop, 1);
 	pthread_join(order_th, NULL);
-	if (rank == 0) {
+	if (rank == 0 || inside_gap_ms) {
 		pthread_join(nemesis_th, NULL);
 		/* Each fault from outside was healed before the next; a plane
 		 * that refuses WRITEs does so until its connections are rebuilt:
-		 * fail rank 0's planes one by one, each rebuilt before the next. */
+		 * fail this rank's planes one by one, each rebuilt before the
+		 * next. */
 		for (int p = 0; p < nplanes; p++) {
 			ft_fault_plane(ctx, p, 0);
 			sleep(2);
@@ -544,24 +565,26 @@ int main(int argc, char **argv)
 	printf("chaos: rank %d: %ld operations, %ld checked, %ld violations, rss %+ld KiB\n", rank,
 	       ops, c, v, (rss1 - rss0) >> 10);
 	{
-		/* The sums, at rank 0: each rank's (checked, violations) put into
-		 * its row of rank 0's window tail. */
-		uint64_t mine[2] = { (uint64_t)c, (uint64_t)v }, *tab = (uint64_t *)(win + SUM_OFF);
+		/* The sums, at rank 0: each rank's (checked, violations, faults)
+		 * put into its row of rank 0's window tail. */
+		uint64_t mine[3] = { (uint64_t)c, (uint64_t)v, (uint64_t)atomic_load(&faults) };
+		uint64_t *tab = (uint64_t *)(win + SUM_OFF);
 		triad_req_t *req;
 
 		if (rank != 0 && triad_put(ctx, mine, sizeof(mine), 0, WIN,
-					   SUM_OFF + 16u * (unsigned)rank, 0, &req) == 0)
+					   SUM_OFF + 24u * (unsigned)rank, 0, &req) == 0)
 			settle(req, "summary", 0);
 		ft_barrier(ctx);
 		if (rank == 0) {
-			uint64_t tc = (uint64_t)c, tv = (uint64_t)v;
+			uint64_t tc = (uint64_t)c, tv = (uint64_t)v, tf = mine[2];
 
 			for (int r = 1; r < size; r++) {
-				tc += tab[2 * r];
-				tv += tab[2 * r + 1];
+				tc += tab[3 * r];
+				tv += tab[3 * r + 1];
+				tf += tab[3 * r + 2];
 			}
-			printf("chaos: seed %llu: %ld faults, %llu operations checked, %llu "
-			       "violations\n", (unsigned long long)seed, atomic_load(&faults),
+			printf("chaos: seed %llu: %llu faults, %llu operations checked, %llu "
+			       "violations\n", (unsigned long long)seed, (unsigned long long)tf,
 			       (unsigned long long)tc, (unsigned long long)tv);
 		}
 	}
