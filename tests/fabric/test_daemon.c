@@ -10,7 +10,14 @@
  * $TRIAD_TEST_STOP exists; then every rank tells every other how many
  * messages it sent, and after a barrier each checks it received exactly
  * those.  Every request must complete OK: the daemon's drains move
- * traffic, they never fail it. */
+ * traffic, they never fail it.
+ *
+ * Each round also sends a burst of BURST messages to the peer at once,
+ * so that a plane's backlog can pass TRIAD_ADAPTIVE_T and the adaptive
+ * choice has something to move; twice a second every rank prints how
+ * many messages its connections took as detours ("detours N"), which
+ * daemon-drain reads to see the choice follow the knobs triadd
+ * publishes. */
 #include <unistd.h>
 
 #include "ft.h"
@@ -21,6 +28,7 @@
 #define AM_DONE 8
 #define MAXR 8
 #define MAX_ROUNDS 1000000
+#define BURST 8
 
 static int rank, size;
 static uint32_t next_idx[MAXR], told[MAXR];
@@ -56,16 +64,23 @@ static int done_handler(void *arg, int src, const void *data, size_t len, triad_
 	return TRIAD_AM_DONE;
 }
 
-/* One round to peer r: put, get it back, compare; one message. */
+static uint32_t next_out[MAXR]; /* the number of our next message to each peer */
+
+/* One round to peer r: a burst of messages, a put, a get of it back,
+ * compared. */
 static void round_to(triad_ctx_t *ctx, char *win, int r, uint32_t round)
 {
 	char *src = win + (size_t)(size + r) * PUT_LEN, *back = win + (size_t)(2 * size + r) * PUT_LEN;
-	struct am a = { (uint32_t)rank, round };
-	triad_req_t *put, *get, *am;
+	struct am a[BURST];
+	triad_req_t *put, *get, *am[BURST];
 	enum triad_status st;
 
 	ft_fill(src, PUT_LEN, (uint32_t)rank * 100003u + round, 0);
-	FT_CHECK(triad_am_send(ctx, r, AM_ID, &a, sizeof(a), TRIAD_PRIO_MEDIUM, &am) == 0, "am");
+	for (int i = 0; i < BURST; i++) {
+		a[i] = (struct am){ (uint32_t)rank, next_out[r]++ };
+		FT_CHECK(triad_am_send(ctx, r, AM_ID, &a[i], sizeof(a[i]), TRIAD_PRIO_MEDIUM,
+				       &am[i]) == 0, "am");
+	}
 	FT_CHECK(triad_put(ctx, src, PUT_LEN, r, WIN, (uint64_t)rank * PUT_LEN, 0, &put) == 0,
 		 "put");
 	st = ft_wait(put, 60000);
@@ -76,8 +91,26 @@ static void round_to(triad_ctx_t *ctx, char *win, int r, uint32_t round)
 	FT_CHECK(st == TRIAD_S_OK, "get from %d, round %u: %s", r, round, triad_status_str(st));
 	FT_CHECK(ft_verify(back, PUT_LEN, (uint32_t)rank * 100003u + round, 0) < 0,
 		 "round %u: rank %d's copy of our put is wrong", round, r);
-	st = ft_wait(am, 60000);
-	FT_CHECK(st == TRIAD_S_OK, "am to %d, round %u: %s", r, round, triad_status_str(st));
+	for (int i = 0; i < BURST; i++) {
+		st = ft_wait(am[i], 60000);
+		FT_CHECK(st == TRIAD_S_OK, "am to %d, round %u: %s", r, round,
+			 triad_status_str(st));
+	}
+}
+
+/* The messages this rank's connections took over from busier ones. */
+static uint64_t detours(triad_ctx_t *ctx)
+{
+	uint64_t n = 0;
+
+	for (int r = 0; r < size; r++)
+		for (int p = 0; r != rank && p < triad_nplanes(ctx); p++) {
+			struct triad_conn_stats s = { .field_mask = TRIAD_CONN_STATS_CHOICE };
+
+			if (triad_conn_stats(ctx, r, p, &s) == 0)
+				n += s.detours;
+		}
+	return n;
 }
 
 int main(void)
@@ -85,7 +118,8 @@ int main(void)
 	triad_ctx_t *ctx = ft_init();
 	const char *stop = getenv("TRIAD_TEST_STOP");
 	size_t len;
-	uint32_t round = 0;
+	uint32_t round = 0, sent;
+	double said = 0;
 	triad_win_t *w;
 	char *win;
 
@@ -110,13 +144,20 @@ int main(void)
 			if (r != rank)
 				round_to(ctx, win, r, round);
 		round++;
+		if (ft_now_s() - said >= 0.5) {
+			said = ft_now_s();
+			printf("test_daemon: rank %d detours %llu\n", rank,
+			       (unsigned long long)detours(ctx));
+			fflush(stdout);
+		}
 	}
+	sent = next_out[rank ? 0 : 1]; /* the same count to every peer */
 	for (int r = 0; r < size; r++) {
 		triad_req_t *req;
 
 		if (r == rank)
 			continue;
-		FT_CHECK(triad_am_send(ctx, r, AM_DONE, &round, sizeof(round), TRIAD_PRIO_MEDIUM,
+		FT_CHECK(triad_am_send(ctx, r, AM_DONE, &sent, sizeof(sent), TRIAD_PRIO_MEDIUM,
 				       &req) == 0, "done");
 		FT_CHECK(ft_wait(req, 60000) == TRIAD_S_OK, "done message to %d", r);
 	}
