@@ -52,6 +52,7 @@ struct tr_qp {
 	struct rdma_cm_id *id;
 	struct ibv_qp *qp;
 	uint32_t max_inline;
+	int read_check; /* its plane's, kept here for the post path */
 	int connected; /* ESTABLISHED seen, not yet disconnected */
 	uint32_t remote_qpn; /* the other end's QP number, once known (0 before) */
 	uint8_t priv[TR_FAB_PRIV_MAX];
