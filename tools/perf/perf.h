@@ -259,6 +259,8 @@ struct perf_bufs {
 /* 0, or -ENOMEM reported as what's error (nothing left allocated). */
 int perf_bufs_alloc(struct perf_run *r, struct perf_bufs *b, long iters, const char *what);
 void perf_bufs_free(struct perf_bufs *b);
+/* Aggregate figures of ops operations of size bytes in ns (no peak: -1). */
+void perf_aggregate_bw(size_t size, long ops, uint64_t ns, struct perf_bw *bw);
 /* A bandwidth row: window, bw_peak_mib_s (omitted when peak < 0),
  * bw_avg_mib_s, msg_rate_mpps, then extra; the title says who streams what
  * ("rank 0 -> rank 1", "puts"). */
@@ -290,6 +292,7 @@ int perf_am_setup(struct perf_run *r);	 /* registers the handlers */
 void perf_am_cleanup(struct perf_run *r);
 int perf_am_lat(struct perf_run *r, size_t size, long iters, long warmup);
 int perf_am_bw(struct perf_run *r, size_t size, long iters, long warmup);
+int perf_am_bibw(struct perf_run *r, size_t size, long iters, long warmup);
 
 /* perf_bcast.c */
 int perf_bcast(struct perf_run *r, size_t size, long iters, long warmup);

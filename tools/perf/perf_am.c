@@ -509,13 +509,18 @@ int perf_am_lat(struct perf_run *r, size_t size, long iters, long warmup)
  * byte (triad_am_send copies it).  A request completes when its message
  * reached rank 1 (the library queues what flow control holds back);
  * testing the oldest drives progress here: BSMs from rank 1 free slots. */
+struct am_to {
+	long first; /* the stream's first message number */
+	int dest;
+};
+
 static int post_am(struct perf_run *r, size_t size, long i, triad_req_t **req_p, void *arg)
 {
-	long first = *(const long *)arg;
+	const struct am_to *to = arg;
 	int ret;
 
-	perf_send_area(r)[size - 1] = perf_iter_value(first + i);
-	ret = triad_am_send(r->ctx, PERF_SERVER, AM_STREAM, perf_send_area(r), size, r->o->prio,
+	perf_send_area(r)[size - 1] = perf_iter_value(to->first + i);
+	ret = triad_am_send(r->ctx, to->dest, AM_STREAM, perf_send_area(r), size, r->o->prio,
 			    req_p);
 	if (ret)
 		perf_err(r, "triad_am_send", ret);
@@ -525,8 +530,8 @@ static int post_am(struct perf_run *r, size_t size, long i, triad_req_t **req_p,
 static int am_bw_pass(struct perf_run *r, size_t size, long first, long n, triad_req_t **ring,
 		      uint64_t *tpost, uint64_t *tcomp)
 {
-	const struct perf_stream_ops ops = { .what = "active message", .post = post_am,
-					     .arg = &first };
+	struct am_to to = { .first = first, .dest = PERF_SERVER };
+	const struct perf_stream_ops ops = { .what = "active message", .post = post_am, .arg = &to };
 
 	return perf_stream(r, size, n, ring, tpost, tcomp, &ops);
 }
@@ -638,6 +643,57 @@ int perf_am_bw(struct perf_run *r, size_t size, long iters, long warmup)
 	if (!ret && r->rank == PERF_CLIENT) {
 		perf_bw_summarize(b.tpost, b.tcomp, (size_t)iters, size, &bw);
 		report_am_bw(r, size, iters, warmup, &bw, d);
+	}
+	perf_bufs_free(&b);
+	return ret;
+}
+
+/* ---- am_bibw: both ranks stream at once, like osu_bibw ----------------------------------*/
+/* Ranks 0 and 1 each stream --window messages to the other while their
+ * handlers count the other's; both directions' bytes over rank 0's time
+ * from the barrier before the measured streams to the one after both
+ * ranks counted every message. */
+int perf_am_bibw(struct perf_run *r, size_t size, long iters, long warmup)
+{
+	const int peer = r->rank == PERF_CLIENT	  ? PERF_SERVER
+			 : r->rank == PERF_SERVER ? PERF_CLIENT
+						  : -1;
+	const int bar_ms = perf_phase_timeout_ms(r, size, warmup + iters, 2);
+	struct am_to to = { .first = 0, .dest = peer };
+	const struct perf_stream_ops ops = { .what = "active message", .post = post_am, .arg = &to };
+	struct perf_bufs b = { 0 };
+	struct perf_bw bw;
+	uint64_t t0;
+	int ret;
+
+	if (peer >= 0 && (ret = perf_bufs_alloc(r, &b, 1, "am_bibw")))
+		return ret;
+	perf_prepare(r, size);
+	am_begin(r->am, size, peer >= 0 ? warmup : 0);
+	ret = perf_barrier(r, r->timeout_ms, "before am_bibw");
+	if (!ret && peer >= 0)
+		ret = perf_stream(r, size, warmup, b.ring, NULL, NULL, &ops);
+	if (!ret && peer >= 0)
+		ret = am_wait_count(r->am, bar_ms, "am_bibw warm-up");
+	/* Every warm-up message is counted: the measured ones count from 0
+	 * again, and none is sent before both ranks reset. */
+	if (!ret)
+		am_begin(r->am, size, peer >= 0 ? iters : 0);
+	if (!ret)
+		ret = perf_barrier(r, bar_ms, "am_bibw warm-up done");
+	t0 = perf_now_ns();
+	if (!ret && peer >= 0)
+		ret = perf_stream(r, size, iters, b.ring, NULL, NULL, &ops);
+	if (!ret && peer >= 0)
+		ret = am_wait_count(r->am, bar_ms, "am_bibw");
+	if (!ret)
+		ret = perf_barrier(r, bar_ms, "after am_bibw");
+	if (!ret && peer >= 0)
+		am_check(r, "am_bibw", size, NULL);
+	if (!ret && r->rank == PERF_CLIENT) {
+		perf_aggregate_bw(size, 2 * iters, perf_now_ns() - t0, &bw);
+		perf_report_bw(r, "am_bibw", "rank 0 <-> rank 1, both directions summed",
+			       "messages each way", size, iters, warmup, &bw, NULL, 0);
 	}
 	perf_bufs_free(&b);
 	return ret;

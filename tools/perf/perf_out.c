@@ -62,6 +62,8 @@ static const struct perf_osu osu_tests[] = {
 	OSU1("am_lat", "osu_latency", "OSU MPI Latency Test", "Latency (us)", "t_avg_us", 1),
 	OSU1("am_bw", "osu_bw", "OSU MPI Bandwidth Test", "Bandwidth (MB/s)", "bw_avg_mib_s",
 	     MIB_TO_MB),
+	OSU1("am_bibw", "osu_bibw", "OSU MPI Bi-Directional Bandwidth Test", "Bandwidth (MB/s)",
+	     "bw_avg_mib_s", MIB_TO_MB),
 	OSU1("bcast", "osu_bcast", "OSU MPI Broadcast Latency Test", "Avg Latency(us)", "t_avg_us", 1),
 };
 

@@ -831,8 +831,7 @@ static int barrier_timed_streams(struct perf_run *r, const char *test, size_t si
 	return ret;
 }
 
-/* Aggregate figures of ops operations of size bytes in ns. */
-static void aggregate_bw(size_t size, long ops, uint64_t ns, struct perf_bw *bw)
+void perf_aggregate_bw(size_t size, long ops, uint64_t ns, struct perf_bw *bw)
 {
 	double s = ns ? (double)ns / 1e9 : 1e-9;
 
@@ -854,7 +853,7 @@ static int put_bibw(struct perf_run *r, size_t size, long iters, long warmup)
 	if (!ret && dest >= 0)
 		perf_verify(r, size, size, "put_bibw");
 	if (!ret && r->rank == PERF_CLIENT) {
-		aggregate_bw(size, 2 * iters, ns, &bw);
+		perf_aggregate_bw(size, 2 * iters, ns, &bw);
 		perf_report_bw(r, "put_bibw", "rank 0 <-> rank 1, both directions summed", "puts each way",
 			       size, iters, warmup, &bw, NULL, 0);
 	}
@@ -882,7 +881,7 @@ static int put_mbw(struct perf_run *r, size_t size, long iters, long warmup)
 		};
 
 		snprintf(who, sizeof(who), "%d pairs (rank i -> rank i + %d) at once", p, p);
-		aggregate_bw(size, (long)p * iters, ns, &bw);
+		perf_aggregate_bw(size, (long)p * iters, ns, &bw);
 		extra[1].v.d = bw.mpps * 1e6;
 		perf_report_bw(r, "put_mbw", who, "puts per pair", size, iters, warmup, &bw, extra,
 			       PF_N(extra));
@@ -917,6 +916,10 @@ const struct perf_cmd perf_cmds[] = {
 	  "--window active messages outstanding to rank 1, whose\n"
 	  "handler only counts; bandwidth, message rate and\n"
 	  "flow-control counters of both sides (like ib_send_bw)" },
+	{ "am_bibw", perf_am_bibw, PERF_BW, 1024, PERF_CMD_AM,
+	  "ranks 0 and 1 each keep --window active messages\n"
+	  "outstanding to the other at once; both directions\n"
+	  "summed (like osu_bibw)" },
 	{ "copy_lat", perf_copy_lat, PERF_LAT, 8, PERF_CMD_COPY,
 	  "3 ranks: rank 0 orders one triad_copy at a time from rank 1\n"
 	  "to rank 2 (--mode); reports the full completion time" },

@@ -224,6 +224,8 @@ static void test_osu(void **state)
 	} want[] = {
 		{ "am_lat", OSU_HEAD("OSU MPI Latency Test", "am_lat", "osu_latency") LAT_COLS LAT_ROWS },
 		{ "am_bw", OSU_HEAD("OSU MPI Bandwidth Test", "am_bw", "osu_bw") BW_COLS BW_ROWS },
+		{ "am_bibw", OSU_HEAD("OSU MPI Bi-Directional Bandwidth Test", "am_bibw", "osu_bibw")
+				     BW_COLS BW_ROWS },
 		{ "put_lat", OSU_HEAD("OSU MPI_Put Latency Test", "put_lat", "osu_put_latency")
 				     LAT_COLS LAT_ROWS },
 		/* OSU's own spelling: "latency". */
@@ -262,7 +264,7 @@ static void test_osu(void **state)
 static void test_osu_find(void **state)
 {
 	const char *with[] = { "put_lat", "get_lat", "put_bw", "put_bw_unreg", "get_bw",
-			       "put_bibw", "put_mbw", "am_lat", "am_bw", "bcast" };
+			       "put_bibw", "put_mbw", "am_lat", "am_bw", "am_bibw", "bcast" };
 	const char *without[] = { "copy_lat", "copy_bw", "mp_bw", "failover", "drain", "init",
 				  "overlap" };
 

@@ -87,8 +87,9 @@ static const struct opt_def opt_defs[] = {
 	  "takes SEC/8, then the count that fills SEC; not\n"
 	  "for bcast, overlap, failover, drain, init" },
 	{ "window", required_argument, OPT_WINDOW, "W",
-	  "put_bw, get_bw, put_bibw, put_mbw, am_bw, copy_bw:\n"
-	  "operations outstanding (per sender; default 64)" },
+	  "put_bw, get_bw, put_bibw, put_mbw, am_bw, am_bibw,\n"
+	  "copy_bw: operations outstanding (per sender;\n"
+	  "default 64)" },
 	{ "pairs", required_argument, OPT_PAIRS, "P",
 	  "put_mbw: the pairs streaming at once, rank i to\n"
 	  "rank i + P (default: the world's ranks / 2)" },
