@@ -244,11 +244,11 @@ void tr_peer_describe(const struct triad_ctx *ctx, int peer, char *buf, size_t n
 
 		PUTF("%splane %d %s", q ? "; " : "", q, tr_lane_state_str(l->state));
 		if (l->state == TR_LANE_UP || l->state == TR_LANE_DRAINING)
-			PUTF(" (posted %d: %d rma, %d bsm; queued %u; peer slots busy 0x%llx of "
-			     "0x%llx; rx held %d)",
-			     l->sq_posted, l->rma_posted, l->bsm_inflight, l->nqueued,
-			     (unsigned long long)l->fc_tx.bbr, (unsigned long long)l->fc_tx.mask,
-			     l->rx_held);
+			PUTF(" (posted %d: %d rma, %d bsm; receives posted %d; queued %u; peer "
+			     "slots busy 0x%llx of 0x%llx; rx held %d)",
+			     l->sq_posted, l->rma_posted, l->bsm_inflight, l->rq_posted,
+			     l->nqueued, (unsigned long long)l->fc_tx.bbr,
+			     (unsigned long long)l->fc_tx.mask, l->rx_held);
 	}
 	PUTF("; seq sent h/m/l %u/%u/%u, settled below %u/%u/%u, unsettled %u/%u/%u, lost "
 	     "%u/%u/%u, expected %u/%u/%u; parked %u; waiting for a window %d%s%s%s",
