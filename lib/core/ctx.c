@@ -39,7 +39,7 @@ const char *triad_status_str(enum triad_status s)
 /* ---- requests: a small cache per thread -------------------------------------------*/
 /* A put allocates a request and its owner frees it, usually in the same
  * thread: calloc and free were a fifth of the instructions of a small put
- * (bench/README.md, where the time goes).  Freed requests are kept per
+ * (callgrind, bench/icount).  Freed requests are kept per
  * thread, up to REQ_CACHE, and handed out again by the same thread; no
  * context is involved, so a request may still be freed after triad_fini.
  * A thread's cache is freed when it exits. */

@@ -1215,7 +1215,7 @@ static int post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t 
 		return -EAGAIN;
 	tr_progress_want_send(l->ctx, l->plane);
 	/* With tx_write/tx_read after it: how long the post itself takes (rxe
-	 * does the request inside it, bench/README.md). */
+	 * does the request inside it). */
 	TR_EV(l->ctx, "rma_post", l->peer, len);
 	ret = tr_fab_post_rma(l->qp, op, laddr, len, mr, raddr, rkey, cookie, signalled);
 	if (ret < 0)

@@ -3,7 +3,7 @@
  * completion-event arming, and the waiters.  See ctx.h for the locking.
  *
  * Completion events cost a wake-up each (about 200 us on the emulated test
- * VM, bench/README.md), so they are armed only when someone needs one:
+ * VM), so they are armed only when someone needs one:
  * receive events always while nobody polls; send events only when someone
  * waits for a send completion (tr_lane_send_wanted), or always when an
  * application thread goes to sleep.  What an application thread posts it
@@ -88,8 +88,8 @@ static void app_asleep(struct triad_ctx *ctx)
  * thread pushes it forward itself (app_call), so the progress thread is
  * not woken every APP_ACTIVE_NS to find the application still polling.
  * Each such wake-up cost the poller 65-140 us on the test VM's shared
- * vCPU, 6-8 % of its time (bench/README.md, "The progress thread's
- * wake-ups"); a timerfd_settime in the poller costs a system call. */
+ * vCPU, 6-8 % of its time; a timerfd_settime in the poller costs a system
+ * call. */
 static void idle_timer_arm(int fd, uint64_t at_ns)
 {
 	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(at_ns / 1000000000),
@@ -158,7 +158,8 @@ static int on_progress_thread(const struct triad_ctx *ctx);
 /* An application thread that posts work is about to poll for it (test,
  * wait, a flush): it reaps the completion itself, and an event would
  * only wake the progress thread to race it for the lock, on the same
- * CPU (bench/README.md, where the time goes).  So it is counted as
+ * CPU (put_lat read 5.8x ib_write_lat when each put's completion woke the
+ * progress thread, 2026-12-01).  So it is counted as
  * polling and no event is armed; the idle timer (started here, pushed
  * on by its later calls) turns events on once it stops polling, one to
  * three APP_ACTIVE_NS later.  A thread going to sleep arms
@@ -238,8 +239,8 @@ static int copy_awaited(const struct triad_ctx *ctx)
  * nothing takes the CPU from whoever shares it: on a vCPU shared by a
  * copy's source and destination, the destination spinning after its answer
  * delays the source that the answer is for (per-rank settings, relay
- * copy_lat: 1058 us with the destination spinning, 867 without;
- * bench/README.md).  A rank that has only answered (a copy's destination,
+ * copy_lat: 1058 us with the destination spinning, 867 without).  A rank
+ * that has only answered (a copy's destination,
  * a window's owner) sleeps at once. */
 static int spin_wanted(const struct triad_ctx *ctx, uint64_t rx)
 {
@@ -291,8 +292,9 @@ static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 	 * is awaited; not the completion of an answer's own send, which
 	 * nobody waits for.  The spin keeps its CPU (no sched_yield): beside
 	 * perftest a yielding loop made every wake-up on its CPU twice as long
-	 * (bench/README.md), and beside a computing thread a yield would hand
-	 * over the rest of a time slice, so the spin would poll once a slice.
+	 * (ib_send_lat -e 247 us against 122), and beside a computing thread a
+	 * yield would hand over the rest of a time slice, so the spin would
+	 * poll once a slice.
 	 * A thread woken on its CPU waits for it at most the budget, unless
 	 * the scheduler preempts it.  Application threads do not wait: the
 	 * spin stops when one queues for the lock or one it woke has yet to

@@ -110,8 +110,8 @@ static void on_route_resolved(struct tr_qp *qp)
  * status at its own ESTABLISHED, before the passive side has seen the RTU)
  * then waits that long, and so does everything behind it on the QP: the
  * first message of every connection, on the critical path of a lazy first
- * use (bench/README.md, "connection set-up").  0.64 ms instead (encoding
- * 12); the retries are unlimited (conn_param). */
+ * use (the first put took 536 ms eager, 723 ms lazy).  0.64 ms instead
+ * (encoding 12); the retries are unlimited (conn_param). */
 #define MIN_RNR_TIMER 12
 
 static void short_rnr_timer(const struct tr_qp *qp)

@@ -5,7 +5,7 @@
  *
  * Each launch rank runs the same world twice, one process after the other
  * (run 1 and run 2, forked in turn), as a script that calls two triad
- * programs does (examples/perf/check-overlap).  One rank's run 1 is still
+ * programs does (tools/perf/check-overlap).  One rank's run 1 is still
  * alive when the other rank's run 2 starts and connects to the same
  * addresses:
  *
