@@ -803,9 +803,14 @@ static void give_back_queued(struct tr_lane *l)
 
 static void check_drained(struct tr_lane *l)
 {
-	if (l->state != TR_LANE_DRAINING || l->sq_posted || l->rq_posted)
+	if (l->state != TR_LANE_DRAINING || l->sq_posted)
 		return;
+	/* Every send came back: what waits for a slot can overtake nothing
+	 * any more, and goes now; flushed receives do not hold it up (a stream
+	 * stalled behind them under load, chaos seed 2002). */
 	give_back_queued(l);
+	if (l->rq_posted)
+		return;
 	/* At close, buffers a handler kept are taken back. */
 	if (l->rx_held && !l->ctx->closing && orphan(l))
 		return; /* no memory: the lane waits for them */
@@ -818,6 +823,7 @@ static void lane_break(struct tr_lane *l, enum triad_status why)
 {
 	l->down_status = why;
 	l->bsm_linger = 0;
+	l->drain_ticks = 0;
 	/* Error state flushes everything posted, and the peer is told. */
 	tr_fab_qp_break(l->qp);
 	lane_set_state(l, TR_LANE_DRAINING);
@@ -1685,10 +1691,29 @@ static void tell_stuck(struct tr_lane *l)
 	}
 }
 
+/* A broken lane whose sends all came back waits for its receives to come
+ * back flushed.  rxe flushes a receive queue when the QP enters the error
+ * state; a receive posted from user space just after (the lane was still up
+ * for us) stays posted until the kernel looks at the queue again, which
+ * nothing does on a dead connection.  A whole period later the QP is moved
+ * to the error state again, which flushes it. */
+static void drain_tick(struct tr_lane *l)
+{
+	if (l->sq_posted || !l->rq_posted || ++l->drain_ticks < 2)
+		return;
+	if (l->drain_ticks == 2)
+		tr_warn("peer %d plane %d: %d receive(s) of the broken connection not flushed "
+			"after a timer period: its QP is moved to the error state again",
+			l->peer, l->plane, l->rq_posted);
+	tr_fab_qp_reflush(l->qp);
+}
+
 void tr_lane_fc_tick(struct tr_lane *l)
 {
 	unsigned n;
 
+	if (l->state == TR_LANE_DRAINING)
+		drain_tick(l);
 	if (l->state != TR_LANE_UP)
 		return;
 	/* RC: a slot unconfirmed this long has its message at the peer, whose

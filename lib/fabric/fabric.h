@@ -155,6 +155,11 @@ int tr_fab_connect(struct tr_fab *fab, int plane, struct in_addr dst, uint16_t p
 /* Moves the QP to the error state (every posted work request completes,
  * flushed) and disconnects. */
 void tr_fab_qp_break(struct tr_qp *qp);
+/* Moves a QP that is in the error state there again, so that a provider
+ * that flushes only when told (rxe: receives posted from user space after
+ * its flush stay posted until the kernel looks at the queue again) flushes
+ * what is still posted. */
+void tr_fab_qp_reflush(struct tr_qp *qp);
 /* A fault on purpose (triad_plane_refuse_writes): the QP stops allowing
  * RDMA WRITEs into this side, so the next one that arrives is NAKed as an
  * invalid request, which moves both ends into the error state.  0 (also

@@ -80,18 +80,28 @@ static void disconnect(struct tr_qp *qp)
 		tr_debug("plane %d: rdma_disconnect: %m", qp->plane);
 }
 
-void tr_fab_qp_break(struct tr_qp *qp)
+static void to_error(struct tr_qp *qp)
 {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
 	int ret;
 
-	/* The send CQ must raise an event for the flushed sends. */
-	tr_fab_plane_arm(qp->fab, qp->plane, TR_FAB_CQ_SEND);
 	if (qp->qp && (ret = ibv_modify_qp(qp->qp, &attr, IBV_QP_STATE)))
 		tr_warn("plane %d qp 0x%x: ibv_modify_qp(ERR): %s", qp->plane, qp->qp->qp_num,
 			strerror(ret));
+}
+
+void tr_fab_qp_break(struct tr_qp *qp)
+{
+	/* The send CQ must raise an event for the flushed sends. */
+	tr_fab_plane_arm(qp->fab, qp->plane, TR_FAB_CQ_SEND);
+	to_error(qp);
 	if (qp->connected)
 		disconnect(qp);
+}
+
+void tr_fab_qp_reflush(struct tr_qp *qp)
+{
+	to_error(qp); /* error to error is a valid transition (IBTA 10.3.1) */
 }
 
 int tr_fab_qp_refuse_writes(struct tr_qp *qp)
