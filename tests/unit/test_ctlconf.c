@@ -215,8 +215,8 @@ static void test_policy(void **state)
 	parse_bad("[daemon]\nstrict_order = yes\n",
 		  NAME ":2: 'strict_order' is gone: TRIAD_ORDER = strict|any in [policy]");
 	parse_bad("[daemon]\ncontention_threshold = 8\n",
-		  NAME ":2: 'contention_threshold' is gone: no knob: the adaptive choice has no "
-		       "contention input yet");
+		  NAME ":2: 'contention_threshold' is gone: the contention input is triadd's "
+		       "weights ([health]); TRIAD_ADAPTIVE = cont in [policy]");
 	parse_bad("[plane a]\nslots = 8\n",
 		  NAME ":2: 'slots' is gone: no knob: TRIAD_SLOTS is read at start only (the "
 		       "environment's)");
