@@ -11,7 +11,6 @@
  * restores only a plane it degraded itself; a plane that triadctl or the
  * link monitor moved meanwhile is theirs (tr_ctl_dgr_forget). */
 #include <stdio.h>
-#include <syslog.h>
 
 #include "base/time.h"
 #include "triadd.h"
@@ -42,8 +41,7 @@ static void degraded_event(struct td *d, int p, const struct tr_ctl_dgr_sample *
 			 name, pl->dgr.score, (unsigned long long)e->errs,
 			 (unsigned long long)e->pkts, (unsigned long long)e->inflight,
 			 (unsigned long long)e->tx, pl->dgr.hold_ms);
-	td_log(restored ? LOG_INFO : LOG_WARNING, "%s", text);
-	td_event(d, json, text);
+	td_event(d, json, text); /* logged there */
 }
 
 void td_assess(struct td *d)
@@ -75,7 +73,7 @@ void td_assess(struct td *d)
 	for (unsigned p = 0; p < n; p++) {
 		struct tr_ctl_plane_pol *e = &d->pol.plane[p];
 		struct td_plane *pl = &d->plane[p];
-		uint32_t w = tr_ctl_dgr_weight(score[p]);
+		uint32_t w = score[p] == TR_CTL_DGR_UNKNOWN ? e->weight : tr_ctl_dgr_weight(score[p]);
 		int mine = tr_ctl_pstate_off(e->state) && e->reason == TR_CTL_R_DEGRADED;
 		int may = e->state == TR_CTL_NORMAL && e->reason == TR_CTL_R_NONE && !e->faulty &&
 			  tr_ctl_other_live(&d->pol, p);

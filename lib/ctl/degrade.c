@@ -60,9 +60,10 @@ void tr_ctl_dgr_score(const struct tr_ctl_dgr_cfg *c, const struct tr_ctl_dgr_sa
 	for (unsigned p = 0; p < n; p++) {
 		const struct tr_ctl_dgr_sample *e = &smp[p];
 		uint32_t err = 0, lat = 0;
+		int evidence = 0;
 		double best = -1;
 
-		if (e->pkts && e->pkts >= c->min_packets && c->errors_permille)
+		if (e->pkts && e->pkts >= c->min_packets && c->errors_permille && ++evidence)
 			err = scaled((double)e->errs * 1000. / (double)e->pkts, c->errors_permille);
 		/* Latency ~ inflight / throughput; the best other plane's, with
 		 * at least one message counted so that an idle queue is fast,
@@ -78,10 +79,10 @@ void tr_ctl_dgr_score(const struct tr_ctl_dgr_cfg *c, const struct tr_ctl_dgr_sa
 			if (best < 0 || l < best)
 				best = l;
 		}
-		if (best > 0)
+		if (best > 0 && ++evidence)
 			lat = scaled((double)e->inflight / (double)(e->tx ? e->tx : 1) / best,
 				     c->latency_ratio);
-		score[p] = err > lat ? err : lat;
+		score[p] = !evidence ? TR_CTL_DGR_UNKNOWN : err > lat ? err : lat;
 	}
 }
 
@@ -93,12 +94,13 @@ uint32_t tr_ctl_dgr_weight(uint32_t score)
 enum tr_ctl_dgr_step tr_ctl_dgr_step(const struct tr_ctl_dgr_cfg *c, struct tr_ctl_dgr *s,
 				     uint32_t score, int may_degrade, uint64_t now_ns)
 {
-	s->score = score;
+	if (score != TR_CTL_DGR_UNKNOWN)
+		s->score = score;
 	if (!s->degraded) {
-		if (score < TR_CTL_DGR_BAD) {
+		if (score < TR_CTL_DGR_CLEAN)
 			s->bad = 0;
+		if (score == TR_CTL_DGR_UNKNOWN || score < TR_CTL_DGR_BAD)
 			return TR_CTL_DGR_STAY;
-		}
 		if (!s->bad)
 			s->since = now_ns;
 		s->bad = 1;
@@ -116,7 +118,7 @@ enum tr_ctl_dgr_step tr_ctl_dgr_step(const struct tr_ctl_dgr_cfg *c, struct tr_c
 		s->clean = 0;
 		return TR_CTL_DGR_DEGRADE;
 	}
-	if (score >= TR_CTL_DGR_CLEAN) {
+	if (score != TR_CTL_DGR_UNKNOWN && score >= TR_CTL_DGR_CLEAN) {
 		s->clean = 0;
 		return TR_CTL_DGR_STAY;
 	}

@@ -18,18 +18,22 @@
  *            light load says nothing of latency)
  * Each kind scores 50 at its threshold (errors_permille, latency_ratio)
  * and is proportional below, capped at 100; the plane's score is the
- * larger.  The score, cut to a multiple of 10, is the plane's weight,
+ * larger, or TR_CTL_DGR_UNKNOWN when neither kind had evidence (a plane
+ * whose queue pair waits out a retransmission timeout moves few packets
+ * in that period: no evidence is not clean).  The score, cut to a multiple of 10, is the plane's weight,
  * which the library's adaptive choice takes as its contention input.
  *
  * The rule (hysteresis and no flapping):
  *   bad    score >= 50; clean: score < 25 (half of every threshold)
- *   a plane in use is degraded once it has been bad without a break for
- *          degrade_ms, unless it is the last plane in use (may_degrade 0);
- *          it stays bad-counted meanwhile and is degraded as soon as
- *          another plane is in use again
- *   a degraded plane is restored once it has been clean without a break
- *          for its hold.  It carries no traffic while degraded, so it reads
- *          clean: the restore is a probation
+ *   a plane in use is degraded in a bad period degrade_ms or more after
+ *          it was first bad with no clean period since (periods between
+ *          25 and 50, and periods without evidence, neither start nor
+ *          break the run), unless it is the last plane in use
+ *          (may_degrade 0): then it is degraded in the first bad period
+ *          after another plane is in use again
+ *   a degraded plane is restored once it has been clean (or without
+ *          evidence) without a break for its hold.  It carries no traffic
+ *          while degraded, so it reads clean: the restore is a probation
  *   the hold is restore_ms; a plane degraded again within twice its hold
  *          of its restore gets twice the hold, at most restore_max_ms.
  *   So a plane whose fault stays comes back for at most degrade_ms at a
@@ -46,6 +50,7 @@
 #define TR_CTL_DGR_CLEAN 25
 #define TR_CTL_DGR_MAX 100
 #define TR_CTL_DGR_MIN_INFLIGHT 4
+#define TR_CTL_DGR_UNKNOWN UINT32_MAX /* a score: no evidence in the period */
 
 struct tr_ctl_dgr_cfg {
 	uint32_t enabled;	  /* 0: scores and weights only, never a state change */
@@ -66,7 +71,7 @@ struct tr_ctl_dgr_sample {
 /* Per plane. */
 struct tr_ctl_dgr {
 	int degraded;
-	uint32_t score;	      /* the last period's */
+	uint32_t score;	      /* the last period's with evidence */
 	int bad, clean;	      /* bad (not degraded) or clean (degraded) without a break ... */
 	uint64_t since;	      /* ... since then */
 	int restored;	      /* it was restored once, at restored_at */
@@ -89,7 +94,8 @@ void tr_ctl_dgr_init(struct tr_ctl_dgr *s, const struct tr_ctl_dgr_cfg *c);
 void tr_ctl_dgr_score(const struct tr_ctl_dgr_cfg *c, const struct tr_ctl_dgr_sample *smp,
 		      unsigned n, uint32_t *score);
 
-/* The weight published for a score: cut to a multiple of 10. */
+/* The weight published for a score: cut to a multiple of 10 (not for
+ * TR_CTL_DGR_UNKNOWN: the weight stays). */
 uint32_t tr_ctl_dgr_weight(uint32_t score);
 
 /* One period of one plane: its score now, whether it may be degraded
