@@ -50,6 +50,7 @@ struct triad_coll_component {
 	unsigned long bytes;	  /* coll_triad_bcast_bytes */
 	/* triad, once per process */
 	int output;
+	int modules; /* alive: triad stops with the last (MPI_COMM_WORLD's, at MPI_Finalize) */
 	enum triad_coll_state state;
 	triad_ctx_t *ctx;
 	void *stage;
@@ -73,7 +74,8 @@ int triad_coll_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int ro
 		     struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 /* Starts triad (collective over the world), creates the staging window. */
 int triad_coll_start(void);
-/* Closes what triad_coll_start opened. */
+/* Closes what triad_coll_start opened (again: nothing); later
+ * communicators get no module. */
 void triad_coll_stop(void);
 
 #endif

@@ -89,11 +89,6 @@ static int triad_coll_close(void)
 {
 	struct triad_coll_component *c = &mca_coll_triad_component;
 
-	if (c->state != TRIAD_COLL_UNTRIED)
-		opal_output_verbose(1, c->output,
-				    "coll/triad: rank %d: %lu broadcasts served (%lu bytes), %lu "
-				    "handed back", c->ctx ? triad_rank(c->ctx) : -1, c->served,
-				    c->bytes, c->handed_back);
 	triad_coll_stop();
 	if (c->output >= 0)
 		opal_output_close(c->output);
@@ -160,6 +155,13 @@ void triad_coll_stop(void)
 {
 	struct triad_coll_component *c = &mca_coll_triad_component;
 
+	if (c->ctx)
+		opal_output_verbose(1, c->output,
+				    "coll/triad: rank %d: %lu broadcasts served (%lu bytes), %lu "
+				    "handed back", triad_rank(c->ctx), c->served, c->bytes,
+				    c->handed_back);
+	if (c->state != TRIAD_COLL_UNTRIED)
+		c->state = TRIAD_COLL_FAILED;
 	if (c->win)
 		triad_win_destroy(c->win);
 	c->win = NULL;

@@ -16,11 +16,16 @@ static void module_construct(triad_coll_module_t *m)
 	m->prev_bcast_module = NULL;
 }
 
+/* triad stops with the last module, not when the component closes: a
+ * program that keeps MPI_T open past MPI_Finalize keeps the component
+ * open, and triad's threads must not outlive MPI. */
 static void module_destruct(triad_coll_module_t *m)
 {
 	if (m->prev_bcast_module)
 		OBJ_RELEASE(m->prev_bcast_module);
 	free(m->world_rank);
+	if (--mca_coll_triad_component.modules == 0)
+		triad_coll_stop();
 }
 
 OBJ_CLASS_INSTANCE(triad_coll_module_t, mca_coll_base_module_t, module_construct,
@@ -118,6 +123,7 @@ mca_coll_base_module_t *triad_coll_comm_query(struct ompi_communicator_t *comm, 
 		return NULL;
 	}
 	m->world_rank = wr;
+	c->modules++;
 	if (c->state == TRIAD_COLL_UNTRIED) {
 		/* Every rank is here, at the same communicator: start triad, and
 		 * agree at enable whatever the outcome. */
