@@ -12,6 +12,8 @@ program test_mpi_coll_f
       import :: c_long
       integer(c_long) :: served
     end function served
+    subroutine done() bind(c, name='test_mpi_coll_done')
+    end subroutine done
   end interface
   integer, parameter :: n = 1048576
   integer, allocatable :: buf(:)
@@ -53,6 +55,7 @@ program test_mpi_coll_f
   if (rank == 0) print '(a,i0,a,i0,a,i0,a)', 'test_mpi_coll_f: ', nranks, ' ranks, ', &
     after - before, ' served by coll/triad at rank 0: ', total, ' failure(s)'
   deallocate(buf)
+  call done()
   call MPI_FINALIZE(ierr)
   if (total /= 0) error stop 1
 end program test_mpi_coll_f

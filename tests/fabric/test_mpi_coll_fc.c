@@ -5,17 +5,21 @@
 #include <mpi.h>
 
 long test_mpi_coll_served(void);
+void test_mpi_coll_done(void);
+
+static int tried, mpit, open;
+static MPI_T_pvar_session s;
+static MPI_T_pvar_handle h;
 
 long test_mpi_coll_served(void)
 {
-	static int open;
-	static MPI_T_pvar_session s;
-	static MPI_T_pvar_handle h;
 	unsigned long v = 0;
 	int idx, n, provided;
 
-	if (!open) {
-		if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS &&
+	if (!tried) {
+		tried = 1;
+		mpit = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS;
+		if (mpit &&
 		    MPI_T_pvar_get_index("coll_triad_bcast_served", MPI_T_PVAR_CLASS_COUNTER,
 					 &idx) == MPI_SUCCESS &&
 		    MPI_T_pvar_session_create(&s) == MPI_SUCCESS &&
@@ -23,6 +27,19 @@ long test_mpi_coll_served(void)
 			open = 1;
 		return 0;
 	}
-	MPI_T_pvar_read(s, h, &v);
+	if (open)
+		MPI_T_pvar_read(s, h, &v);
 	return (long)v;
+}
+
+/* Before MPI_FINALIZE: MPI_T's handles and MPI_T itself. */
+void test_mpi_coll_done(void)
+{
+	if (open) {
+		MPI_T_pvar_handle_free(s, &h);
+		MPI_T_pvar_session_free(&s);
+	}
+	if (mpit)
+		MPI_T_finalize();
+	open = mpit = 0;
 }
