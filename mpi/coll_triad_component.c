@@ -1,0 +1,173 @@
+/* coll/triad's component: its MCA parameters and MPI_T counters, and
+ * triad's start and end (once per process). */
+#include "coll_triad.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/util/output.h"
+
+static int triad_coll_register(void);
+static int triad_coll_open(void);
+static int triad_coll_close(void);
+static int triad_coll_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+
+struct triad_coll_component mca_coll_triad_component = {
+	.super = {
+		.collm_version = {
+			MCA_COLL_BASE_VERSION_2_0_0,
+			.mca_component_name = "triad",
+			MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+			.mca_open_component = triad_coll_open,
+			.mca_close_component = triad_coll_close,
+			.mca_register_component_params = triad_coll_register,
+		},
+		.collm_data = { .param_field = MCA_BASE_METADATA_PARAM_NONE },
+		.collm_init_query = triad_coll_init_query,
+		.collm_comm_query = triad_coll_comm_query,
+	},
+	.priority = 0,
+	.min_size = 256 * 1024,
+	.stage_size = 16ul << 20,
+	.algo = TRIAD_BCAST_AUTO,
+	.timeout_ms = 120000,
+	.output = -1,
+};
+
+static void var(const char *name, const char *desc, mca_base_var_type_t type, void *storage)
+{
+	(void)mca_base_component_var_register(&mca_coll_triad_component.super.collm_version, name,
+					      desc, type, NULL, 0, 0, OPAL_INFO_LVL_5,
+					      MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static void counter(const char *name, const char *desc, unsigned long *storage)
+{
+	(void)mca_base_component_pvar_register(
+		&mca_coll_triad_component.super.collm_version, name, desc, OPAL_INFO_LVL_4,
+		MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
+		MPI_T_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+		NULL, NULL, NULL, storage);
+}
+
+static int triad_coll_register(void)
+{
+	struct triad_coll_component *c = &mca_coll_triad_component;
+
+	var("priority", "Priority of coll/triad (0: off; above coll/tuned's 30 to serve MPI_Bcast)",
+	    MCA_BASE_VAR_TYPE_INT, &c->priority);
+	var("verbose", "Verbosity of coll/triad (1: triad's start and every rank's counters at the "
+	    "end; 2: every broadcast)", MCA_BASE_VAR_TYPE_INT, &c->verbose);
+	var("min_size", "Broadcasts of fewer bytes go to the component selected before coll/triad",
+	    MCA_BASE_VAR_TYPE_UNSIGNED_LONG, &c->min_size);
+	var("stage_size", "Bytes of each rank's staging window (registered once); larger "
+	    "broadcasts go in segments of this size", MCA_BASE_VAR_TYPE_UNSIGNED_LONG,
+	    &c->stage_size);
+	var("algorithm", "triad's broadcast algorithm: 0 auto, 1 greedy, 2 binomial, 3 pipelined",
+	    MCA_BASE_VAR_TYPE_INT, &c->algo);
+	var("timeout_ms", "A broadcast that takes longer fails the MPI call (MPI_ERR_OTHER)",
+	    MCA_BASE_VAR_TYPE_INT, &c->timeout_ms);
+	counter("bcast_served", "Broadcasts coll/triad moved with triad", &c->served);
+	counter("bcast_handed_back", "Broadcasts on coll/triad's communicators handed back to the "
+		"component selected before it", &c->handed_back);
+	counter("bcast_bytes", "Bytes coll/triad's broadcasts moved with triad", &c->bytes);
+	return OMPI_SUCCESS;
+}
+
+static int triad_coll_open(void)
+{
+	struct triad_coll_component *c = &mca_coll_triad_component;
+
+	c->output = opal_output_open(NULL);
+	opal_output_set_verbosity(c->output, c->verbose);
+	c->state = TRIAD_COLL_UNTRIED;
+	return OMPI_SUCCESS;
+}
+
+static int triad_coll_close(void)
+{
+	struct triad_coll_component *c = &mca_coll_triad_component;
+
+	triad_coll_stop();
+	if (c->output >= 0)
+		opal_output_close(c->output);
+	c->output = -1;
+	return OMPI_SUCCESS;
+}
+
+/* One staging buffer per process: its window is what triad_bcast moves. */
+static int triad_coll_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+	(void)enable_progress_threads;
+	/* Concurrent broadcasts on several communicators would share the
+	 * staging window, and triad matches broadcasts by root and order in
+	 * the whole world, not per communicator. */
+	if (enable_mpi_threads) {
+		opal_output_verbose(1, mca_coll_triad_component.output,
+				    "coll/triad: off under MPI_THREAD_MULTIPLE");
+		return OMPI_ERR_NOT_SUPPORTED;
+	}
+	return OMPI_SUCCESS;
+}
+
+int triad_coll_start(void)
+{
+	struct triad_coll_component *c = &mca_coll_triad_component;
+	size_t len = c->stage_size;
+	int ret;
+
+	c->state = TRIAD_COLL_FAILED;
+	if (!len || c->algo < TRIAD_BCAST_AUTO || c->algo > TRIAD_BCAST_PIPELINED) {
+		opal_output(0, "coll/triad: coll_triad_stage_size must be > 0 and "
+			    "coll_triad_algorithm 0..3: not used");
+		return OMPI_ERR_BAD_PARAM;
+	}
+	ret = triad_init(NULL, &c->ctx);
+	if (ret) {
+		opal_output(0, "coll/triad: triad_init: %s: MPI_Bcast stays with Open MPI",
+			    strerror(-ret));
+		c->ctx = NULL;
+		return OMPI_ERROR;
+	}
+	ret = posix_memalign(&c->stage, 4096, len);
+	if (ret) {
+		c->stage = NULL;
+		opal_output(0, "coll/triad: no memory for a %zu-byte staging window", len);
+		triad_coll_stop();
+		return OMPI_ERR_OUT_OF_RESOURCE;
+	}
+	ret = triad_win_create(c->ctx, TRIAD_COLL_WIN_ID, c->stage, len, NULL, &c->win);
+	if (ret) {
+		c->win = NULL;
+		opal_output(0, "coll/triad: triad_win_create (%zu bytes): %s", len, strerror(-ret));
+		triad_coll_stop();
+		return OMPI_ERROR;
+	}
+	c->state = TRIAD_COLL_STARTED;
+	opal_output_verbose(1, c->output, "coll/triad: rank %d of %d: triad up, %d plane(s), "
+			    "%zu-byte staging window", triad_rank(c->ctx), triad_size(c->ctx),
+			    triad_nplanes(c->ctx), len);
+	return OMPI_SUCCESS;
+}
+
+void triad_coll_stop(void)
+{
+	struct triad_coll_component *c = &mca_coll_triad_component;
+
+	if (c->ctx)
+		opal_output_verbose(1, c->output,
+				    "coll/triad: rank %d: %lu broadcasts served (%lu bytes), %lu "
+				    "handed back", triad_rank(c->ctx), c->served, c->bytes,
+				    c->handed_back);
+	if (c->state != TRIAD_COLL_UNTRIED)
+		c->state = TRIAD_COLL_FAILED;
+	if (c->win)
+		triad_win_destroy(c->win);
+	c->win = NULL;
+	if (c->ctx)
+		triad_fini(c->ctx);
+	c->ctx = NULL;
+	free(c->stage);
+	c->stage = NULL;
+}

@@ -1,0 +1,227 @@
+/* coll/triad under an unmodified MPI program: MPI_Bcast over communicators
+ * that span the world (MPI_COMM_WORLD, a dup, a split that reorders every
+ * rank), roots 0 and last, 0 B .. 16 MiB, MPI_BYTE and a vector type
+ * (gaps must keep their bytes); and over a proper subset of the world,
+ * which coll/triad must leave to Open MPI.  Every rank checks every byte of
+ * its buffer, and the failures are summed.
+ *
+ *     mpirun --mca mca_component_path OMPI_PKGLIBDIR:BUILD/mpi \
+ *            --mca coll_triad_priority 90 -np N test_mpi_coll --expect triad
+ *
+ * The program proves who served the broadcasts with coll/triad's MPI_T
+ * counters (coll_triad_bcast_served, coll_triad_bcast_handed_back): with
+ * --expect triad every broadcast over a world communicator of at least
+ * --min-size bytes (coll_triad_min_size, default 262144) must have been
+ * served by triad and every smaller one handed back; with --expect none
+ * (the component absent, or its priority 0) none served.  The bytes are
+ * checked the same way in both runs, so their results are identical. */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, failures;
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			failures++;                                        \
+			fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, \
+				__LINE__);                                 \
+			fprintf(stderr, __VA_ARGS__);                      \
+			fputc('\n', stderr);                               \
+		}                                                          \
+	} while (0)
+
+/* A byte that depends on the seed and the position (and the rank for
+ * bytes that must keep this rank's value). */
+static uint8_t pattern(uint32_t seed, uint64_t i)
+{
+	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)seed << 32 | seed);
+
+	x ^= x >> 29;
+	return (uint8_t)(x ^ (x >> 17) ^ (i >> 8));
+}
+
+/* The vector type: blocks of 3 ints every 5. */
+#define VEC_BLOCK 3
+#define VEC_STRIDE 5
+
+/* Byte i of the buffer carries data (else it is a gap of the vector type). */
+static int is_data(int vector, uint64_t i)
+{
+	return !vector || (i / sizeof(int)) % VEC_STRIDE < VEC_BLOCK;
+}
+
+/* A handle on one of coll/triad's MPI_T counters: Open MPI's handle of a
+ * counter reads what it counted since the handle was allocated. */
+struct counter {
+	MPI_T_pvar_session s;
+	MPI_T_pvar_handle h;
+	int ok; /* 0: the component is not loaded (it counts nothing) */
+};
+
+static void counter_open(struct counter *c, const char *name)
+{
+	int idx, n;
+
+	c->ok = MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) == MPI_SUCCESS &&
+		MPI_T_pvar_session_create(&c->s) == MPI_SUCCESS;
+	if (c->ok && MPI_T_pvar_handle_alloc(c->s, idx, NULL, &c->h, &n) != MPI_SUCCESS) {
+		MPI_T_pvar_session_free(&c->s);
+		c->ok = 0;
+	}
+}
+
+/* What it counted since counter_open; closes it. */
+static unsigned long counter_close(struct counter *c)
+{
+	unsigned long v = 0;
+
+	if (!c->ok)
+		return 0;
+	MPI_T_pvar_read(c->s, c->h, &v);
+	MPI_T_pvar_handle_free(c->s, &c->h);
+	MPI_T_pvar_session_free(&c->s);
+	return v;
+}
+
+struct comm_case {
+	const char *name;
+	MPI_Comm comm;
+	int world; /* its group is the world's */
+};
+
+int main(int argc, char **argv)
+{
+	static const size_t sizes[] = { 0, 1, 4095, 65536, 262143, 262144, 1 << 20,
+					(4 << 20) + 3, 16 << 20 };
+	static const int vec_blocks[] = { 1, 4096, 131072, 1 << 20 };
+	unsigned long min_size = 262144, want_served = 0, want_back = 0, got[2], lo[2], hi[2];
+	struct counter served, back;
+	int size, provided, expect_triad = -1, total = 0, seed = 1;
+	size_t max = 0;
+	struct comm_case comms[4];
+	int ncomms = 0;
+	uint8_t *buf;
+
+	for (int a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--expect") && a + 1 < argc) {
+			a++;
+			expect_triad = !strcmp(argv[a], "triad") ? 1 : !strcmp(argv[a], "none") ? 0 : -1;
+		} else if (!strcmp(argv[a], "--min-size") && a + 1 < argc) {
+			min_size = strtoul(argv[++a], NULL, 0);
+		} else {
+			expect_triad = -1;
+			break;
+		}
+	}
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (expect_triad < 0) {
+		if (!rank)
+			fprintf(stderr, "usage: test_mpi_coll --expect triad|none [--min-size B]\n");
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+	counter_open(&served, "coll_triad_bcast_served");
+	counter_open(&back, "coll_triad_bcast_handed_back");
+
+	comms[ncomms++] = (struct comm_case){ "world", MPI_COMM_WORLD, 1 };
+	comms[ncomms] = (struct comm_case){ "dup", MPI_COMM_NULL, 1 };
+	MPI_Comm_dup(MPI_COMM_WORLD, &comms[ncomms++].comm);
+	comms[ncomms] = (struct comm_case){ "reversed", MPI_COMM_NULL, 1 };
+	MPI_Comm_split(MPI_COMM_WORLD, 0, size - 1 - rank, &comms[ncomms++].comm);
+	if (size > 1) {
+		/* The last rank alone, the others together: both proper subsets. */
+		comms[ncomms] = (struct comm_case){ "subset", MPI_COMM_NULL, 0 };
+		MPI_Comm_split(MPI_COMM_WORLD, rank == size - 1, rank, &comms[ncomms++].comm);
+	}
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		max = sizes[i] > max ? sizes[i] : max;
+	buf = malloc(max > (size_t)(1 << 20) * VEC_STRIDE * sizeof(int)
+			     ? max : (size_t)(1 << 20) * VEC_STRIDE * sizeof(int));
+	if (!buf)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+
+	for (int c = 0; c < ncomms; c++) {
+		MPI_Comm comm = comms[c].comm;
+		int crank, csize;
+
+		MPI_Comm_rank(comm, &crank);
+		MPI_Comm_size(comm, &csize);
+		for (int vector = 0; vector < 2; vector++) {
+			int ncase = vector ? (int)(sizeof(vec_blocks) / sizeof(vec_blocks[0]))
+					   : (int)(sizeof(sizes) / sizeof(sizes[0]));
+
+			for (int k = 0; k < ncase; k++) {
+				for (int r = 0; r < 2; r++) {
+					int root = r ? csize - 1 : 0, count;
+					size_t bytes, span;
+					MPI_Datatype type = MPI_BYTE;
+					int64_t bad = -1;
+
+					if (r && csize == 1)
+						continue;
+					if (vector) {
+						MPI_Type_vector(vec_blocks[k], VEC_BLOCK, VEC_STRIDE,
+								MPI_INT, &type);
+						MPI_Type_commit(&type);
+						count = 1;
+						bytes = (size_t)vec_blocks[k] * VEC_BLOCK * sizeof(int);
+						span = ((size_t)(vec_blocks[k] - 1) * VEC_STRIDE +
+							VEC_BLOCK) * sizeof(int);
+					} else {
+						count = (int)sizes[k];
+						bytes = span = sizes[k];
+					}
+					seed++;
+					/* The root's data everywhere on the root; every
+					 * other rank starts from its own bytes. */
+					for (size_t i = 0; i < span; i++)
+						buf[i] = crank == root || !is_data(vector, i)
+								 ? pattern((uint32_t)seed, i)
+								 : pattern((uint32_t)(seed + 1000 * (rank + 1)), i);
+					MPI_Bcast(buf, count, type, root, comm);
+					for (size_t i = 0; i < span && bad < 0; i++)
+						if (buf[i] != pattern((uint32_t)seed, i))
+							bad = (int64_t)i;
+					CHECK(bad < 0, "%s, %s %zu B from %d: byte %lld of %zu wrong",
+					      comms[c].name, vector ? "vector" : "bytes", bytes, root,
+					      (long long)bad, span);
+					/* MPI_Bcast of 0 elements returns before
+					 * any component sees it. */
+					if (comms[c].world && bytes && bytes >= min_size)
+						want_served++;
+					else if (comms[c].world && bytes)
+						want_back++;
+					if (vector)
+						MPI_Type_free(&type);
+				}
+			}
+		}
+	}
+
+	got[0] = counter_close(&served);
+	got[1] = counter_close(&back);
+	if (!expect_triad)
+		want_served = want_back = 0;
+	CHECK(got[0] == want_served && got[1] == want_back,
+	      "coll/triad served %lu broadcasts and handed back %lu, expected %lu and %lu", got[0],
+	      got[1], want_served, want_back);
+	MPI_Allreduce(got, lo, 2, MPI_UNSIGNED_LONG, MPI_MIN, MPI_COMM_WORLD);
+	MPI_Allreduce(got, hi, 2, MPI_UNSIGNED_LONG, MPI_MAX, MPI_COMM_WORLD);
+	MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	if (!rank)
+		printf("test_mpi_coll: %d ranks, %d communicators: coll/triad served %lu..%lu "
+		       "broadcasts, handed back %lu..%lu (expected %lu, %lu): %d failure(s)\n",
+		       size, ncomms, lo[0], hi[0], lo[1], hi[1], want_served, want_back, total);
+	for (int c = 1; c < ncomms; c++)
+		MPI_Comm_free(&comms[c].comm);
+	free(buf);
+	MPI_T_finalize();
+	MPI_Finalize();
+	return total ? 1 : 0;
+}
