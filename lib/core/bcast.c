@@ -444,7 +444,11 @@ static uint64_t bnode_inline_max(const struct triad_ctx *ctx)
 	return slot - TR_WIRE_HDR_LEN - TR_WIRE_BNODE_LEN;
 }
 
-/* The root's start: its engine, shape by its estimate. */
+static void tell_rank(struct triad_ctx *ctx, struct tr_bc *bc, int rank, enum triad_status st);
+
+/* The root's start: its engine, shape by its estimate.  Nothing to move
+ * (0 bytes): the engine would send nothing, so the ranks are told it is
+ * over as a root-driven broadcast tells them. */
 static int droot_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len)
 {
 	struct tr_bnode_cfg cfg = {
@@ -457,6 +461,15 @@ static int droot_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len)
 		.cost = bnode_cost,
 	};
 
+	if (len == 0) {
+		for (int r = 0; r < ctx->size; r++)
+			if (r != ctx->rank)
+				tell_rank(ctx, bc, r, TRIAD_S_OK);
+		tr_req_complete(bc->req, TRIAD_S_OK);
+		bc->req = NULL;
+		bc_free(bc);
+		return 0;
+	}
 	if (dbc_new(ctx, bc, &cfg))
 		return -ENOMEM;
 	tr_debug("broadcast %u: %llu B, delegated, %s", bc->seq, (unsigned long long)len,
