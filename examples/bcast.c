@@ -1,6 +1,6 @@
 /* bcast: broadcast a buffer from rank 0 to every rank, across the fabric.
  *
- *     bcast [-s SIZE] [-a greedy|binomial|pipelined|auto] [-r ROOT] [-n REPEAT]
+ *     bcast [-s SIZE] [-a greedy|binomial|pipelined|tree|auto] [-r ROOT] [-n REPEAT]
  *
  * One process per rank, TRIAD_WORLD and TRIAD_RANK set (tests/vm/vmn does it
  * for every VM: examples/run-demo).  The root fills its window with a
@@ -32,9 +32,9 @@ static uint8_t byte_at(int rep, size_t i)
 
 static int parse_algo(const char *s, enum triad_bcast_algo *a)
 {
-	static const char *const names[] = { "auto", "greedy", "binomial", "pipelined" };
+	static const char *const names[] = { "auto", "greedy", "binomial", "pipelined", "tree" };
 
-	for (unsigned i = 0; i < 4; i++)
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*a = (enum triad_bcast_algo)i;
 			return 0;
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			if (parse_algo(optarg, &algo)) {
-				fprintf(stderr, "bcast: --algo %s: one of greedy, binomial, pipelined, "
+				fprintf(stderr, "bcast: --algo %s: one of greedy, binomial, pipelined, tree, "
 					"auto\n", optarg);
 				return 2;
 			}
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 		case 'r': root = atoi(optarg); break;
 		case 'n': repeat = atoi(optarg); break;
 		case 'h':
-			printf("usage: triad-bcast [-s SIZE] [-a greedy|binomial|pipelined|auto] [-r ROOT] "
+			printf("usage: triad-bcast [-s SIZE] [-a greedy|binomial|pipelined|tree|auto] [-r ROOT] "
 			       "[-n REPEAT]\n");
 			return 0;
 		default: return 2;

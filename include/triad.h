@@ -227,19 +227,26 @@ int triad_copy_event_poll(triad_ctx_t *ctx, struct triad_copy_event *ev_p);
 /*
  * Every rank of the world calls it, in the same order for a given root,
  * with the same window id, offset and length: afterwards window win of
- * every rank holds the root's [off, off + len) at off.  The root drives:
- * it orders every rank that holds the data to copy it on (third-party
- * copy, transport-ack mode), so non-root application threads make no triad
- * call between starting the broadcast and waiting for it.  A non-root's
- * request completes when its window holds the data (or with the error the
- * root found); the root's when every rank holds it, or with the first
- * failure, triad_req_failed_rank() naming the rank.
+ * every rank holds the root's [off, off + len) at off.  Non-root
+ * application threads make no triad call between starting the broadcast
+ * and waiting for it: their progress engines do the work.  Root-driven
+ * algorithms (greedy, binomial, pipelined): the root orders every rank
+ * that holds the data to copy it on (third-party copy, transport-ack
+ * mode).  TRIAD_BCAST_TREE (delegated): an order tells a rank its data is
+ * there and which part of the schedule it drives next, so each holder
+ * orders its own subtree and reports up once; the root drives only its
+ * own children.  A non-root's request completes when its window holds the
+ * data (or with the error the broadcast met); the root's when every rank
+ * holds it, or with the first failure, triad_req_failed_rank() naming the
+ * rank.
  */
 enum triad_bcast_algo {
-	TRIAD_BCAST_AUTO = 0,	   /* greedy; pipelined from TRIAD_BCAST_PIPELINE bytes, 3+ ranks */
+	TRIAD_BCAST_AUTO = 0,	   /* tree where its estimate wins (3+ ranks), else greedy;
+				    * pipelined from TRIAD_BCAST_PIPELINE bytes */
 	TRIAD_BCAST_GREEDY = 1,	   /* the root keeps every holder busy, no rounds */
 	TRIAD_BCAST_BINOMIAL = 2,  /* round-synchronous doubling tree (baseline) */
 	TRIAD_BCAST_PIPELINED = 3, /* chunks down a chain or tree */
+	TRIAD_BCAST_TREE = 4,	   /* delegated: one tree, or two trees chunk by chunk */
 };
 
 int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t len,

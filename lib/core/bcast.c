@@ -1,14 +1,32 @@
-/* Broadcast: the glue between the schedulers (proto/bcast, pure) and the
- * copy machinery.  The root runs one engine per broadcast and executes its
- * actions: COPY and the root's own PUT both become third-party copies with
- * the root as initiator (transport-ack mode: the source's RC write
- * completion already means the data is in the destination's memory), and
- * RANK_DONE a BCAST_DONE message.  Other ranks only wait for that message:
- * their progress engines serve the copies, their application threads make
- * no call.  Broadcasts are matched by (root, sequence number): every rank
- * counts the broadcasts it called per root, so the calls must come in the
- * same order everywhere (as MPI collectives); a BCAST_DONE that arrives
- * before the local call waits in bc_early. */
+/* Broadcast: the glue between the schedulers (proto/bcast and proto/bnode,
+ * pure) and the fabric.
+ *
+ * Root-driven (greedy, binomial, pipelined): the root runs one engine per
+ * broadcast and executes its actions: COPY and the root's own PUT both
+ * become third-party copies with the root as initiator (transport-ack
+ * mode: the source's RC write completion already means the data is in the
+ * destination's memory), and RANK_DONE a BCAST_DONE message.  Other ranks
+ * only wait for that message: their progress engines serve the copies,
+ * their application threads make no call.
+ *
+ * Delegated (TRIAD_BCAST_TREE): every rank runs a proto/bnode engine, a
+ * non-root's from its progress engine, created by the first BNODE message
+ * of the broadcast (before or after the local call).  A WRITE is an
+ * internal put from this rank's window into the same range of the child's
+ * (rma.c: plane choice, descriptor, chunks, done again on a live plane
+ * when a lane breaks); its ORDER goes once the WRITE completed (RC: the
+ * data is in the child's memory, the guarantee the root-driven copies
+ * rely on too), so a break that makes the WRITE go again cannot let the
+ * ORDER overtake it.  WRITEs to one child complete, and their ORDERs go,
+ * in the order the engine asked for them; ORDERs that arrive ahead of
+ * their turn (another plane) wait in the broadcast's stash.  A non-root's
+ * triad_bcast only waits for the engine's RELEASE.
+ *
+ * Broadcasts are matched by (root, sequence number): every rank counts the
+ * broadcasts it called per root, so the calls must come in the same order
+ * everywhere (as MPI collectives); a BCAST_DONE that arrives before the
+ * local call waits in bc_early, a BNODE message makes the broadcast's
+ * state at once. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +34,14 @@
 #include "core/ctx.h"
 #include "base/log.h"
 #include "proto/bcast.h"
+#include "proto/bnode.h"
+#include "proto/chunk.h"
 
 _Static_assert((int)TRIAD_BCAST_PIPELINED == (int)TR_BCAST_PIPELINE &&
 		       (int)TRIAD_BCAST_BINOMIAL == (int)TR_BCAST_BINOMIAL,
 	       "public and engine algorithms differ");
+
+struct tr_dbc;
 
 struct tr_bc {
 	struct tr_list link;
@@ -33,6 +55,10 @@ struct tr_bc {
 	struct tr_bcast_rank *ranks;
 	struct tr_bcast_act *acts;
 	unsigned cap;
+	/* delegated: its engine; NULL for a root-driven one (or a non-root's
+	 * call that no BNODE message reached yet) */
+	struct tr_dbc *d;
+	int called; /* the local triad_bcast came (0: made by a message) */
 };
 
 struct tr_bc_early {
@@ -50,9 +76,12 @@ int tr_bcast_setup(struct triad_ctx *ctx)
 	return ctx->bc_seq ? 0 : -ENOMEM;
 }
 
+static void dbc_free(struct tr_dbc *d);
+
 static void bc_free(struct tr_bc *bc)
 {
 	tr_list_del(&bc->link);
+	dbc_free(bc->d);
 	free(bc->ranks);
 	free(bc->acts);
 	free(bc);
@@ -77,6 +106,559 @@ void tr_bcast_teardown(struct triad_ctx *ctx)
 	}
 	free(ctx->bc_seq);
 	ctx->bc_seq = NULL;
+}
+
+/* ---- delegated: every rank's engine (proto/bnode) -----------------------------*/
+/* The network the engines plan for: the simulator's default cluster
+ * (docs/sim.md, L 1.5 us, o 0.5 us, g 0.1 us, 100 Gb/s).  The engines
+ * use it for the shape, TWOTREE's chunk and TREE's pieces; the library
+ * does not measure its links yet. */
+static const struct tr_bnode_cost bnode_cost = {
+	.lat_us = 1.5, .o_us = 0.5, .gap_us = 0.1, .bw = 12500, .msg_bytes = 128,
+};
+
+/* A WRITE the engine asked for, kept until it is reported to the engine
+ * (in the order asked, per child and tree) with its ORDER sent. */
+struct tr_bwrite {
+	struct tr_list link;
+	struct tr_bc *bc;
+	uint32_t to;
+	uint64_t k;
+	struct tr_bnode_order ord;
+	int done;
+	enum triad_status status;
+};
+
+/* An ORDER that came ahead of its turn (TWOTREE, over another plane). */
+struct tr_bstash {
+	struct tr_list link;
+	uint32_t from;
+	struct tr_bnode_order ord;
+};
+
+struct tr_dbc {
+	struct tr_bnode eng;
+	struct tr_bnode_act *acts;
+	unsigned cap;
+	struct tr_list writes; /* struct tr_bwrite, in the order asked */
+	struct tr_list stash;  /* struct tr_bstash */
+	int busy;	       /* dexec calls under way on it */
+	int released;	       /* RELEASE came, with rel_status */
+	enum triad_status rel_status;
+};
+
+static void dbc_free(struct tr_dbc *d)
+{
+	if (!d)
+		return;
+	while (!tr_list_empty(&d->writes)) {
+		struct tr_bwrite *w = tr_list_first(&d->writes, struct tr_bwrite, link);
+
+		tr_list_del(&w->link);
+		free(w);
+	}
+	while (!tr_list_empty(&d->stash)) {
+		struct tr_bstash *e = tr_list_first(&d->stash, struct tr_bstash, link);
+
+		tr_list_del(&e->link);
+		free(e);
+	}
+	free(d->acts);
+	free(d);
+}
+
+/* bc's engine, for rank `root`'s broadcast (cfg: the root's, else only
+ * the world's shape).  0 or -ENOMEM / -EINVAL. */
+static int dbc_new(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_bnode_cfg *root_cfg)
+{
+	struct tr_bnode_cfg cfg = {
+		.nranks = (uint32_t)ctx->size,
+		.root = (uint32_t)bc->root,
+		.rank = (uint32_t)ctx->rank,
+		.cost = bnode_cost,
+	};
+	struct tr_dbc *d = calloc(1, sizeof(*d));
+	int ret;
+
+	if (!d)
+		return -ENOMEM;
+	tr_list_init(&d->writes);
+	tr_list_init(&d->stash);
+	ret = tr_bnode_init(&d->eng, root_cfg ? root_cfg : &cfg);
+	if (!ret) {
+		d->cap = tr_bnode_acts_max(&d->eng);
+		d->acts = calloc(d->cap, sizeof(*d->acts));
+		ret = d->acts ? 0 : -ENOMEM;
+	}
+	if (ret) {
+		dbc_free(d);
+		return ret;
+	}
+	bc->d = d;
+	return 0;
+}
+
+/* A delegated broadcast this rank has no more part in: the engine has
+ * said its last (the root's DONE, a non-root's REPORT) and the local call
+ * has its request back. */
+static int dbc_over(const struct tr_bc *bc)
+{
+	const struct tr_bnode *b = &bc->d->eng;
+
+	return bc->called && !bc->req && b->released && b->reported;
+}
+
+static void dexec(struct triad_ctx *ctx, struct tr_bc *bc, int n);
+
+static void bnode_msg(struct tr_bc *bc, struct tr_msg *m, enum tr_wire_bnode_kind kind)
+{
+	m->type = TR_MSG_BNODE;
+	m->u.bnode.kind = (uint8_t)kind;
+	m->u.bnode.shape = bc->d->eng.shape;
+	m->u.bnode.root = (uint32_t)bc->root;
+	m->u.bnode.seq = bc->seq;
+	m->u.bnode.win = bc->win;
+	m->u.bnode.off = bc->off;
+	m->u.bnode.failed = TR_BNODE_NO_RANK;
+}
+
+/* A message the engine asked for; one that cannot go tells the engine
+ * its peer failed (the transport gave up on it). */
+static void bnode_send(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t to, struct tr_msg *m)
+{
+	int ret = tr_peer_send(ctx, (int)to, m, TR_FC_MEDIUM, NULL);
+
+	if (ret) {
+		tr_warn("broadcast %u of rank %d: cannot send a %s to rank %u: %s", bc->seq,
+			bc->root, m->u.bnode.kind == TR_WIRE_BNODE_ORDER ? "ORDER"
+				  : m->u.bnode.kind == TR_WIRE_BNODE_REPORT ? "REPORT" : "ABORT",
+			to, strerror(-ret));
+		dexec(ctx, bc, tr_bnode_rank_failed(&bc->d->eng, to, TRIAD_S_UNREACHABLE,
+						    bc->d->acts, bc->d->cap));
+	}
+}
+
+static void send_order(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t to,
+		       const struct tr_bnode_order *o, const void *data, uint64_t nbytes)
+{
+	struct tr_msg m = { 0 };
+
+	bnode_msg(bc, &m, TR_WIRE_BNODE_ORDER);
+	m.u.bnode.shape = o->shape;
+	m.u.bnode.carried = o->carried;
+	m.u.bnode.hi = o->hi;
+	m.u.bnode.len = o->len;
+	m.u.bnode.chunk = o->chunk;
+	m.u.bnode.k = o->k;
+	m.u.bnode.nbytes = (uint32_t)nbytes;
+	m.u.bnode.data = data;
+	bnode_send(ctx, bc, to, &m);
+}
+
+/* Reports every completed WRITE whose elders to the same child and tree
+ * are reported, each after its ORDER went (OK) or without one (failed). */
+static void writes_report(struct triad_ctx *ctx, struct tr_bc *bc)
+{
+	struct tr_dbc *d = bc->d;
+	struct tr_list *l;
+
+again:
+	for (l = d->writes.next; l != &d->writes; l = l->next) {
+		struct tr_bwrite *w = tr_container_of(l, struct tr_bwrite, link);
+		int first = 1;
+
+		if (!w->done)
+			continue;
+		for (struct tr_list *e = d->writes.next; e != l && first; e = e->next) {
+			const struct tr_bwrite *x = tr_container_of(e, struct tr_bwrite, link);
+
+			first = x->to != w->to || x->k % 2 != w->k % 2;
+		}
+		if (!first)
+			continue;
+		tr_list_del(&w->link);
+		if (w->status == TRIAD_S_OK)
+			send_order(ctx, bc, w->to, &w->ord, NULL, 0);
+		else
+			tr_warn("broadcast %u of rank %d: WRITE of chunk %llu to rank %u failed: %s",
+				bc->seq, bc->root, (unsigned long long)w->k, w->to,
+				triad_status_str(w->status));
+		dexec(ctx, bc, tr_bnode_write_done(&d->eng, w->to, w->k, w->status, d->acts,
+						   d->cap));
+		free(w);
+		goto again; /* the list may have changed under the calls */
+	}
+}
+
+static void write_done(struct triad_req *req)
+{
+	struct tr_bwrite *w = req->cb_arg;
+	struct tr_bc *bc = w->bc;
+	struct triad_ctx *ctx = req->ctx;
+
+	w->done = 1;
+	w->status = req->status;
+	free(req);
+	if (ctx->closing)
+		return; /* teardown frees the record with its broadcast */
+	bc->d->busy++;
+	writes_report(ctx, bc);
+	bc->d->busy--;
+	dexec(ctx, bc, 0);
+}
+
+/* WRITE [off, off + len) of the broadcast to the same range of rank `to`,
+ * its ORDER o to follow once it completed. */
+static void act_bwrite(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_bnode_act *a,
+		       const struct tr_bnode_order *o)
+{
+	struct triad_win *w = tr_win_find(ctx, bc->win);
+	struct tr_bwrite *rec = calloc(1, sizeof(*rec));
+	struct triad_req *req = tr_req_new(ctx, TR_REQ_PUT, (int)a->to);
+
+	if (!rec || !req) {
+		free(rec);
+		free(req);
+		dexec(ctx, bc, tr_bnode_write_done(&bc->d->eng, a->to, a->k, TRIAD_S_NO_MEMORY,
+						   bc->d->acts, bc->d->cap));
+		return;
+	}
+	rec->bc = bc;
+	rec->to = a->to;
+	rec->k = a->k;
+	rec->ord = *o;
+	tr_list_add_tail(&bc->d->writes, &rec->link);
+	req->win = bc->win;
+	req->off = bc->off + a->off;
+	req->len = a->len;
+	req->on_done = write_done;
+	req->cb_arg = rec;
+	if (!w || !(w->access & TRIAD_WIN_READ) || !tr_range_ok(w->len, bc->off + a->off, a->len)) {
+		tr_req_complete(req, TRIAD_S_NO_WINDOW); /* gone under the broadcast */
+		return;
+	}
+	req->buf = w->base + bc->off + a->off;
+	tr_rma_put_internal(ctx, req);
+}
+
+/* A carried ORDER: the data travels in it. */
+static void act_carried(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_bnode_act *a)
+{
+	struct triad_win *w = tr_win_find(ctx, bc->win);
+
+	if (!w || !tr_range_ok(w->len, bc->off + a->off, a->len)) {
+		tr_error("broadcast %u of rank %d: window %u cannot serve [%llu, +%llu) any more",
+			 bc->seq, bc->root, bc->win, (unsigned long long)(bc->off + a->off),
+			 (unsigned long long)a->len);
+		dexec(ctx, bc, tr_bnode_rank_failed(&bc->d->eng, a->to, TRIAD_S_NO_WINDOW,
+						    bc->d->acts, bc->d->cap));
+		return;
+	}
+	send_order(ctx, bc, a->to, &a->ord, w->base + bc->off + a->off, a->len);
+}
+
+static void act_report(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_bnode_act *a)
+{
+	struct tr_msg m = { 0 };
+
+	bnode_msg(bc, &m, a->type == TR_BNODE_ACT_REPORT ? TR_WIRE_BNODE_REPORT
+							 : TR_WIRE_BNODE_ABORT);
+	m.u.bnode.shape = a->ord.shape;
+	m.u.bnode.status = a->status;
+	m.u.bnode.failed = a->failed;
+	bnode_send(ctx, bc, a->to, &m);
+}
+
+static void dexec(struct triad_ctx *ctx, struct tr_bc *bc, int n)
+{
+	struct tr_dbc *d = bc->d;
+
+	d->busy++;
+	while (n > 0) {
+		/* The array is reused by nested calls: work on a copy. */
+		struct tr_bnode_act acts[n];
+		int full = (unsigned)n == d->cap;
+
+		memcpy(acts, d->acts, sizeof(acts));
+		for (int i = 0; i < n; i++) {
+			const struct tr_bnode_act *a = &acts[i];
+
+			switch (a->type) {
+			case TR_BNODE_ACT_WRITE:
+				/* The engine asks for its ORDER right after it. */
+				if (i + 1 < n && acts[i + 1].type == TR_BNODE_ACT_ORDER &&
+				    acts[i + 1].to == a->to) {
+					act_bwrite(ctx, bc, a, &acts[i + 1].ord);
+					i++;
+				} else {
+					tr_error("broadcast %u of rank %d: a WRITE to rank %u with "
+						 "no ORDER", bc->seq, bc->root, a->to);
+				}
+				break;
+			case TR_BNODE_ACT_ORDER:
+				act_carried(ctx, bc, a);
+				break;
+			case TR_BNODE_ACT_REPORT:
+			case TR_BNODE_ACT_ABORT:
+				act_report(ctx, bc, a);
+				break;
+			case TR_BNODE_ACT_RELEASE:
+				d->released = 1;
+				d->rel_status = (enum triad_status)a->status;
+				if (bc->root != ctx->rank && bc->req) {
+					tr_req_complete(bc->req, d->rel_status);
+					bc->req = NULL;
+				}
+				break;
+			case TR_BNODE_ACT_DONE:
+				if (bc->req) {
+					bc->req->failed_rank =
+						a->failed == TR_BNODE_NO_RANK ? -1 : (int)a->failed;
+					tr_req_complete(bc->req, (enum triad_status)a->status);
+					bc->req = NULL;
+				}
+				break;
+			default:
+				break;
+			}
+		}
+		n = full || tr_bnode_pending(&d->eng) ? tr_bnode_poll(&d->eng, d->acts, d->cap) : 0;
+	}
+	if (--d->busy == 0 && dbc_over(bc))
+		bc_free(bc);
+}
+
+/* What an ORDER may carry: a receive slot less the headers, the smallest
+ * any connection announced (TRIAD_SLOT_SIZE may differ between ranks). */
+static uint64_t bnode_inline_max(const struct triad_ctx *ctx)
+{
+	uint64_t slot = ctx->cfg.slot_size;
+
+	for (int r = 0; r < ctx->size; r++)
+		for (int q = 0; q < ctx->nplanes; q++) {
+			unsigned s = ctx->peers[r].lane[q].peer_slot_size;
+
+			if (s && s < slot)
+				slot = s;
+		}
+	return slot - TR_WIRE_HDR_LEN - TR_WIRE_BNODE_LEN;
+}
+
+static void tell_rank(struct triad_ctx *ctx, struct tr_bc *bc, int rank, enum triad_status st);
+
+/* The root's start: its engine, shape by its estimate.  Nothing to move
+ * (0 bytes): the engine would send nothing, so the ranks are told it is
+ * over as a root-driven broadcast tells them. */
+static int droot_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len)
+{
+	struct tr_bnode_cfg cfg = {
+		.nranks = (uint32_t)ctx->size,
+		.root = (uint32_t)ctx->rank,
+		.rank = (uint32_t)ctx->rank,
+		.len = len,
+		.shape = TR_BNODE_AUTO,
+		.inline_max = bnode_inline_max(ctx),
+		.cost = bnode_cost,
+	};
+
+	if (len == 0) {
+		for (int r = 0; r < ctx->size; r++)
+			if (r != ctx->rank)
+				tell_rank(ctx, bc, r, TRIAD_S_OK);
+		tr_req_complete(bc->req, TRIAD_S_OK);
+		bc->req = NULL;
+		bc_free(bc);
+		return 0;
+	}
+	if (dbc_new(ctx, bc, &cfg))
+		return -ENOMEM;
+	tr_debug("broadcast %u: %llu B, delegated, %s", bc->seq, (unsigned long long)len,
+		 tr_bnode_shape_str(bc->d->eng.shape));
+	dexec(ctx, bc, tr_bnode_start(&bc->d->eng, bc->d->acts, bc->d->cap));
+	return 0;
+}
+
+/* AUTO: the delegated broadcast where the engine's estimate beats the
+ * root-driven one's: each level of its tree a copy (order, WRITE,
+ * acknowledgement, report: 6 o + 4 L and the data), and the root's CPU
+ * about three events per copy. */
+static int delegated_wins(const struct triad_ctx *ctx, uint64_t len)
+{
+	const struct tr_bnode_cost *c = &bnode_cost;
+	uint32_t n = (uint32_t)ctx->size;
+	unsigned levels = 0;
+	double copy = 6 * c->o_us + 4 * c->lat_us + (double)len / c->bw, rooted, tree, two;
+	uint64_t inl = bnode_inline_max(ctx);
+
+	while ((1ull << levels) < n)
+		levels++;
+	rooted = levels * copy;
+	if (3.0 * (n - 1) * c->o_us > rooted)
+		rooted = 3.0 * (n - 1) * c->o_us;
+	tree = tr_bnode_estimate(c, n, len, TR_BNODE_TREE, 0, 0, inl, NULL);
+	two = tr_bnode_estimate(c, n, len, TR_BNODE_TWOTREE, 0, 0, inl, NULL);
+	return (tree < two ? tree : two) <= rooted;
+}
+
+/* Place an ORDER's carried bytes in this rank's window, checked as a
+ * COPY_DATA's are: the window exists, allows WRITE, holds the range. */
+static enum triad_status place(struct triad_ctx *ctx, const struct tr_bc *bc,
+			       const struct tr_wire_bnode *w)
+{
+	struct triad_win *win = tr_win_find(ctx, bc->win);
+	uint64_t at = bc->off + w->k * w->chunk;
+
+	if (!win)
+		return TRIAD_S_NO_WINDOW;
+	if (!(win->access & TRIAD_WIN_WRITE))
+		return TRIAD_S_ACCESS;
+	if (bc->off > UINT64_MAX - w->k * w->chunk || !tr_range_ok(win->len, at, w->nbytes))
+		return TRIAD_S_OUT_OF_BOUNDS;
+	memcpy(win->base + at, w->data, w->nbytes);
+	return TRIAD_S_OK;
+}
+
+/* ORDERs that waited for their turn, while one is taken. */
+static void stash_retry(struct triad_ctx *ctx, struct tr_bc *bc)
+{
+	struct tr_dbc *d = bc->d;
+	int again = 1;
+
+	while (again) {
+		again = 0;
+		for (struct tr_list *l = d->stash.next; l != &d->stash; l = l->next) {
+			struct tr_bstash *e = tr_container_of(l, struct tr_bstash, link);
+			int n = tr_bnode_on_order(&d->eng, e->from, &e->ord, d->acts, d->cap);
+
+			if (n == -ENOENT)
+				continue;
+			tr_list_del(&e->link);
+			free(e);
+			dexec(ctx, bc, n);
+			again = 1;
+			break;
+		}
+	}
+}
+
+static void on_order(struct triad_ctx *ctx, struct tr_bc *bc, int peer,
+		     const struct tr_wire_bnode *w)
+{
+	struct tr_dbc *d = bc->d;
+	struct tr_bnode_order ord = { .shape = w->shape, .carried = w->carried, .hi = w->hi,
+				      .len = w->len, .chunk = w->chunk, .k = w->k };
+	enum triad_status st = w->carried ? place(ctx, bc, w) : TRIAD_S_OK;
+	struct tr_bstash *e;
+	int n;
+
+	if (st != TRIAD_S_OK) {
+		/* Nothing moves on from here; the parent hears it in the report. */
+		tr_error("broadcast %u of rank %d: window %u cannot take chunk %llu: %s", bc->seq,
+			 bc->root, bc->win, (unsigned long long)w->k, triad_status_str(st));
+		dexec(ctx, bc, tr_bnode_on_abort(&d->eng, (uint32_t)peer, st, (uint32_t)ctx->rank,
+						 w->shape, d->acts, d->cap));
+	}
+	n = tr_bnode_on_order(&d->eng, (uint32_t)peer, &ord, d->acts, d->cap);
+	if (n != -ENOENT || w->shape != TR_BNODE_TWOTREE) {
+		if (n < 0)
+			tr_warn("broadcast %u of rank %d: ORDER from rank %d refused: %s", bc->seq,
+				bc->root, peer, strerror(-n));
+		dexec(ctx, bc, n);
+		stash_retry(ctx, bc);
+		return;
+	}
+	/* Ahead of an elder that took another plane: it waits for it. */
+	e = malloc(sizeof(*e));
+	if (!e) {
+		tr_error("broadcast %u of rank %d: no memory to keep chunk %llu", bc->seq, bc->root,
+			 (unsigned long long)w->k);
+		return;
+	}
+	e->from = (uint32_t)peer;
+	e->ord = ord;
+	tr_list_add_tail(&d->stash, &e->link);
+}
+
+static struct tr_bc *bc_find(struct triad_ctx *ctx, int root, uint32_t seq, int uncalled)
+{
+	for (struct tr_list *l = ctx->bcasts.next; l != &ctx->bcasts; l = l->next) {
+		struct tr_bc *bc = tr_container_of(l, struct tr_bc, link);
+
+		if (bc->root == root && bc->seq == seq && (!uncalled || !bc->called))
+			return bc;
+	}
+	return NULL;
+}
+
+void tr_bcast_on_bnode(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+{
+	const struct tr_wire_bnode *w = &m->u.bnode;
+	int root = (int)w->root;
+	struct tr_bc *bc;
+
+	if (w->root >= (uint32_t)ctx->size) {
+		tr_warn("rank %d: a broadcast message for root %u of %d ranks: dropped", peer,
+			w->root, ctx->size);
+		return;
+	}
+	bc = bc_find(ctx, root, w->seq, 0);
+	if (!bc || !bc->d) {
+		/* Over here already (a late ABORT, or the call took the broadcast
+		 * to be root-driven): nothing to do. */
+		if (!bc && (root == ctx->rank || (int32_t)(w->seq - ctx->bc_seq[root]) < 0)) {
+			tr_debug("broadcast %u of rank %d: a %u from rank %d after its end", w->seq,
+				 root, w->kind, peer);
+			return;
+		}
+		if (!bc && (bc = calloc(1, sizeof(*bc)))) {
+			bc->root = root;
+			bc->seq = w->seq;
+			tr_list_add_tail(&ctx->bcasts, &bc->link);
+		}
+		if (!bc || (bc->win = w->win, bc->off = w->off, dbc_new(ctx, bc, NULL))) {
+			tr_error("broadcast %u of rank %d: no memory for its state", w->seq, root);
+			if (bc && !bc->called)
+				bc_free(bc);
+			return;
+		}
+	}
+	bc->d->busy++;
+	switch (w->kind) {
+	case TR_WIRE_BNODE_ORDER:
+		on_order(ctx, bc, peer, w);
+		break;
+	case TR_WIRE_BNODE_REPORT:
+		dexec(ctx, bc, tr_bnode_on_report(&bc->d->eng, (uint32_t)peer,
+						  (enum triad_status)w->status, w->failed, w->shape,
+						  bc->d->acts, bc->d->cap));
+		break;
+	default:
+		dexec(ctx, bc, tr_bnode_on_abort(&bc->d->eng, (uint32_t)peer,
+						 (enum triad_status)w->status, w->failed, w->shape,
+						 bc->d->acts, bc->d->cap));
+		break;
+	}
+	bc->d->busy--;
+	dexec(ctx, bc, 0);
+}
+
+/* A lost peer: a child the engine waits for, or the root whose broadcast
+ * this rank has not all of (nobody is left to tell it). */
+static void dpeer_lost(struct triad_ctx *ctx, struct tr_bc *bc, int peer)
+{
+	struct tr_dbc *d = bc->d;
+
+	d->busy++;
+	if (peer != ctx->rank)
+		dexec(ctx, bc, tr_bnode_rank_failed(&d->eng, (uint32_t)peer, TRIAD_S_UNREACHABLE,
+						    d->acts, d->cap));
+	if (bc->root == peer && !d->eng.released)
+		dexec(ctx, bc, tr_bnode_on_abort(&d->eng, (uint32_t)peer, TRIAD_S_UNREACHABLE,
+						 (uint32_t)peer,
+						 d->eng.shape ? d->eng.shape : TR_BNODE_TREE, d->acts,
+						 d->cap));
+	d->busy--;
+	dexec(ctx, bc, 0);
 }
 
 /* ---- root: executing the scheduler's actions ---------------------------------*/
@@ -198,6 +780,13 @@ static int root_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len,
 		st = TRIAD_S_NO_WINDOW;
 	else if (bc->off > w->len || len > w->len - bc->off)
 		st = TRIAD_S_OUT_OF_BOUNDS;
+	if (algo == TRIAD_BCAST_AUTO && delegated_wins(ctx, len))
+		algo = TRIAD_BCAST_TREE;
+	if (st == TRIAD_S_OK && algo == TRIAD_BCAST_TREE) {
+		if (!droot_start(ctx, bc, len))
+			return 0;
+		st = TRIAD_S_NO_MEMORY;
+	}
 	bc->ranks = calloc((size_t)ctx->size, sizeof(*bc->ranks));
 	cfg.ranks = bc->ranks;
 	if (st == TRIAD_S_OK && (!bc->ranks || tr_bcast_init(&bc->eng, &cfg)))
@@ -227,6 +816,7 @@ static int root_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len,
 	return 0;
 }
 
+
 void tr_bcast_peer_lost(struct triad_ctx *ctx, int peer)
 {
 	struct tr_list *l, *next;
@@ -236,7 +826,9 @@ void tr_bcast_peer_lost(struct triad_ctx *ctx, int peer)
 		int n;
 
 		next = l->next;
-		if (bc->root == ctx->rank) {
+		if (bc->d) {
+			dpeer_lost(ctx, bc, peer); /* may free bc */
+		} else if (bc->root == ctx->rank) {
 			n = tr_bcast_rank_failed(&bc->eng, (uint32_t)peer, TRIAD_S_UNREACHABLE,
 						 bc->acts, bc->cap);
 			if (n > 0)
@@ -258,7 +850,7 @@ void tr_bcast_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 	for (l = ctx->bcasts.next; l != &ctx->bcasts; l = l->next) {
 		struct tr_bc *bc = tr_container_of(l, struct tr_bc, link);
 
-		if (bc->root == peer && bc->seq == m->u.bcast_done.seq) {
+		if (bc->root == peer && bc->seq == m->u.bcast_done.seq && !bc->d) {
 			tr_req_complete(bc->req, (enum triad_status)m->u.bcast_done.status);
 			bc->req = NULL;
 			bc_free(bc);
@@ -281,12 +873,11 @@ int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t
 		enum triad_bcast_algo algo, triad_req_t **req_p)
 {
 	struct triad_req *req;
-	struct tr_bc *bc;
+	struct tr_bc *bc, *early;
 	struct tr_list *l;
 	int ret = 0;
 
-	if (!ctx || !req_p || root < 0 || root >= ctx->size ||
-	    (unsigned)algo > TRIAD_BCAST_PIPELINED) {
+	if (!ctx || !req_p || root < 0 || root >= ctx->size || (unsigned)algo > TRIAD_BCAST_TREE) {
 		if (ctx)
 			tr_debug("bcast: bad arguments (root %d of %d ranks, algorithm %d)", root,
 				 ctx->size, (int)algo);
@@ -305,9 +896,25 @@ int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t
 	bc->win = win;
 	bc->off = off;
 	bc->req = req;
+	bc->called = 1;
 	*req_p = req;
 	tr_ctx_lock(ctx);
 	bc->seq = ctx->bc_seq[root]++;
+	if (root != ctx->rank && (early = bc_find(ctx, root, bc->seq, 1))) {
+		/* Its messages came first: the engine runs already. */
+		free(bc);
+		early->called = 1;
+		early->req = req;
+		early->d->busy++;
+		if (early->d->released) {
+			tr_req_complete(req, early->d->rel_status);
+			early->req = NULL;
+		}
+		early->d->busy--;
+		dexec(ctx, early, 0); /* may free it */
+		pthread_mutex_unlock(&ctx->lock);
+		return 0;
+	}
 	tr_list_add_tail(&ctx->bcasts, &bc->link);
 	if (root == ctx->rank) {
 		ret = root_start(ctx, bc, len, algo);

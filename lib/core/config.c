@@ -116,8 +116,8 @@ static const struct var vars[] = {
 	  "microseconds the progress thread keeps polling after it last found work\n"
 	  "    (without yielding its CPU; an application thread's call ends it)", NULL, TR_CONFIG_AT_START },
 	{ "TRIAD_BCAST_PIPELINE", "32M", VAR_SIZE, F(bcast_pipeline), 1, 1ll << 50,
-	  "TRIAD_BCAST_AUTO pipelines broadcasts from this size (3+ ranks),\n"
-	  "    below it copies greedily (see bench/README.md for the measured crossover)", NULL, TR_CONFIG_AT_START },
+	  "TRIAD_BCAST_AUTO, where it stays root-driven (the tree's estimate does not win),\n"
+	  "    pipelines broadcasts from this size (3+ ranks), below it copies greedily", NULL, TR_CONFIG_AT_START },
 	{ "TRIAD_STRIPE_MIN", "256k", VAR_SIZE, F(stripe_min), 4096, 1ll << 50,
 	  "puts and gets with TRIAD_F_STRIPE of at least this size are split over the planes", NULL, TR_CONFIG_AT_START },
 	{ "TRIAD_REG_CACHE", "0", VAR_SIZE, F(reg_cache), 0, 1ll << 50,

@@ -563,6 +563,11 @@ void tr_req_free(struct triad_req *req);
 void tr_req_complete(struct triad_req *req, enum triad_status st);
 /* The window is known: validate and queue on the lane. */
 void tr_rma_start(struct triad_req *req);
+/* An internal put to another rank (req: kind PUT, peer, win, off, len,
+ * buf, on_done), under the context lock: triad_put's path from the plane
+ * choice on (a wait for a connection, the window's descriptor, chunks,
+ * done again on a live plane when its lane breaks). */
+void tr_rma_put_internal(struct triad_ctx *ctx, struct triad_req *req);
 /* triad_flush's bookkeeping: a put or get counted in its peer's open
  * epoch (lock held), its completion, and what is left at triad_fini. */
 struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer); /* NULL: no memory (warned) */
@@ -622,6 +627,8 @@ int tr_copy_submit(struct triad_ctx *ctx, const struct tr_copy_hdr *order, struc
 int tr_bcast_setup(struct triad_ctx *ctx);
 void tr_bcast_teardown(struct triad_ctx *ctx);
 void tr_bcast_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
+/* A delegated broadcast's ORDER, REPORT or ABORT (TR_MSG_BNODE). */
+void tr_bcast_on_bnode(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 void tr_bcast_peer_lost(struct triad_ctx *ctx, int peer);
 
 /* Barrier messages (barrier.c) */

@@ -841,16 +841,20 @@ static int park(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	struct tr_peer *p = &l->ctx->peers[l->peer];
 	struct tr_parked *e;
 
-	/* A copy's carried data points into a receive buffer that is posted
-	 * again: it is kept with the message. */
-	size_t extra = !b && m->type == TR_MSG_COPY ? m->u.copy.carried : 0;
+	/* A copy's or an ORDER's carried data points into a receive buffer
+	 * that is posted again: it is kept with the message. */
+	size_t extra = b ? 0 : m->type == TR_MSG_COPY ? m->u.copy.carried
+			     : m->type == TR_MSG_BNODE ? m->u.bnode.nbytes : 0;
 
 	if (!(e = malloc(sizeof(*e) + extra)))
 		return -1;
 	*e = (struct tr_parked){ .l = l, .b = b, .m = *m };
 	if (extra) {
-		memcpy(e->data, m->u.copy.data, extra);
-		e->m.u.copy.data = e->data;
+		memcpy(e->data, m->type == TR_MSG_COPY ? m->u.copy.data : m->u.bnode.data, extra);
+		if (m->type == TR_MSG_COPY)
+			e->m.u.copy.data = e->data;
+		else
+			e->m.u.bnode.data = e->data;
 	}
 	tr_list_add_tail(&p->parked[m->prio], &e->link);
 	p->nparked++;
@@ -1073,6 +1077,9 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		break;
 	case TR_MSG_BCAST_DONE:
 		tr_bcast_on_msg(ctx, l->peer, m);
+		break;
+	case TR_MSG_BNODE:
+		tr_bcast_on_bnode(ctx, l->peer, m);
 		break;
 	case TR_MSG_BYE:
 		/* A clean exit: its disconnects follow; rebuilding them would

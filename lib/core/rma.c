@@ -553,6 +553,11 @@ static void rma_issue(struct triad_ctx *ctx, struct triad_req *req, int may_wait
 	tr_win_lookup(ctx, req);
 }
 
+void tr_rma_put_internal(struct triad_ctx *ctx, struct triad_req *req)
+{
+	rma_issue(ctx, req, 1);
+}
+
 /* ---- connect on first use --------------------------------------------------------*/
 void tr_rma_await(struct triad_ctx *ctx, struct triad_req *req)
 {

@@ -21,6 +21,7 @@ static const char *const type_names[TR_MSG_TYPE_MAX] = {
 	[TR_MSG_WIN_GONE] = "WIN_GONE",
 	[TR_MSG_PLANE_DRAIN] = "PLANE_DRAIN",
 	[TR_MSG_SEQ_SKIP] = "SEQ_SKIP",
+	[TR_MSG_BNODE] = "BNODE",
 };
 
 const char *tr_msg_type_str(unsigned type)
@@ -85,6 +86,7 @@ static size_t body_len(const struct tr_msg *m)
 	case TR_MSG_BCAST_DONE:
 	case TR_MSG_PLANE_DRAIN: return 8;
 	case TR_MSG_SEQ_SKIP: return 4 + 4 * (size_t)m->u.seq_skip.count;
+	case TR_MSG_BNODE: return TR_WIRE_BNODE_LEN + (size_t)m->u.bnode.nbytes;
 	default: return 0;
 	}
 }
@@ -100,6 +102,35 @@ static int copy_ok(const struct tr_msg *m)
 		return 0;
 	return m->u.copy.kind < TR_COPY_NMSGS && h->mode < TR_COPY_NMODES &&
 	       h->leg < TR_COPY_NLEGS && h->status < TRIAD_S_MAX;
+}
+
+/* The bytes an ORDER of chunk k carries when it carries its data: the
+ * chunk's (TREE: chunk == len, k == 0); 0 when k is past the end or chunk
+ * is 0. */
+static uint64_t bnode_bytes(uint64_t len, uint64_t chunk, uint64_t k)
+{
+	if (!chunk || k >= len / chunk + (len % chunk != 0))
+		return 0;
+	return len - k * chunk < chunk ? len - k * chunk : chunk;
+}
+
+/* A delegated broadcast's message: a known kind and shape; only an ORDER
+ * carries data, all of its chunk's and nothing else; a REPORT or ABORT no
+ * ORDER fields.  The engine checks the rest against its state. */
+static int bnode_ok(const struct tr_msg *m)
+{
+	const struct tr_wire_bnode *b = &m->u.bnode;
+
+	if (b->kind >= TR_WIRE_BNODE_NKINDS || b->shape < 1 || b->shape > 2 || b->carried > 1 ||
+	    b->status >= TRIAD_S_MAX)
+		return 0;
+	if (b->kind != TR_WIRE_BNODE_ORDER)
+		return !b->carried && !b->nbytes && !b->hi && !b->len && !b->chunk && !b->k;
+	if (b->status || b->failed != UINT32_MAX)
+		return 0;
+	if (!b->carried)
+		return b->nbytes == 0;
+	return b->nbytes && b->nbytes == bnode_bytes(b->len, b->chunk, b->k);
 }
 
 size_t tr_msg_len(const struct tr_msg *m)
@@ -166,6 +197,11 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 	     (m->u.copy.carried && !m->u.copy.data)))
 		return -EINVAL;
 	if (m->type == TR_MSG_BCAST_DONE && m->u.bcast_done.status >= TRIAD_S_MAX)
+		return -EINVAL;
+	if (m->type == TR_MSG_BNODE &&
+	    (!bnode_ok(m) ||
+	     m->u.bnode.nbytes > TR_WIRE_MAX_LEN - TR_WIRE_HDR_LEN - TR_WIRE_BNODE_LEN ||
+	     (m->u.bnode.nbytes && !m->u.bnode.data)))
 		return -EINVAL;
 	if (m->type == TR_MSG_WIN_INFO &&
 	    (m->u.win_info.nplanes > TRIAD_MAX_PLANES || m->u.win_info.status >= TRIAD_S_MAX ||
@@ -253,6 +289,30 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		if (m->u.copy.carried)
 			memcpy(c.p, m->u.copy.data, m->u.copy.carried);
 		c.p += m->u.copy.carried;
+		break;
+	}
+	case TR_MSG_BNODE: {
+		const struct tr_wire_bnode *b = &m->u.bnode;
+
+		put_le(&c, b->kind, 1);
+		put_le(&c, b->shape, 1);
+		put_le(&c, b->carried, 1);
+		put_le(&c, 0, 1);
+		PUT16(&c, b->status);
+		PUT16(&c, 0);
+		PUT32(&c, b->root);
+		PUT32(&c, b->seq);
+		PUT32(&c, b->win);
+		PUT32(&c, b->hi);
+		PUT32(&c, b->failed);
+		PUT32(&c, 0);
+		PUT64(&c, b->off);
+		PUT64(&c, b->len);
+		PUT64(&c, b->chunk);
+		PUT64(&c, b->k);
+		if (b->nbytes)
+			memcpy(c.p, b->data, b->nbytes);
+		c.p += b->nbytes;
 		break;
 	}
 	case TR_MSG_BSM:
@@ -424,6 +484,37 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		m.u.copy.data = m.u.copy.carried ? c.p : NULL;
 		c.p = c.end;
 		if (!copy_ok(&m))
+			return -EPROTO;
+		break;
+	}
+	case TR_MSG_BNODE: {
+		struct tr_wire_bnode *b = &m.u.bnode;
+
+		b->kind = GET8(&c);
+		b->shape = GET8(&c);
+		b->carried = GET8(&c);
+		if (GET8(&c) != 0)
+			return -EBADMSG;
+		b->status = GET16(&c);
+		if (GET16(&c) != 0)
+			return -EBADMSG;
+		b->root = GET32(&c);
+		b->seq = GET32(&c);
+		b->win = GET32(&c);
+		b->hi = GET32(&c);
+		b->failed = GET32(&c);
+		if (GET32(&c) != 0)
+			return -EBADMSG;
+		b->off = GET64(&c);
+		b->len = GET64(&c);
+		b->chunk = GET64(&c);
+		b->k = GET64(&c);
+		if (c.bad)
+			return -EBADMSG;
+		b->nbytes = (uint32_t)(c.end - c.p);
+		b->data = b->nbytes ? c.p : NULL;
+		c.p = c.end;
+		if (!bnode_ok(&m))
 			return -EPROTO;
 		break;
 	}

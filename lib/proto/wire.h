@@ -29,6 +29,7 @@
 #define TR_WIRE_HDR_LEN 32
 #define TR_WIRE_CTRL_LEN 256	/* every message but AM and a COPY_DATA with data fits */
 #define TR_WIRE_COPY_LEN 64	/* a copy message's body before the data it carries */
+#define TR_WIRE_BNODE_LEN 64	/* a BNODE message's body before the data an ORDER carries */
 #define TR_WIRE_MAX_LEN 65535	/* the length field's limit */
 #define TR_WIRE_AM_HDR_LEN 2	/* AM body: u16 id, payload */
 #define TR_WIRE_NO_SLOT 0xff
@@ -52,6 +53,7 @@ enum tr_msg_type {
 	TR_MSG_WIN_GONE,      /* owner -> all: window win was destroyed: drop its descriptor */
 	TR_MSG_PLANE_DRAIN,   /* do not send to me on plane (on = 1), or again (on = 0) */
 	TR_MSG_SEQ_SKIP,      /* these sequence numbers will never come: count them received */
+	TR_MSG_BNODE,	      /* delegated broadcast: ORDER, REPORT or ABORT (proto/bnode.h) */
 	TR_MSG_TYPE_MAX
 };
 
@@ -110,6 +112,24 @@ struct tr_msg {
 			uint32_t carried;
 			const void *data; /* decode: points into the decoded buffer */
 		} copy;
+		/* The delegated broadcast's messages (proto/bnode.h), one
+		 * broadcast named by (root, seq).  An ORDER's fields are
+		 * struct tr_bnode_order's, with the broadcast's window and
+		 * offset (the same on every rank); a carried one brings the
+		 * bytes of chunk k (TREE: all len bytes), exactly. */
+		struct tr_wire_bnode {
+			uint8_t kind;	 /* enum tr_wire_bnode_kind */
+			uint8_t shape;	 /* 1 TREE, 2 TWOTREE (enum tr_bnode_shape) */
+			uint8_t carried; /* ORDER: 0 or 1 */
+			uint16_t status; /* REPORT, ABORT: enum triad_status */
+			uint32_t root, seq, win;
+			uint32_t hi;	 /* ORDER, TREE */
+			uint32_t failed; /* REPORT, ABORT: first failed rank, or UINT32_MAX */
+			uint64_t off;	 /* the broadcast's window offset */
+			uint64_t len, chunk, k;
+			uint32_t nbytes;  /* carried bytes following the body */
+			const void *data; /* decode: points into the decoded buffer */
+		} bnode;
 		struct {
 			uint16_t id;
 			uint32_t len;
@@ -118,7 +138,15 @@ struct tr_msg {
 	} u;
 };
 
+enum tr_wire_bnode_kind {
+	TR_WIRE_BNODE_ORDER,
+	TR_WIRE_BNODE_REPORT,
+	TR_WIRE_BNODE_ABORT,
+	TR_WIRE_BNODE_NKINDS
+};
+
 const char *tr_msg_type_str(unsigned type);
+
 
 /* The type byte of an encoded message (header offset 3), unchecked: for
  * messages this side encoded. */

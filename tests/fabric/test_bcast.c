@@ -2,19 +2,20 @@
  *
  *   test_bcast [--max-size BYTES] [--kill | --fail-plane P]
  *
- * For every algorithm (greedy, binomial, pipelined, auto), every size of
- * {0, 1 B, 4 KiB, 1 MiB, 16 MiB} up to --max-size, and root 0 and the last
- * rank: every non-root's window is cleared, the root's filled with a
+ * For every algorithm (greedy, binomial, pipelined, tree, auto), every size
+ * of {0, 1 B, 8 B, 4 KiB, 64 KiB, 1 MiB, 16 MiB} up to --max-size, and root
+ * 0, the middle rank and the last: every non-root's window is cleared, the root's filled with a
  * pattern of its own, the broadcast runs, and every rank checks every byte
  * (and that nothing past len was written).  Then two broadcasts from
  * different roots on different windows run at the same time.  Non-root
  * ranks only start the broadcast and wait for it.
  *
- * --fail-plane P: a 16 MiB broadcast of every algorithm from rank 0, and
- * 50 ms into each, ranks 1 and the last force their connections on plane
- * P into the error state (triad_plane_fail): the copies on it are done
- * again on another plane, every request completes OK and every byte
- * verifies at every rank.
+ * --fail-plane P: a 16 MiB broadcast of every algorithm from rank 0 (tree
+ * also with 64 KiB, one WRITE per child), and 50 ms into each, ranks 1 and
+ * the last (holders that forward, in the delegated one) force their
+ * connections on plane P into the error state (triad_plane_fail): the
+ * copies and WRITEs on it are done again on another plane, every request
+ * completes OK and every byte verifies at every rank.
  */
 #include <getopt.h>
 #include <unistd.h>
@@ -108,7 +109,8 @@ static int killed_broadcast(triad_ctx_t *ctx)
 static int failed_plane_broadcasts(triad_ctx_t *ctx)
 {
 	static const enum triad_bcast_algo algos[] = { TRIAD_BCAST_GREEDY, TRIAD_BCAST_BINOMIAL,
-						       TRIAD_BCAST_PIPELINED, TRIAD_BCAST_AUTO };
+						       TRIAD_BCAST_PIPELINED, TRIAD_BCAST_TREE,
+						       TRIAD_BCAST_AUTO,  TRIAD_BCAST_TREE };
 	int rank = triad_rank(ctx), size = triad_size(ctx);
 	uint64_t len = 16u << 20;
 	char *buf = calloc(1, len);
@@ -123,13 +125,15 @@ static int failed_plane_broadcasts(triad_ctx_t *ctx)
 		triad_req_t *req;
 		enum triad_status st;
 		uint32_t seed = 900 + ai;
+		/* The last: the delegated one small enough for one tree. */
+		uint64_t n = ai == sizeof(algos) / sizeof(algos[0]) - 1 ? 64u << 10 : len;
 
 		if (rank == 0)
-			ft_fill(buf, len, seed, 0);
+			ft_fill(buf, n, seed, 0);
 		else
 			memset(buf, 0, len);
 		ft_barrier(ctx);
-		FT_CHECK(triad_bcast(ctx, 0, WIN_A, 0, len, algos[ai], &req) == 0, "bcast");
+		FT_CHECK(triad_bcast(ctx, 0, WIN_A, 0, n, algos[ai], &req) == 0, "bcast");
 		if (rank == 1 || rank == size - 1) {
 			usleep(50000);
 			FT_CHECK(triad_plane_fail(ctx, fail_plane) == 0, "triad_plane_fail");
@@ -138,13 +142,14 @@ static int failed_plane_broadcasts(triad_ctx_t *ctx)
 		FT_CHECK(st == TRIAD_S_OK, "broadcast %u with plane %d failed under it: %s", ai,
 			 fail_plane, triad_status_str(st));
 		if (st == TRIAD_S_OK)
-			FT_CHECK(ft_verify(buf, len, seed, 0) < 0,
+			FT_CHECK(ft_verify(buf, n, seed, 0) < 0,
 				 "broadcast %u with plane %d failed under it: data wrong", ai,
 				 fail_plane);
 	}
 	if (rank == 0)
-		printf("bcast --fail-plane %d: 16 MiB from rank 0, every algorithm, plane %d failed "
-		       "by ranks 1 and %d in the middle: %d ranks verified\n", fail_plane, fail_plane,
+		printf("bcast --fail-plane %d: 16 MiB from rank 0, every algorithm (tree also "
+		       "64 KiB), plane %d failed by ranks 1 and %d in the middle: %d ranks "
+		       "verified\n", fail_plane, fail_plane,
 		       size - 1, size);
 	ft_barrier(ctx); /* a rank that has its data may still be serving copies */
 	FT_CHECK(triad_win_destroy(w) == 0, "window destroy");
@@ -159,9 +164,10 @@ int main(int argc, char **argv)
 					      { "fail-plane", required_argument, NULL, 'f' },
 					      { NULL, 0, NULL, 0 } };
 	static const enum triad_bcast_algo algos[] = { TRIAD_BCAST_GREEDY, TRIAD_BCAST_BINOMIAL,
-						       TRIAD_BCAST_PIPELINED, TRIAD_BCAST_AUTO };
-	static const char *const names[] = { "auto", "greedy", "binomial", "pipelined" };
-	const uint64_t sizes[] = { 0, 1, 4096, 1 << 20, 16u << 20 };
+						       TRIAD_BCAST_PIPELINED, TRIAD_BCAST_TREE,
+						       TRIAD_BCAST_AUTO };
+	static const char *const names[] = { "auto", "greedy", "binomial", "pipelined", "tree" };
+	const uint64_t sizes[] = { 0, 1, 8, 4096, 64u << 10, 1 << 20, 16u << 20 };
 	triad_ctx_t *ctx;
 	triad_win_t *wa, *wb;
 	char *a, *b;
@@ -197,15 +203,21 @@ int main(int argc, char **argv)
 		for (unsigned si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
 			if (sizes[si] > max_size)
 				continue;
-			for (int root = 0; root < size; root += size > 1 ? size - 1 : 1) {
+			/* Root 0, the middle rank (if another) and the last. */
+			for (int ri = 0; ri < 3; ri++) {
+				int root = ri == 0 ? 0 : ri == 1 ? size / 2 : size - 1;
+
+				if (ri && (root == 0 || (ri == 2 && root == size / 2)))
+					continue;
 				one(ctx, a, alen, root, sizes[si], algos[ai],
 				    (uint32_t)(1000 * ai + 10 * si + (unsigned)root));
 				count++;
 			}
 		}
 		if (rank == 0)
-			printf("bcast: %d ranks, %s: sizes 0 .. %llu B from root 0 and %d verified\n",
-			       size, names[algos[ai]], (unsigned long long)max_size, size - 1);
+			printf("bcast: %d ranks, %s: sizes 0 .. %llu B from roots 0, %d and %d "
+			       "verified\n", size, names[algos[ai]], (unsigned long long)max_size,
+			       size / 2, size - 1);
 	}
 	/* Two at once, from different roots, on different windows. */
 	{
@@ -222,7 +234,7 @@ int main(int argc, char **argv)
 			memset(b, 0, 1 << 20);
 		ft_barrier(ctx);
 		FT_CHECK(triad_bcast(ctx, 0, WIN_A, 0, 1 << 20, TRIAD_BCAST_GREEDY, &q1) == 0, "q1");
-		FT_CHECK(triad_bcast(ctx, r1, WIN_B, 0, 1 << 20, TRIAD_BCAST_PIPELINED, &q2) == 0,
+		FT_CHECK(triad_bcast(ctx, r1, WIN_B, 0, 1 << 20, TRIAD_BCAST_TREE, &q2) == 0,
 			 "q2");
 		FT_CHECK(ft_wait(q1, 300000) == TRIAD_S_OK, "concurrent broadcast from 0");
 		FT_CHECK(ft_wait(q2, 300000) == TRIAD_S_OK, "concurrent broadcast from %d", r1);
@@ -237,7 +249,7 @@ int main(int argc, char **argv)
 
 		FT_CHECK(triad_bcast(ctx, size, WIN_A, 0, 1, TRIAD_BCAST_GREEDY, &q) == -EINVAL,
 			 "root out of range");
-		FT_CHECK(triad_bcast(ctx, 0, WIN_A, 0, 1, (enum triad_bcast_algo)9, &q) == -EINVAL,
+		FT_CHECK(triad_bcast(ctx, 0, WIN_A, 0, 1, (enum triad_bcast_algo)5, &q) == -EINVAL,
 			 "bad algorithm");
 	}
 	return ft_finish(ctx, "test_bcast");

@@ -61,6 +61,16 @@ static int same_msg(const struct tr_msg *a, const struct tr_msg *b)
 		       a->u.copy.carried == b->u.copy.carried &&
 		       (!a->u.copy.carried ||
 			!memcmp(a->u.copy.data, b->u.copy.data, a->u.copy.carried));
+	case TR_MSG_BNODE: {
+		const struct tr_wire_bnode *x = &a->u.bnode, *y = &b->u.bnode;
+
+		return x->kind == y->kind && x->shape == y->shape && x->carried == y->carried &&
+		       x->status == y->status && x->root == y->root && x->seq == y->seq &&
+		       x->win == y->win && x->hi == y->hi && x->failed == y->failed &&
+		       x->off == y->off && x->len == y->len && x->chunk == y->chunk &&
+		       x->k == y->k && x->nbytes == y->nbytes &&
+		       (!x->nbytes || !memcmp(x->data, y->data, x->nbytes));
+	}
 	case TR_MSG_AM:
 		return a->u.am.id == b->u.am.id && a->u.am.len == b->u.am.len &&
 		       (!a->u.am.len || !memcmp(a->u.am.data, b->u.am.data, a->u.am.len));

@@ -132,6 +132,27 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 		if (a->u.copy.carried)
 			assert_memory_equal(a->u.copy.data, b->u.copy.data, a->u.copy.carried);
 		break;
+	case TR_MSG_BNODE: {
+		const struct tr_wire_bnode *x = &a->u.bnode, *y = &b->u.bnode;
+
+		assert_int_equal(x->kind, y->kind);
+		assert_int_equal(x->shape, y->shape);
+		assert_int_equal(x->carried, y->carried);
+		assert_int_equal(x->status, y->status);
+		assert_int_equal(x->root, y->root);
+		assert_int_equal(x->seq, y->seq);
+		assert_int_equal(x->win, y->win);
+		assert_int_equal(x->hi, y->hi);
+		assert_int_equal(x->failed, y->failed);
+		assert_int_equal(x->off, y->off);
+		assert_int_equal(x->len, y->len);
+		assert_int_equal(x->chunk, y->chunk);
+		assert_int_equal(x->k, y->k);
+		assert_int_equal(x->nbytes, y->nbytes);
+		if (x->nbytes)
+			assert_memory_equal(x->data, y->data, x->nbytes);
+		break;
+	}
 	case TR_MSG_BSM:
 	case TR_MSG_BYE:
 		break;
@@ -158,6 +179,7 @@ static size_t wire_len(const struct tr_msg *m)
 	case TR_MSG_WIN_GONE: return 32 + 4;
 	case TR_MSG_PLANE_DOWN: return 32 + 16;
 	case TR_MSG_COPY: return 32 + 64 + (size_t)m->u.copy.carried;
+	case TR_MSG_BNODE: return 32 + 64 + (size_t)m->u.bnode.nbytes;
 	case TR_MSG_BCAST_DONE:
 	case TR_MSG_PLANE_DRAIN: return 32 + 8;
 	case TR_MSG_SEQ_SKIP: return 32 + 4 + 4 * (size_t)m->u.seq_skip.count;
@@ -255,6 +277,23 @@ static struct tr_msg am(uint16_t id, const void *data, uint32_t len)
 	return m;
 }
 
+/* A delegated broadcast's REPORT: status, first failed rank. */
+static struct tr_msg bnode_report(uint16_t status, uint32_t failed)
+{
+	struct tr_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_BNODE;
+	m.seq = 5;
+	m.u.bnode.kind = TR_WIRE_BNODE_REPORT;
+	m.u.bnode.shape = 1;
+	m.u.bnode.status = status;
+	m.u.bnode.failed = failed;
+	m.u.bnode.root = 3;
+	m.u.bnode.seq = 17;
+	return m;
+}
+
 /* A small valid message of type t (link fields zero unless the type needs
  * them). */
 static struct tr_msg of_type(int t)
@@ -262,6 +301,7 @@ static struct tr_msg of_type(int t)
 	struct tr_msg m;
 
 	switch (t) {
+	case TR_MSG_BNODE: return bnode_report(0, UINT32_MAX);
 	case TR_MSG_WIN_INFO: return win_info(1);
 	case TR_MSG_AM: return am(1, "a", 1);
 	case TR_MSG_BSM: return bsm(1, 2);
@@ -371,6 +411,37 @@ static struct tr_msg random_msg(void)
 			m.u.copy.data = pool + rnd() % 64;
 		}
 		break;
+	case TR_MSG_BNODE: {
+		struct tr_wire_bnode *b = &m.u.bnode;
+
+		b->kind = (uint8_t)(rnd() % TR_WIRE_BNODE_NKINDS);
+		b->shape = (uint8_t)(1 + rnd() % 2);
+		b->root = (uint32_t)rnd();
+		b->seq = (uint32_t)rnd();
+		b->win = (uint32_t)rnd();
+		b->off = rnd();
+		if (b->kind != TR_WIRE_BNODE_ORDER) {
+			b->status = (uint16_t)(rnd() % TRIAD_S_MAX);
+			b->failed = (uint32_t)rnd();
+			break;
+		}
+		b->failed = UINT32_MAX;
+		b->hi = (uint32_t)rnd();
+		if (rnd() % 2) { /* carried: its chunk's bytes, exactly */
+			b->carried = 1;
+			b->len = 1 + rnd() % 3000;
+			b->chunk = 1 + rnd() % b->len;
+			b->k = rnd() % ((b->len + b->chunk - 1) / b->chunk);
+			b->nbytes = (uint32_t)(b->len - b->k * b->chunk < b->chunk
+						       ? b->len - b->k * b->chunk : b->chunk);
+			b->data = pool + rnd() % 64;
+		} else {
+			b->len = rnd();
+			b->chunk = rnd();
+			b->k = rnd();
+		}
+		break;
+	}
 	case TR_MSG_BSM:
 	case TR_MSG_BYE:
 		break;
@@ -609,6 +680,114 @@ static void test_copy_carried(void **state)
 	decode_bad(buf_a, 32 + 63, -EBADMSG);
 }
 
+/* The delegated broadcast's messages: 64 bytes of body, an ORDER's carried
+ * chunk after them, exactly its bytes (the last chunk may be short); a
+ * REPORT or ABORT carries no ORDER field and no data; kinds and shapes are
+ * known ones. */
+static void test_bnode(void **state)
+{
+	struct tr_msg m, out;
+	struct tr_wire_bnode *b = &m.u.bnode;
+	int n;
+
+	(void)state;
+	m = bnode_report(TRIAD_S_UNREACHABLE, 6);
+	n = encode(&m, buf_a);
+	assert_int_equal(n, 96);
+	assert_int_equal(buf_a[3], TR_MSG_BNODE);
+	assert_int_equal(buf_a[BODY], TR_WIRE_BNODE_REPORT);
+	assert_int_equal(buf_a[BODY + 1], 1);			 /* shape */
+	assert_int_equal(buf_a[BODY + 4], TRIAD_S_UNREACHABLE); /* status */
+	assert_int_equal(buf_a[BODY + 8], 3);			 /* root */
+	assert_int_equal(buf_a[BODY + 12], 17);			 /* seq */
+	assert_int_equal(buf_a[BODY + 24], 6);			 /* failed */
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_msg_equal(&m, &out);
+	assert_null(out.u.bnode.data);
+
+	/* A carried ORDER of chunk 2 of 10 bytes in chunks of 4: 2 bytes. */
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_BNODE;
+	b->kind = TR_WIRE_BNODE_ORDER;
+	b->shape = 2;
+	b->carried = 1;
+	b->failed = UINT32_MAX;
+	b->len = 10;
+	b->chunk = 4;
+	b->k = 2;
+	b->nbytes = 2;
+	b->data = "hi";
+	n = encode(&m, buf_a);
+	assert_int_equal(n, 98);
+	assert_memory_equal(buf_a + BODY + TR_WIRE_BNODE_LEN, "hi", 2);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_msg_equal(&m, &out);
+	assert_ptr_equal(out.u.bnode.data, buf_a + BODY + TR_WIRE_BNODE_LEN);
+	/* One byte short of its chunk: refused both ways. */
+	put16(buf_a + OFF_LEN, (uint16_t)(n - 1));
+	decode_bad(buf_a, (size_t)n - 1, -EPROTO);
+	b->nbytes = 1;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	/* Carried but no data; data but not carried; a chunk past the end. */
+	b->nbytes = 0;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	b->carried = 0;
+	b->nbytes = 2;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	b->carried = 1;
+	b->k = 3;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	/* The last chunk of a whole number of them is whole. */
+	b->len = 12;
+	b->k = 2;
+	b->nbytes = 4;
+	b->data = "abcd";
+	n = encode(&m, buf_a);
+	assert_int_equal(n, 100);
+	b->len = 10;
+	b->nbytes = 2;
+	b->data = "hi";
+	/* An ORDER with a status or a failed rank. */
+	b->k = 2;
+	b->status = TRIAD_S_TRANSPORT;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	b->status = 0;
+	b->failed = 1;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	b->failed = UINT32_MAX;
+	n = encode(&m, buf_a);
+
+	/* The decoder: unknown kind and shapes, a REPORT with ORDER fields or
+	 * data, a bad status, non-zero padding. */
+	buf_a[BODY] = TR_WIRE_BNODE_NKINDS;
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	buf_a[BODY] = TR_WIRE_BNODE_REPORT; /* with 2 bytes and a length */
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	buf_a[BODY] = TR_WIRE_BNODE_ORDER;
+	buf_a[BODY + 1] = 0;
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	buf_a[BODY + 1] = 3;
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	buf_a[BODY + 1] = 2;
+	buf_a[BODY + 3] = 1;
+	decode_bad(buf_a, (size_t)n, -EBADMSG);
+	buf_a[BODY + 3] = 0;
+	buf_a[BODY + 28] = 1;
+	decode_bad(buf_a, (size_t)n, -EBADMSG);
+	buf_a[BODY + 28] = 0;
+	decode_ok(buf_a, (size_t)n, &out);
+	m = bnode_report(TRIAD_S_MAX, 1);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	m = bnode_report(0, 1);
+	m.u.bnode.len = 1;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	/* A short body is malformed. */
+	m = bnode_report(0, 1);
+	n = encode(&m, buf_a);
+	put16(buf_a + OFF_LEN, 32 + 63);
+	decode_bad(buf_a, 32 + 63, -EBADMSG);
+}
+
 static void test_ctrl_len(void **state)
 {
 	struct tr_msg m = win_info(TRIAD_MAX_PLANES), b = bsm(1, 2);
@@ -698,6 +877,8 @@ static void test_round_trip_link_fields(void **state)
 						m = win_info((uint16_t)(slot % (TRIAD_MAX_PLANES + 1)));
 					if (t == TR_MSG_AM)
 						m = am((uint16_t)slot, pool, (uint32_t)slot);
+					if (t == TR_MSG_BNODE)
+						m = bnode_report(0, (uint32_t)slot);
 					m.seq = (uint32_t)slot * 0x01010101u;
 					m.slot = (uint8_t)slot;
 					m.prio = p;
@@ -1963,6 +2144,7 @@ int main(void)
 		cmocka_unit_test(test_layout_am),
 		cmocka_unit_test(test_ctrl_len),
 		cmocka_unit_test(test_copy_carried),
+		cmocka_unit_test(test_bnode),
 		cmocka_unit_test(test_round_trip_each_type),
 		cmocka_unit_test(test_round_trip_link_fields),
 		cmocka_unit_test(test_round_trip_am),

@@ -128,6 +128,7 @@ static const char *algo_str(enum triad_bcast_algo a)
 	case TRIAD_BCAST_GREEDY: return "greedy";
 	case TRIAD_BCAST_BINOMIAL: return "binomial";
 	case TRIAD_BCAST_PIPELINED: return "pipelined";
+	case TRIAD_BCAST_TREE: return "tree";
 	}
 	return "?";
 }

@@ -141,6 +141,7 @@ static void report(struct perf_run *r, size_t size, long iters, long warmup,
 		PF_STR("algo", NULL, 0, r->o->algo == TRIAD_BCAST_GREEDY	  ? "greedy"
 					: r->o->algo == TRIAD_BCAST_BINOMIAL  ? "binomial"
 					: r->o->algo == TRIAD_BCAST_PIPELINED ? "pipelined"
+					: r->o->algo == TRIAD_BCAST_TREE      ? "tree"
 									      : "auto"),
 		PF_INT("bytes", "#bytes", 9, size),
 		PF_INT("iterations", "#iterations", 11, iters),

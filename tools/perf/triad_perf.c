@@ -106,7 +106,7 @@ static const struct opt_def opt_defs[] = {
 	  "K.  With K < 3, TRIAD_FC_NEED_MEDIUM and _LOW that\n"
 	  "the environment does not set are lowered to K" },
 	{ "algo", required_argument, OPT_ALGO, "ALGO",
-	  "bcast, overlap: greedy, binomial, pipelined or auto\n"
+	  "bcast, overlap: greedy, binomial, pipelined, tree or auto\n"
 	  "(default auto: the library picks)" },
 	{ "root", required_argument, OPT_ROOT, "R",
 	  "bcast, overlap: the root rank (default 0)" },
@@ -319,7 +319,8 @@ static int parse_choice(const char *s, const struct choice *c, int *val_p)
 
 static const struct choice algo_choices[] = {
 	{ "greedy", TRIAD_BCAST_GREEDY }, { "binomial", TRIAD_BCAST_BINOMIAL },
-	{ "pipelined", TRIAD_BCAST_PIPELINED }, { "auto", TRIAD_BCAST_AUTO }, { NULL, 0 },
+	{ "pipelined", TRIAD_BCAST_PIPELINED }, { "tree", TRIAD_BCAST_TREE },
+	{ "auto", TRIAD_BCAST_AUTO },	       { NULL, 0 },
 };
 static const struct choice mode_choices[] = {
 	{ "relay", TRIAD_COPY_RELAY }, { "direct", TRIAD_COPY_DIRECT },
@@ -509,7 +510,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			break;
 		case OPT_ALGO:
 			if (parse_choice(arg, algo_choices, &pick))
-				return usage_error("--algo '%s': not greedy, binomial, pipelined "
+				return usage_error("--algo '%s': not greedy, binomial, pipelined, tree "
 						   "or auto", arg);
 			o->algo = pick;
 			bcast_opt = d->name;
