@@ -241,8 +241,7 @@ int triad_copy_event_poll(triad_ctx_t *ctx, struct triad_copy_event *ev_p);
  * rank.
  */
 enum triad_bcast_algo {
-	TRIAD_BCAST_AUTO = 0,	   /* tree where its estimate wins (3+ ranks), else greedy;
-				    * pipelined from TRIAD_BCAST_PIPELINE bytes */
+	TRIAD_BCAST_AUTO = 0,	   /* greedy; pipelined from TRIAD_BCAST_PIPELINE bytes */
 	TRIAD_BCAST_GREEDY = 1,	   /* the root keeps every holder busy, no rounds */
 	TRIAD_BCAST_BINOMIAL = 2,  /* round-synchronous doubling tree (baseline) */
 	TRIAD_BCAST_PIPELINED = 3, /* chunks down a chain or tree */

@@ -478,28 +478,6 @@ static int droot_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len)
 	return 0;
 }
 
-/* AUTO: the delegated broadcast where the engine's estimate beats the
- * root-driven one's: each level of its tree a copy (order, WRITE,
- * acknowledgement, report: 6 o + 4 L and the data), and the root's CPU
- * about three events per copy. */
-static int delegated_wins(const struct triad_ctx *ctx, uint64_t len)
-{
-	const struct tr_bnode_cost *c = &bnode_cost;
-	uint32_t n = (uint32_t)ctx->size;
-	unsigned levels = 0;
-	double copy = 6 * c->o_us + 4 * c->lat_us + (double)len / c->bw, rooted, tree, two;
-	uint64_t inl = bnode_inline_max(ctx);
-
-	while ((1ull << levels) < n)
-		levels++;
-	rooted = levels * copy;
-	if (3.0 * (n - 1) * c->o_us > rooted)
-		rooted = 3.0 * (n - 1) * c->o_us;
-	tree = tr_bnode_estimate(c, n, len, TR_BNODE_TREE, 0, 0, inl, NULL);
-	two = tr_bnode_estimate(c, n, len, TR_BNODE_TWOTREE, 0, 0, inl, NULL);
-	return (tree < two ? tree : two) <= rooted;
-}
-
 /* Place an ORDER's carried bytes in this rank's window, checked as a
  * COPY_DATA's are: the window exists, allows WRITE, holds the range. */
 static enum triad_status place(struct triad_ctx *ctx, const struct tr_bc *bc,
@@ -780,8 +758,6 @@ static int root_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len,
 		st = TRIAD_S_NO_WINDOW;
 	else if (bc->off > w->len || len > w->len - bc->off)
 		st = TRIAD_S_OUT_OF_BOUNDS;
-	if (algo == TRIAD_BCAST_AUTO && delegated_wins(ctx, len))
-		algo = TRIAD_BCAST_TREE;
 	if (st == TRIAD_S_OK && algo == TRIAD_BCAST_TREE) {
 		if (!droot_start(ctx, bc, len))
 			return 0;
