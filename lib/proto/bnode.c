@@ -298,9 +298,12 @@ static double est_twotree(const struct tr_bnode_cost *c, uint32_t nranks, uint64
 	return depth * level + (double)((nch + 1) / 2) * pair + depth * up;
 }
 
-double tr_bnode_estimate(const struct tr_bnode_cost *cost, uint32_t nranks, uint64_t len,
-			 enum tr_bnode_shape shape, uint64_t chunk, uint32_t max_kids,
-			 uint64_t inline_max, uint64_t *chunk_p)
+/* The estimated time in us of a broadcast of len bytes to nranks ranks in
+ * shape (TREE or TWOTREE, chunk bytes per chunk for TWOTREE, 0: the best)
+ * under cost: what AUTO compares.  *chunk_p (may be NULL) gets the chunk. */
+static double estimate(const struct tr_bnode_cost *cost, uint32_t nranks, uint64_t len,
+		       enum tr_bnode_shape shape, uint64_t chunk, uint32_t max_kids,
+		       uint64_t inline_max, uint64_t *chunk_p)
 {
 	if (nranks <= 1 || len == 0) {
 		if (chunk_p)
@@ -651,9 +654,9 @@ int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
 
 		if (shape == TR_BNODE_AUTO) {
 			uint64_t ch;
-			double tt = tr_bnode_estimate(&c.cost, c.nranks, c.len, TR_BNODE_TREE, 0,
+			double tt = estimate(&c.cost, c.nranks, c.len, TR_BNODE_TREE, 0,
 						      c.max_kids, c.inline_max, NULL);
-			double t2 = tr_bnode_estimate(&c.cost, c.nranks, c.len, TR_BNODE_TWOTREE,
+			double t2 = estimate(&c.cost, c.nranks, c.len, TR_BNODE_TWOTREE,
 						      chunk, c.max_kids, c.inline_max, &ch);
 
 			shape = t2 < tt && c.nranks > 2 ? TR_BNODE_TWOTREE : TR_BNODE_TREE;
@@ -661,7 +664,7 @@ int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
 				chunk = ch;
 		}
 		if (shape == TR_BNODE_TWOTREE && !chunk)
-			tr_bnode_estimate(&c.cost, c.nranks, c.len, shape, 0, 0, c.inline_max, &chunk);
+			estimate(&c.cost, c.nranks, c.len, shape, 0, 0, c.inline_max, &chunk);
 		if (shape == TR_BNODE_TREE)
 			chunk = c.len;
 		if (chunk == 0)

@@ -44,7 +44,7 @@
  *
  *   AUTO (the root only): the shape whose estimate from cfg.cost (the
  *     measured L, o, g, B) is lower for this N and S, and for TWOTREE the
- *     chunk size minimising its estimate (tr_bnode_estimate).
+ *     chunk size minimising its estimate (bnode.c, estimate()).
  *
  * Completion.  RELEASE: this rank holds all the data and no transfer of
  * this broadcast reads its buffer any more; a non-root's request completes
@@ -250,13 +250,6 @@ int tr_bnode_poll(struct tr_bnode *b, struct tr_bnode_act *acts, unsigned cap);
 
 /* ABORTs are waiting for tr_bnode_poll(). */
 bool tr_bnode_pending(const struct tr_bnode *b);
-
-/* The estimated time in us of a broadcast of len bytes to nranks ranks in
- * shape (TREE or TWOTREE, chunk bytes per chunk for TWOTREE, 0: the best)
- * under cost: what AUTO compares.  *chunk_p (may be NULL) gets the chunk. */
-double tr_bnode_estimate(const struct tr_bnode_cost *cost, uint32_t nranks, uint64_t len,
-			 enum tr_bnode_shape shape, uint64_t chunk, uint32_t max_kids,
-			 uint64_t inline_max, uint64_t *chunk_p);
 
 /* TWOTREE's trees, for tests and tools: rank r's parent in tree t
  * (TR_BNODE_NO_RANK for the root) and its children (returns how many, <= 2). */
