@@ -736,11 +736,27 @@ static void case_query_plane_fails(triad_ctx_t **ctxp)
 #define CP_DST_WIN 21
 #define CP_LEN (12u << 20) /* per copy */
 
+/* What rank 1 has of peer over every plane: the messages it received from
+ * it, and the bytes it wrote to it as a copy's source. */
+static void cp_stats(triad_ctx_t *ctx, int peer, uint64_t *rx_msgs, uint64_t *copy_bytes)
+{
+	*rx_msgs = *copy_bytes = 0;
+	for (int p = 0; p < triad_nplanes(ctx); p++) {
+		struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
+
+		if (triad_conn_stats(ctx, peer, p, &cs) == 0) {
+			*rx_msgs += cs.rx_msgs;
+			*copy_bytes += cs.copy_bytes;
+		}
+	}
+}
+
 static void case_copy_leg_si(triad_ctx_t **ctxp)
 {
 	triad_ctx_t *ctx = *ctxp;
 	char *buf = (rank == 1 || rank == 2) ? calloc(1, 2 * CP_LEN) : NULL;
 	triad_win_t *w = NULL;
+	uint64_t orders0 = 0, unused;
 
 	if (rank == 1) {
 		ft_fill(buf, 2 * CP_LEN, 7, 0);
@@ -748,6 +764,8 @@ static void case_copy_leg_si(triad_ctx_t **ctxp)
 	}
 	if (rank == 2)
 		FT_CHECK(triad_win_create(ctx, CP_DST_WIN, buf, 2 * CP_LEN, NULL, &w) == 0, "dst");
+	if (rank == 1) /* rank 0 sends nothing before "ready" */
+		cp_stats(ctx, 0, &orders0, &unused);
 	sync_all("ready", -1);
 	if (rank == 0) {
 		static const unsigned modes[] = { TRIAD_COPY_RELAY, TRIAD_COPY_DIRECT };
@@ -778,18 +796,17 @@ static void case_copy_leg_si(triad_ctx_t **ctxp)
 		}
 		sync_post("copied", '1');
 	} else if (rank == 1) {
-		/* Die once the copy is under way: the order was accepted and data
-		 * went out (a chunk's completion counted it). */
+		/* Die once both copies are accepted (both orders arrived, so
+		 * rank 0's sends of them are acknowledged: CI once saw the
+		 * direct copy's order unacknowledged when the source died after
+		 * the relay copy's first chunk) and data went out (a chunk's
+		 * completion counted it). */
 		for (int i = 0; i < 20000; i++) {
-			uint64_t bytes = 0;
+			uint64_t bytes, msgs;
 
-			for (int p = 0; p < triad_nplanes(ctx); p++) {
-				struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_ALL };
-
-				if (triad_conn_stats(ctx, 2, p, &cs) == 0)
-					bytes += cs.copy_bytes;
-			}
-			if (bytes) {
+			cp_stats(ctx, 2, &unused, &bytes);
+			cp_stats(ctx, 0, &msgs, &unused);
+			if (bytes && msgs - orders0 >= 2) {
 				printf("copy-leg-si: rank 1 (source) killed after writing %llu bytes\n",
 				       (unsigned long long)bytes);
 				fflush(NULL);
