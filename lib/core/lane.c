@@ -195,7 +195,6 @@ static int setup_msgs(struct tr_lane *l, const struct tr_conn_priv *peer)
 	if (l->ntx > ctx->cfg.sq_depth / 2) /* the rest of the send queue is for put/get */
 		l->ntx = ctx->cfg.sq_depth / 2;
 	l->sq_avail = ctx->cfg.sq_depth;
-	l->read_alone = 0;
 	if (tr_fc_tx_init(&l->fc_tx, peer->slots, need) ||
 	    tr_fc_rx_init(&l->fc_rx, (unsigned)ctx->cfg.slots)) {
 		tr_error("peer %d plane %d: flow-control thresholds %u/%u/%u do not fit %u slots",
@@ -1553,25 +1552,6 @@ static const char *rma_what(const struct triad_req *req)
 	return req->kind == TR_REQ_GET ? "get" : req->kind == TR_REQ_CHUNK ? "copy chunk" : "put";
 }
 
-/* A checked READ's completion (enum tr_fab_read_part): its check's retires
- * the READ too, unless the READ came back on its own just before.  Counts
- * the work requests retired beyond the one every completion does. */
-static void read_part(struct tr_lane *l, struct triad_req *req, enum tr_fab_read_part part)
-{
-	if (part == TR_FAB_READ_ALONE) {
-		l->read_alone = 1;
-		return;
-	}
-	if (l->read_alone) {
-		l->read_alone = 0;
-		return;
-	}
-	l->sq_posted--;
-	l->sq_avail++;
-	l->rma_posted--;
-	req->inflight--;
-}
-
 /* A WRITE or READ came back: of req, or of the light put lp (the other
  * NULL).  A light put that failed becomes its request here, and everything
  * after is the same for both. */
@@ -1596,8 +1576,6 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 			 l->peer, l->plane, wc->why ? wc->why : "ok", rma_what(req));
 	if (lp)
 		lput_unlink(l, lp);
-	if (wc->read_part)
-		read_part(l, req, wc->read_part);
 	l->sq_posted--;
 	l->sq_avail++;
 	l->rma_posted--;

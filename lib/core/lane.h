@@ -80,8 +80,6 @@ struct tr_lane {
 	int rq_posted;
 	int rx_held;   /* receive buffers a handler kept */
 	int drain_ticks; /* DRAINING: timer periods since every send came back */
-	int read_alone;	 /* a checked READ came back on its own: its check
-			  * retires only itself (enum tr_fab_read_part) */
 	char *bufmem;
 	struct tr_mr *buf_mr;
 	int nrx, ntx;
@@ -197,9 +195,8 @@ void tr_lane_fc_tick(struct tr_lane *l);
 void tr_lane_bsm_flush(struct tr_lane *l);
 uint32_t tr_lane_max_inline(const struct tr_lane *l);
 /* Post one RDMA WRITE or READ for req: the number of work requests it took
- * (a READ may take two: tr_fab_qp_read_wrs), each counted in req->inflight
- * until its completion retires it, or -EAGAIN when the send queue must keep
- * its room for messages. */
+ * (a READ may take two: tr_fab_qp_read_wrs), each completing once, or
+ * -EAGAIN when the send queue must keep its room for messages. */
 int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
 		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
 		     struct triad_req *req);

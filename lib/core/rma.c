@@ -158,8 +158,7 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 }
 
 /* Posts req's next n bytes on l: 0, or tr_lane_post_rma's error.  Each of
- * its work requests (a READ may take two) is in flight until a completion
- * retires it (lane.c). */
+ * its work requests (a READ may take two) comes back once. */
 static int post_chunk(struct tr_lane *l, struct triad_req *req, uint64_t n)
 {
 	struct tr_rwin *rw = req->rwin;

@@ -38,19 +38,6 @@ struct tr_fab_wc {
 	uint32_t qp_num;	/* the QP the work request was posted on */
 	int has_imm;		/* receives: the SEND carried an immediate */
 	uint32_t imm;		/* ... this one (host order) */
-	uint8_t read_part;	/* sends: a checked READ's (enum tr_fab_read_part) */
-};
-
-/* A checked READ (tr_fab_qp_read_wrs) is two work requests: the READ,
- * unsignalled, and its check, signalled, so that a READ done costs one
- * completion.  The READ comes back on its own only when it failed or was
- * flushed, and then its check follows, flushed: the check's completion
- * retires both work requests, or only itself when the READ came back just
- * before it (a QP completes in order: nothing of it comes between). */
-enum tr_fab_read_part {
-	TR_FAB_READ_NONE,  /* not a checked READ's */
-	TR_FAB_READ_ALONE, /* the READ's own: it failed */
-	TR_FAB_READ_CHECK, /* its check's */
 };
 
 enum tr_cm_event {
@@ -199,12 +186,12 @@ uint32_t tr_fab_qp_num(const struct tr_qp *qp);
 uint32_t tr_fab_qp_remote_num(const struct tr_qp *qp);
 /* Largest payload that goes inline (no registration needed). */
 uint32_t tr_fab_qp_max_inline(const struct tr_qp *qp);
-/* The work requests a READ takes on qp: 1, or 2 on a device that may
- * report a READ done without its data (rxe, internal.h): a zero-length
- * READ follows it, so that such a READ is followed by a flushed completion
- * (the device fails the QP right after it), never by a success.  A READ is
- * done when all of its work requests are (enum tr_fab_read_part says which
- * a completion retires), and OK when every one of them is. */
+/* The work requests a READ takes on qp, each completing once with its
+ * cookie: 1, or 2 on a device that may report a READ done without its data
+ * (rxe, internal.h): a zero-length READ follows it, so that such a READ is
+ * followed by a flushed completion (the device fails the QP right after
+ * it), never by a second success.  A READ is done when all of its work
+ * requests are, and OK when every one of them is. */
 unsigned tr_fab_qp_read_wrs(const struct tr_qp *qp);
 
 /* Posts.  Each returns 0 or a negative errno (logged); every post
@@ -220,7 +207,8 @@ int tr_fab_post_send(struct tr_qp *qp, const void *addr, uint32_t len, const str
 		     uint64_t cookie, const uint32_t *imm);
 enum tr_rma_op { TR_RMA_WRITE, TR_RMA_READ };
 /* tr_fab_post_rma returns the number of work requests posted (1, or for a
- * READ tr_fab_qp_read_wrs), or a negative errno when none was. */
+ * READ up to tr_fab_qp_read_wrs), each completing once, or a negative
+ * errno when none was. */
 int tr_fab_post_rma(struct tr_qp *qp, enum tr_rma_op op, void *laddr, uint32_t len,
 		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie,
 		    int signalled);

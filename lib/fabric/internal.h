@@ -16,11 +16,6 @@
  * connection broke with no error of its own).  tr_fab_qp_read_wrs. */
 #define RXE_VENDOR_ID 0xffffffu
 
-/* A checked READ's work requests carry their part in the cookie's top bits
- * (a user-space pointer's, free): taken off before the cookie goes up. */
-#define TR_FAB_WR_ALONE (1ull << 62)
-#define TR_FAB_WR_CHECK (1ull << 63)
-
 struct tr_fab_plane {
 	struct tr_fab *fab;
 	int index;

@@ -270,17 +270,13 @@ static __attribute__((noinline)) int deliver(struct tr_fab_plane *pl, struct ibv
 
 	for (;;) {
 		for (i = 0; i < n; i++) {
-			uint64_t id = wc[i].wr_id;
 			struct tr_fab_wc w = {
-				.cookie = id & ~(TR_FAB_WR_ALONE | TR_FAB_WR_CHECK),
+				.cookie = wc[i].wr_id,
 				.len = wc[i].byte_len,
 				.why = wc[i].status ? ibv_wc_status_str(wc[i].status) : NULL,
 				.qp_num = wc[i].qp_num,
 				.has_imm = !!(wc[i].wc_flags & IBV_WC_WITH_IMM),
 				.imm = be32toh(wc[i].imm_data),
-				.read_part = id & TR_FAB_WR_CHECK   ? TR_FAB_READ_CHECK
-					     : id & TR_FAB_WR_ALONE ? TR_FAB_READ_ALONE
-								    : TR_FAB_READ_NONE,
 			};
 
 			tr_fab_wc_classify(wc[i].status, &w);

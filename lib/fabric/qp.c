@@ -233,12 +233,12 @@ int tr_fab_post_send(struct tr_qp *qp, const void *addr, uint32_t len, const str
 }
 
 /* A READ and its check (tr_fab_qp_read_wrs): a zero-length READ of the
- * same cookie behind it, nothing to read and nothing to place; the READ
- * unsignalled (enum tr_fab_read_part).  Kept off the path of the others. */
+ * same cookie behind it, nothing to read and nothing to place.  Kept off
+ * the path of the others. */
 static __attribute__((noinline)) int post_checked_read(struct tr_qp *qp, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr check = {
-		.wr_id = wr->wr_id | TR_FAB_WR_CHECK,
+		.wr_id = wr->wr_id,
 		.opcode = IBV_WR_RDMA_READ,
 		.send_flags = IBV_SEND_SIGNALED,
 		.wr.rdma = wr->wr.rdma,
@@ -246,16 +246,9 @@ static __attribute__((noinline)) int post_checked_read(struct tr_qp *qp, struct 
 	unsigned n;
 	int ret;
 
-	wr->wr_id |= TR_FAB_WR_ALONE;
-	wr->send_flags = 0;
 	wr->next = &check;
 	ret = post_n(qp, wr, "READ", &n);
-	if (n == 1) {
-		/* The READ went without its check, and unsignalled: nothing
-		 * would tell it done.  The QP goes to the error state, which
-		 * flushes it (its own completion, TR_FAB_READ_ALONE). */
-		to_error(qp);
-	}
+	/* The READ went without its check: it is done once, unchecked. */
 	return n ? (int)n : ret;
 }
 
