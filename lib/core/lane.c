@@ -128,11 +128,9 @@ static void lane_set_state(struct tr_lane *l, enum tr_lane_state s)
 	if (s == TR_LANE_UP || s == TR_LANE_FAILED)
 		l->first_use = 0; /* settled */
 	if (s == TR_LANE_UP) /* the peer accepted no new one while its old end lived */
-		l->fenced_gen = l->down_gen;
+		tr_fence_lane_up(&l->fence);
 	if (s == TR_LANE_DRAINING) {
-		l->down_gen++;
-		if (l->peer_closed) /* its end is closed already */
-			l->fenced_gen = l->down_gen;
+		tr_fence_lane_broke(&l->fence, l->peer_closed);
 		/* The flow-control engines start afresh with the next connection:
 		 * keep their error counts in the totals. */
 		l->stats.fc_timeouts += tr_fc_tx_errors(&l->fc_tx);
