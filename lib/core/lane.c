@@ -801,7 +801,14 @@ static void give_back_queued(struct tr_lane *l)
 
 static void check_drained(struct tr_lane *l)
 {
-	if (l->state != TR_LANE_DRAINING || l->sq_posted)
+	/* Not while a WRITE's completion is being handled, even its lane's
+	 * last: its request, done again or held by the redo fence, must be
+	 * where a COPY_DATA given back looks for it (tr_peer_msg_lost), or
+	 * the COPY_DATA overtakes it and the destination answers before its
+	 * data is there (chaos seed 5006: a chunk NAKed by a destination
+	 * refusing WRITEs; the copy's COPY_DATA, queued for a slot behind it,
+	 * went out on the other plane first). */
+	if (l->state != TR_LANE_DRAINING || l->sq_posted || l->in_rma_wc)
 		return;
 	/* Every send came back: what waits for a slot can overtake nothing
 	 * any more, and goes now; flushed receives do not hold it up (a stream
@@ -1559,6 +1566,7 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 	enum triad_status st = wc->status;
 
 	TR_EV(l->ctx, "rma_done", l->peer, wc->status);
+	l->in_rma_wc++;
 	/* A work request's cookie is its request (or light put), trusted to
 	 * be alive until its completion.  One compare each catches a cookie
 	 * that outlived its request (memory reused by another, which this
@@ -1617,6 +1625,7 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 		lput_ok(l, lp);
 	}
 out:
+	l->in_rma_wc--;
 	if (l->state == TR_LANE_UP) {
 		/* RMA leaves room in the send queue for every message the buffers
 		 * allow (post_rma): a message or buffer status waits for the

@@ -117,6 +117,9 @@ struct tr_lane {
 	int want_reconnect; /* broken after start-up: the progress thread retries */
 	int peer_closed;    /* it broke because the peer closed its end (a
 			     * disconnect, or its PLANE_DOWN) */
+	int in_rma_wc;	    /* WRITE or READ completions being handled:
+			     * what waits for a slot is given back only after
+			     * it (lane.c, check_drained) */
 	/* The redo fence (proto/fence.h, peer.c): a WRITE flushed by a break
 	 * may still be on its way and land at the peer, until the peer's end
 	 * of the QP is in the error state.  The lane's breaks and the latest
