@@ -393,6 +393,21 @@ static void do_get(triad_ctx_t *ctx, int from, uint64_t *s)
 			  (unsigned long long)off, (long long)bad);
 }
 
+/* A copy's destination read into buf, first filled with UNREAD; 0 when
+ * the get completed OK. */
+#define UNREAD 0xa5
+static int read_back(triad_ctx_t *ctx, char *buf, uint32_t len, int dst, uint64_t doff)
+{
+	triad_req_t *req;
+
+	memset(buf, UNREAD, len);
+	if (triad_get(ctx, buf, len, dst, WIN, doff, 0, &req)) {
+		VIOLATION("read-back of a copy not issued");
+		return -1;
+	}
+	return settle(req, "copy read-back", dst);
+}
+
 static void do_copy(triad_ctx_t *ctx, unsigned k, uint64_t *s)
 {
 	static char buf[CBLK];
@@ -413,16 +428,25 @@ static void do_copy(triad_ctx_t *ctx, unsigned k, uint64_t *s)
 	snprintf(what, sizeof(what), "copy %d -> %d (mode %u)", src, dst, mode);
 	if (settle(req, what, dst))
 		return;
-	memset(buf, 0, len);
-	if (triad_get(ctx, buf, len, dst, WIN, doff, 0, &req)) {
-		VIOLATION("read-back of a copy not issued");
+	if (read_back(ctx, buf, len, dst, doff))
 		return;
-	}
-	if (settle(req, "copy read-back", dst))
-		return;
-	if ((bad = ft_verify(buf, len, (uint32_t)src, off)) >= 0)
+	if ((bad = ft_verify(buf, len, (uint32_t)src, off)) >= 0) {
+		/* Which was wrong, the copy or the read?  Bytes the get left as
+		 * it found them, and a second read, tell. */
+		uint32_t wrong = 0, unread = 0;
+		int again;
+
+		for (uint32_t i = 0; i < len; i++) {
+			wrong += (uint8_t)buf[i] != ft_pattern((uint32_t)src, off + i);
+			unread += (uint8_t)buf[i] == UNREAD;
+		}
+		again = read_back(ctx, buf, len, dst, doff) ? -1
+			: ft_verify(buf, len, (uint32_t)src, off) >= 0;
 		VIOLATION("copy of %u B %d -> %d (mode %u) complete, byte %lld wrong at its first "
-			  "read", len, src, dst, mode, (long long)bad);
+			  "read (%u wrong, %u as the get found its buffer; read again: %s)", len,
+			  src, dst, mode, (long long)bad, wrong, unread,
+			  again < 0 ? "failed" : again ? "wrong too" : "right");
+	}
 }
 
 /* With every fault healed: each plane carries a put to every peer. */
