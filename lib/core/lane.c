@@ -1564,9 +1564,10 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 		   const struct tr_fab_wc *wc)
 {
 	enum triad_status st = wc->status;
+	int failed = st != TRIAD_S_OK; /* it may break the lane: see check_drained */
 
 	TR_EV(l->ctx, "rma_done", l->peer, wc->status);
-	l->in_rma_wc++;
+	l->in_rma_wc += failed;
 	/* A work request's cookie is its request (or light put), trusted to
 	 * be alive until its completion.  One compare each catches a cookie
 	 * that outlived its request (memory reused by another, which this
@@ -1625,7 +1626,7 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 		lput_ok(l, lp);
 	}
 out:
-	l->in_rma_wc--;
+	l->in_rma_wc -= failed;
 	if (l->state == TR_LANE_UP) {
 		/* RMA leaves room in the send queue for every message the buffers
 		 * allow (post_rma): a message or buffer status waits for the
