@@ -215,8 +215,7 @@ void td_publish(struct td *d)
 		ev_timer_again(d->loop, &d->settle_w);
 }
 
-/* Plane p goes to state (with reason), published at once. */
-static void plane_set(struct td *d, int p, uint32_t state, uint32_t reason, int faulty)
+void td_plane_set(struct td *d, int p, uint32_t state, uint32_t reason, int faulty)
 {
 	struct tr_ctl_plane_pol *e = &d->pol.plane[p];
 	uint32_t from = e->state;
@@ -380,28 +379,28 @@ void td_plane_health_changed(struct td *d, int p)
 	td_event(d, json, text);
 	if (!pl->health.healthy) {
 		pl->faults++;
-		/* A fault is a fact: the plane is left even when it is the last. */
+		/* A fault is a fact: the plane is left even when it is the last.
+		 * A degraded plane that fails is the link monitor's from now on:
+		 * it comes back when its link does. */
 		if (!e->faulty)
-			plane_set(d, p,
+			td_plane_set(d, p,
 				  tr_ctl_pstate_off(e->state) ? e->state : TR_CTL_SWITCH_PENDING,
-				  tr_ctl_pstate_off(e->state) ? e->reason : TR_CTL_R_FAULT, 1);
+				  tr_ctl_pstate_off(e->state) && e->reason != TR_CTL_R_DEGRADED
+					  ? e->reason
+					  : TR_CTL_R_FAULT,
+				  1);
 	} else if (e->reason == TR_CTL_R_FAULT) {
-		plane_set(d, p, TR_CTL_RESTORE_PENDING, TR_CTL_R_FAULT, 0);
+		td_plane_set(d, p, TR_CTL_RESTORE_PENDING, TR_CTL_R_FAULT, 0);
 	} else if (e->faulty && e->reason == TR_CTL_R_ADMIN) {
 		/* Drained by hand and broken meanwhile: mended, still drained. */
-		plane_set(d, p, e->state, e->reason, 0);
+		td_plane_set(d, p, e->state, e->reason, 0);
 	}
 }
 
 /* ---- reports ------------------------------------------------------------------------*/
-struct plane_sum {
-	unsigned switched, inflight;
-	uint64_t tx, rx;
-};
-
-static struct plane_sum plane_sum(const struct td *d, unsigned p)
+struct td_plane_sum td_plane_sum(const struct td *d, unsigned p)
 {
-	struct plane_sum s = { 0 };
+	struct td_plane_sum s = { 0 };
 
 	for (const struct tr_list *l = d->conns.next; l != &d->conns; l = l->next) {
 		const struct td_conn *c = tr_container_of(l, struct td_conn, link);
@@ -439,27 +438,27 @@ static void report_status(struct td *d, struct td_out *o, int json)
 		td_out_printf(o, "{\"version\":1,\"generation\":%llu,\"clients\":%u,\"planes\":[",
 			      (unsigned long long)tr_ctl_table_gen(d->table), nclients(d));
 	else
-		td_out_printf(o, "generation %llu, %u client(s)\n%-3s %-12s %-16s %-7s %-8s "
-			      "%-12s %-8s %-9s %s\n",
+		td_out_printf(o, "generation %llu, %u client(s)\n%-3s %-12s %-16s %-8s %-8s "
+			      "%-12s %-8s %-6s %-7s %-9s %s\n",
 			      (unsigned long long)tr_ctl_table_gen(d->table), nclients(d), "#",
-			      "plane", "state", "reason", "health", "link", "port", "switched",
-			      "inflight");
+			      "plane", "state", "reason", "health", "link", "port", "score",
+			      "weight", "switched", "inflight");
 	for (unsigned p = 0; p < d->pol.nplanes; p++) {
 		const struct tr_ctl_plane_pol *e = &d->pol.plane[p];
 		const struct tr_ctl_conf_plane *cp = &d->conf.plane[p];
 		const struct td_plane *pl = &d->plane[p];
-		struct plane_sum s = plane_sum(d, p);
+		struct td_plane_sum s = td_plane_sum(d, p);
 
 		if (!json) {
 			char link[40];
 
 			snprintf(link, sizeof(link), "%s:%s", pl->netdev[0] ? pl->netdev : "-",
 				 td_link_str(pl->link));
-			td_out_printf(o, "%-3u %-12s %-16s %-7s %-8s %-12s %-8s %-9u %u\n", p,
-				      e->name, tr_ctl_pstate_str(e->state),
+			td_out_printf(o, "%-3u %-12s %-16s %-8s %-8s %-12s %-8s %-6u %-7u %-9u %u\n",
+				      p, e->name, tr_ctl_pstate_str(e->state),
 				      tr_ctl_reason_str(e->reason),
 				      pl->health.healthy ? "healthy" : "faulty", link, port_str(pl),
-				      s.switched, s.inflight);
+				      pl->dgr.score, e->weight, s.switched, s.inflight);
 			continue;
 		}
 		td_out_printf(o, "%s{\"index\":%u,\"name\":", p ? "," : "", p);
@@ -473,9 +472,12 @@ static void report_status(struct td *d, struct td_out *o, int json)
 		td_out_printf(o, ",\"device\":");
 		td_out_json_str(o, cp->device);
 		td_out_printf(o, ",\"port\":%u,\"port_state\":\"%s\",\"clients_switched\":%u,"
-			      "\"inflight\":%u,\"tx_bytes\":%llu,\"rx_bytes\":%llu}",
+			      "\"inflight\":%u,\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"score\":%u,"
+			      "\"weight\":%u,\"degraded\":%s,\"degrades\":%llu,\"hold_ms\":%u}",
 			      cp->port, port_str(pl), s.switched, s.inflight,
-			      (unsigned long long)s.tx, (unsigned long long)s.rx);
+			      (unsigned long long)s.tx, (unsigned long long)s.rx, pl->dgr.score,
+			      e->weight, pl->dgr.degraded ? "true" : "false",
+			      (unsigned long long)pl->dgr.degrades, pl->dgr.hold_ms);
 	}
 	if (json)
 		td_out_printf(o, "]}");
@@ -578,6 +580,20 @@ static void report_stats(struct td *d, struct td_out *o, int json)
 		td_out_printf(o, "]}");
 }
 
+/* [health], as text lines or a JSON object's members. */
+static void report_health(const struct tr_ctl_dgr_cfg *h, struct td_out *o, int json)
+{
+	td_out_printf(o,
+		      json ? "\"health\":{\"degrade\":%s,\"errors_permille\":%u,"
+			     "\"latency_ratio\":%u,\"min_packets\":%u,\"degrade_ms\":%u,"
+			     "\"restore_ms\":%u,\"restore_max_ms\":%u},"
+			   : "health degrade %s errors_permille %u latency_ratio %u min_packets %u "
+			     "degrade_ms %u restore_ms %u restore_max_ms %u\n",
+		      h->enabled ? (json ? "true" : "yes") : (json ? "false" : "no"),
+		      h->errors_permille, h->latency_ratio, h->min_packets, h->degrade_ms,
+		      h->restore_ms, h->restore_max_ms);
+}
+
 static void report_config(struct td *d, struct td_out *o, int json)
 {
 	const struct tr_ctl_conf *c = &d->conf;
@@ -596,6 +612,7 @@ static void report_config(struct td *d, struct td_out *o, int json)
 			td_out_printf(o, "plane %s device %s port %u netdev %s\n",
 				      c->plane[p].name, c->plane[p].device, c->plane[p].port,
 				      d->plane[p].netdev[0] ? d->plane[p].netdev : "-");
+		report_health(&c->health, o, 0);
 		td_knobs_report(d, o, 0);
 		return;
 	}
@@ -606,8 +623,10 @@ static void report_config(struct td *d, struct td_out *o, int json)
 	td_out_printf(o, ",\"group\":");
 	td_out_json_str(o, c->group);
 	td_out_printf(o, ",\"socket_mode\":\"0%o\",\"debounce_down_ms\":%u,\"debounce_up_ms\":%u,"
-		      "\"counters_ms\":%u},\"planes\":[",
+		      "\"counters_ms\":%u},",
 		      c->socket_mode, c->debounce_down_ms, c->debounce_up_ms, c->counters_ms);
+	report_health(&c->health, o, 1);
+	td_out_printf(o, "\"planes\":[");
 	for (int p = 0; p < c->nplanes; p++) {
 		td_out_printf(o, "%s{\"name\":", p ? "," : "");
 		td_out_json_str(o, c->plane[p].name);
@@ -739,7 +758,7 @@ static void plane_cmd(struct td_conn *c, unsigned op, int p, unsigned flags, uin
 			return;
 		}
 		if (off || e->faulty)
-			plane_set(d, p, TR_CTL_RESTORE_PENDING, e->reason, 0);
+			td_plane_set(d, p, TR_CTL_RESTORE_PENDING, e->reason, 0);
 	} else {
 		if (!off && !force && !tr_ctl_other_live(&d->pol, (unsigned)p)) {
 			snprintf(msg, sizeof(msg), "plane %s is the last live plane: not %s; "
@@ -748,8 +767,10 @@ static void plane_cmd(struct td_conn *c, unsigned op, int p, unsigned flags, uin
 			reply_msg(c, -EBUSY, TR_CTL_REFUSED, p, msg);
 			return;
 		}
-		if (!off || (op == TR_CTL_OP_FAIL && !e->faulty))
-			plane_set(d, p, off ? e->state : TR_CTL_SWITCH_PENDING,
+		/* A degraded plane drained or failed by hand stays so: the
+		 * operator's reason replaces the daemon's. */
+		if (!off || (op == TR_CTL_OP_FAIL && !e->faulty) || e->reason == TR_CTL_R_DEGRADED)
+			td_plane_set(d, p, off ? e->state : TR_CTL_SWITCH_PENDING,
 				  op == TR_CTL_OP_FAIL ? TR_CTL_R_FAIL : TR_CTL_R_ADMIN,
 				  op == TR_CTL_OP_FAIL || e->faulty);
 	}

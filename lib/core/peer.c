@@ -51,7 +51,7 @@ static void choice_in(const struct triad_ctx *ctx, const struct tr_peer *p, int 
 
 	in->live = tr_peer_plane_open(ctx, p, q);
 	in->occ = in->live ? (uint32_t)l->sq_posted + l->nqueued : 0;
-	in->cont = 0; /* the contention rules are not used in the data path */
+	in->cont = ctx->plane_weight[q]; /* triadd's weight of the plane (ctl.c) */
 }
 
 /* Adaptive choice (proto/choice): the plane the switch gives may hand
