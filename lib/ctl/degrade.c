@@ -94,6 +94,8 @@ uint32_t tr_ctl_dgr_weight(uint32_t score)
 enum tr_ctl_dgr_step tr_ctl_dgr_step(const struct tr_ctl_dgr_cfg *c, struct tr_ctl_dgr *s,
 				     uint32_t score, int may_degrade, uint64_t now_ns)
 {
+	int probation;
+
 	if (score != TR_CTL_DGR_UNKNOWN)
 		s->score = score;
 	if (!s->degraded) {
@@ -104,10 +106,15 @@ enum tr_ctl_dgr_step tr_ctl_dgr_step(const struct tr_ctl_dgr_cfg *c, struct tr_c
 		if (!s->bad)
 			s->since = now_ns;
 		s->bad = 1;
-		if (!c->enabled || !may_degrade || now_ns - s->since < c->degrade_ms * MS)
+		/* On probation (restored less than twice its hold ago) the plane
+		 * proved bad already: its first bad period degrades it again,
+		 * so a fault that stays costs one period per probation. */
+		probation = s->restored && now_ns - s->restored_at < 2 * (uint64_t)s->hold_ms * MS;
+		if (!c->enabled || !may_degrade ||
+		    (!probation && now_ns - s->since < c->degrade_ms * MS))
 			return TR_CTL_DGR_STAY;
 		/* Back within its probation: the hold doubles. */
-		if (s->restored && now_ns - s->restored_at < 2 * (uint64_t)s->hold_ms * MS)
+		if (probation)
 			s->hold_ms = s->hold_ms * 2 > c->restore_max_ms ? c->restore_max_ms
 									: s->hold_ms * 2;
 		else

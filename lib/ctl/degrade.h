@@ -33,12 +33,15 @@
  *          after another plane is in use again
  *   a degraded plane is restored once it has been clean (or without
  *          evidence) without a break for its hold.  It carries no traffic
- *          while degraded, so it reads clean: the restore is a probation
- *   the hold is restore_ms; a plane degraded again within twice its hold
- *          of its restore gets twice the hold, at most restore_max_ms.
- *   So a plane whose fault stays comes back for at most degrade_ms at a
- *   time, less and less often (restore_ms, 2x, 4x ... up to
- *   restore_max_ms apart), and one whose fault has gone stays back.
+ *          while degraded, so it reads clean: the restore is a probation,
+ *          for twice its hold
+ *   a plane bad on its probation is degraded again in its first bad
+ *          period (it proved bad before: no degrade_ms wait), with twice
+ *          the hold, at most restore_max_ms; the hold is restore_ms
+ *          otherwise.
+ *   So a plane whose fault stays comes back for one period at a time,
+ *   less and less often (restore_ms, 2x, 4x ... up to restore_max_ms
+ *   apart), and one whose fault has gone stays back.
  *
  * Pure: the caller passes the time and the counters' deltas. */
 #ifndef TRIAD_CTL_DEGRADE_H
