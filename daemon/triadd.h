@@ -73,6 +73,9 @@ struct td_plane {
 	uint64_t pkts_was, errs_was, tx_was;
 	int have_was;
 	struct tr_ctl_dgr dgr;
+	/* Bytes the processes gone had moved on the plane while connected,
+	 * so that the metrics' totals never go back (server.c, m_tx). */
+	uint64_t tx_gone, rx_gone;
 };
 
 enum td_conn_kind { TD_CONN_NEW, TD_CONN_CLIENT, TD_CONN_CTL };
@@ -96,6 +99,10 @@ struct td_conn {
 	char name[TR_CTL_NAME_MAX];
 	struct tr_ctl_counters *counters; /* mapped read-only; NULL until COUNTERS */
 	unsigned counters_np;		  /* its nplanes, read once at COUNTERS (table.h) */
+	/* Its bytes per plane when it was mapped: the metrics' totals count
+	 * what it moved while this daemon watched (a process that connects
+	 * again is not counted twice). */
+	uint64_t tx_base[TRIAD_MAX_PLANES], rx_base[TRIAD_MAX_PLANES];
 	uint64_t since_ns;
 	int monitor;		/* monitor: events go to it */
 	int dead;		/* closed; freed by the reaper */
