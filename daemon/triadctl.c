@@ -468,6 +468,10 @@ static int top_cmd(const char *path, int argc, char **argv, unsigned flags)
 	/* Redrawn in place on a terminal that can; else one table after
 	 * another, plain. */
 	screen = !once && isatty(1) && term && *term && strcmp(term, "dumb");
+	/* The handlers first: a Ctrl-C must find the terminal's modes put
+	 * back. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	keys = !once && isatty(0) && !tcgetattr(0, &tio);
 	if (keys) {
 		raw = tio;
@@ -476,8 +480,6 @@ static int top_cmd(const char *path, int argc, char **argv, unsigned flags)
 		raw.c_cc[VTIME] = 0;
 		tcsetattr(0, TCSANOW, &raw);
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	rc = top_sample(path, prev, &at_prev);
 	if (!rc && !once) {
 		tr_ctl_top_frame(NULL, prev, 0, frame, sizeof(frame));
