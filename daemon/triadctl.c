@@ -425,6 +425,14 @@ static int top_wait(double secs, int keys)
 	}
 }
 
+/* One refresh: redrawn in place on a screen, else after the last one. */
+static void top_show(const char *path, double secs, int screen, const char *frame)
+{
+	printf("%striadd %s, every %.1f s; q or Ctrl-C quits\n%s%s", screen ? "\033[H\033[J" : "",
+	       path, secs, frame, screen ? "" : "\n");
+	fflush(stdout);
+}
+
 /* top [--interval S] [--once] */
 static int top_cmd(const char *path, int argc, char **argv, unsigned flags)
 {
@@ -483,9 +491,7 @@ static int top_cmd(const char *path, int argc, char **argv, unsigned flags)
 	rc = top_sample(path, prev, &at_prev);
 	if (!rc && !once) {
 		tr_ctl_top_frame(NULL, prev, 0, frame, sizeof(frame));
-		printf("%striadd %s, every %.1f s; q or Ctrl-C quits\n%s%s", screen ? "\033[H\033[J" : "",
-		       path, secs, frame, screen ? "" : "\n");
-		fflush(stdout);
+		top_show(path, secs, screen, frame);
 	}
 	while (!rc && !top_wait(secs, keys)) {
 		rc = top_sample(path, now, &at_now);
@@ -496,9 +502,7 @@ static int top_cmd(const char *path, int argc, char **argv, unsigned flags)
 			fputs(frame, stdout);
 			break;
 		}
-		printf("%striadd %s, every %.1f s; q or Ctrl-C quits\n%s%s", screen ? "\033[H\033[J" : "",
-		       path, secs, frame, screen ? "" : "\n");
-		fflush(stdout);
+		top_show(path, secs, screen, frame);
 		t = prev, prev = now, now = t;
 		at_prev = at_now;
 	}
