@@ -76,6 +76,10 @@ static int adapt(struct triad_ctx *ctx, struct tr_peer *p, unsigned plane)
 	if (tr_choice_decide(&ctx->choice, in, (unsigned)ctx->nplanes, &m, &out) ||
 	    out.plane == TR_CHOICE_NONE || !out.detour)
 		return (int)plane;
+	/* Counted by the lane that takes it over, as tr_lane_move() counts a
+	 * message moved while it waits: with a low TRIAD_ADAPTIVE_T most
+	 * detours are taken here, and few messages are left to wait. */
+	p->lane[out.plane].stats.detours++;
 	return out.plane;
 }
 
