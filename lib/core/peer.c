@@ -51,7 +51,7 @@ static void choice_in(const struct triad_ctx *ctx, const struct tr_peer *p, int 
 
 	in->live = tr_peer_plane_open(ctx, p, q);
 	in->occ = in->live ? (uint32_t)l->sq_posted + l->nqueued : 0;
-	in->cont = 0; /* the contention rules are not used in the data path */
+	in->cont = ctx->plane_weight[q]; /* triadd's weight of the plane (ctl.c) */
 }
 
 /* Adaptive choice (proto/choice): the plane the switch gives may hand
@@ -76,6 +76,10 @@ static int adapt(struct triad_ctx *ctx, struct tr_peer *p, unsigned plane)
 	if (tr_choice_decide(&ctx->choice, in, (unsigned)ctx->nplanes, &m, &out) ||
 	    out.plane == TR_CHOICE_NONE || !out.detour)
 		return (int)plane;
+	/* Counted by the lane that takes it over, as tr_lane_move() counts a
+	 * message moved while it waits: with a low TRIAD_ADAPTIVE_T most
+	 * detours are taken here, and few messages are left to wait. */
+	p->lane[out.plane].stats.detours++;
 	return out.plane;
 }
 
