@@ -184,6 +184,31 @@ static int exit_of(const struct tr_ctl_msg *m)
 	return m->u.reply.code == TR_CTL_BAD_CMD ? EXIT_USAGE : EXIT_REFUSED;
 }
 
+/* Connects, sends cmd and waits up to wait_ms for its reply, in *m (read
+ * with rx).  The connection, or minus the exit status when there is no
+ * reply (said on stderr). */
+static int ask(const char *path, struct tr_ctl_msg *cmd, int wait_ms, struct tr_ctl_rx *rx,
+	       struct tr_ctl_msg *m)
+{
+	int fd = connect_to(path), ret;
+
+	if (fd < 0)
+		return -EXIT_UNREACHABLE;
+	ret = tr_ctl_send(fd, cmd, -1, REPLY_TIMEOUT_MS);
+	/* A daemon that refused us answered and closed before our command
+	 * went out: its answer is still there to read. */
+	if (!ret || ret == -EPIPE || ret == -ECONNRESET)
+		ret = tr_ctl_rx_wait(fd, rx, m, wait_ms);
+	if (ret == 1 && m->type != TR_CTL_REPLY)
+		ret = -EPROTO;
+	if (ret == 1)
+		return fd;
+	fprintf(stderr, "triadctl: triadd at %s: %s\n", path,
+		ret == 0 ? "closed the connection" : strerror(-ret));
+	close(fd);
+	return -(ret == -ETIMEDOUT ? EXIT_TIMEOUT : EXIT_UNREACHABLE);
+}
+
 static int run(const char *path, struct tr_ctl_msg *cmd, int wait_ms)
 {
 	struct tr_ctl_rx *rx = malloc(sizeof(*rx));
@@ -193,22 +218,9 @@ static int run(const char *path, struct tr_ctl_msg *cmd, int wait_ms)
 	if (!rx)
 		return EXIT_REFUSED;
 	tr_ctl_rx_init(rx);
-	fd = connect_to(path);
+	fd = ask(path, cmd, wait_ms, rx, &m);
 	if (fd < 0) {
-		free(rx);
-		return EXIT_UNREACHABLE;
-	}
-	ret = tr_ctl_send(fd, cmd, -1, REPLY_TIMEOUT_MS);
-	/* A daemon that refused us answered and closed before our command
-	 * went out: its answer is still there to read. */
-	if (!ret || ret == -EPIPE || ret == -ECONNRESET)
-		ret = tr_ctl_rx_wait(fd, rx, &m, wait_ms);
-	if (ret == 1 && m.type != TR_CTL_REPLY)
-		ret = -EPROTO;
-	if (ret != 1) {
-		fprintf(stderr, "triadctl: triadd at %s: %s\n", path,
-			ret == 0 ? "closed the connection" : strerror(-ret));
-		rc = ret == -ETIMEDOUT ? EXIT_TIMEOUT : EXIT_UNREACHABLE;
+		rc = -fd;
 		goto out;
 	}
 	rc = exit_of(&m);
@@ -231,8 +243,8 @@ static int run(const char *path, struct tr_ctl_msg *cmd, int wait_ms)
 		}
 		printf("%.*s\n", (int)m.u.event.text_len, m.u.event.text);
 	}
-out:
 	close(fd);
+out:
 	tr_ctl_rx_reset(rx);
 	free(rx);
 	return rc;
@@ -245,26 +257,15 @@ static int fetch(const char *path, struct tr_ctl_msg *cmd, char **text, size_t *
 {
 	struct tr_ctl_rx *rx = malloc(sizeof(*rx));
 	struct tr_ctl_msg m;
-	int fd, ret, rc;
+	int fd, rc;
 
 	*text = NULL;
 	if (!rx)
 		return EXIT_REFUSED;
 	tr_ctl_rx_init(rx);
-	fd = connect_to(path);
+	fd = ask(path, cmd, REPLY_TIMEOUT_MS, rx, &m);
 	if (fd < 0) {
-		free(rx);
-		return EXIT_UNREACHABLE;
-	}
-	ret = tr_ctl_send(fd, cmd, -1, REPLY_TIMEOUT_MS);
-	if (!ret || ret == -EPIPE || ret == -ECONNRESET)
-		ret = tr_ctl_rx_wait(fd, rx, &m, REPLY_TIMEOUT_MS);
-	if (ret == 1 && m.type != TR_CTL_REPLY)
-		ret = -EPROTO;
-	if (ret != 1) {
-		fprintf(stderr, "triadctl: triadd at %s: %s\n", path,
-			ret == 0 ? "closed the connection" : strerror(-ret));
-		rc = ret == -ETIMEDOUT ? EXIT_TIMEOUT : EXIT_UNREACHABLE;
+		rc = -fd;
 	} else if ((rc = exit_of(&m)) != EXIT_OK) {
 		print_text(stderr, "triadctl: ", m.u.reply.text, m.u.reply.text_len);
 	} else if (!(*text = strndup(m.u.reply.text, m.u.reply.text_len))) {
@@ -273,7 +274,8 @@ static int fetch(const char *path, struct tr_ctl_msg *cmd, char **text, size_t *
 	} else {
 		*len = m.u.reply.text_len;
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	tr_ctl_rx_reset(rx);
 	free(rx);
 	return rc;
