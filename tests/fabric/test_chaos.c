@@ -305,15 +305,12 @@ static const char *inside_fault(triad_ctx_t *ctx, int kind, int plane, int *hold
 	return "drain";
 }
 
-/* Rank 0's nemesis takes the faults from outside and its own planes';
- * every other rank's, its own planes' only (--inside-gap), so that faults
- * from inside come several at once, on both ends of a connection. */
 /* ---- the watchdog ------------------------------------------------------------ */
 /* Every peer's orderer keeps sending; a rank that handles none of it for
  * STALL_S is stalled (chaos seed 6015: a rank's library silent for over
  * 10 s, its peers declaring it lost).  Once per stall, every thread's
- * name, kernel wait channel and kernel stack go to stderr, so that the
- * run names the call it is stuck in. */
+ * name, kernel wait channel, system call and kernel stack go to stderr,
+ * so that the run names the call it is stuck in. */
 #define STALL_S 4
 
 static void dump_file(const char *path, const char *what, const char *tid)
@@ -344,6 +341,8 @@ static void dump_threads(void)
 		dump_file(path, "name", e->d_name);
 		snprintf(path, sizeof(path), "/proc/self/task/%s/wchan", e->d_name);
 		dump_file(path, "waits in", e->d_name);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", e->d_name);
+		dump_file(path, "in system call", e->d_name);
 		snprintf(path, sizeof(path), "/proc/self/task/%s/stack", e->d_name);
 		dump_file(path, "kernel stack", e->d_name);
 	}
@@ -375,6 +374,9 @@ static void *watchdog(void *arg)
 	return NULL;
 }
 
+/* Rank 0's nemesis takes the faults from outside and its own planes';
+ * every other rank's, its own planes' only (--inside-gap), so that faults
+ * from inside come several at once, on both ends of a connection. */
 static void *nemesis(void *arg)
 {
 	triad_ctx_t *ctx = arg;
