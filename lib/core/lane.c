@@ -1544,6 +1544,50 @@ static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
 	check_drained(l); /* a post of the pumps above may have broken it */
 }
 
+int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq)
+{
+	unsigned type;
+	struct tr_msg m;
+
+	if (len < TR_WIRE_HDR_LEN || tr_wire_prio(data) != prio)
+		return 0;
+	type = tr_wire_type(data);
+	if (type == TR_MSG_BSM)
+		return 0;
+	if (type != TR_MSG_SEQ_SKIP)
+		return tr_wire_seq(data) == seq;
+	if (tr_msg_decode(data, (size_t)len, &m))
+		return 0;
+	for (unsigned i = 0; i < m.u.seq_skip.count; i++)
+		if (m.u.seq_skip.seq[i] == seq)
+			return 2;
+	return 0;
+}
+
+const char *tr_lane_seq_where(const struct tr_lane *l, unsigned prio, uint32_t seq)
+{
+	static const char *const queued[] = { NULL, "queued", "its SEQ_SKIP queued" };
+	static const char *const posted[] = { NULL, "in flight", "its SEQ_SKIP in flight" };
+
+	for (const struct tr_list *e = l->msgq[prio].next; e != &l->msgq[prio]; e = e->next) {
+		const struct queued_msg *q = tr_container_of(e, struct queued_msg, link);
+		int c = tr_msg_carries(q->data, q->len, prio, seq);
+
+		if (c)
+			return queued[c];
+	}
+	for (int i = 0; l->tx && i < l->ntx; i++) { /* the send buffers not free */
+		const struct tr_buf *b = &l->tx[i], *f;
+		int c;
+
+		for (f = l->tx_free; f && f != b; f = f->next_free)
+			;
+		if (!f && (c = tr_msg_carries(b->data, b->len, prio, seq)))
+			return posted[c];
+	}
+	return NULL;
+}
+
 void tr_lane_pump(struct tr_lane *l)
 {
 	pump(l);

@@ -191,6 +191,12 @@ int tr_lane_movable(const struct tr_lane *l, unsigned prio);
 int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio);
 /* Posts what the lane's queues may post now. */
 void tr_lane_pump(struct tr_lane *l);
+/* For a diagnosis: 1 when the encoded message data is number seq of
+ * prio, 2 when it is a SEQ_SKIP that carries it, else 0; and where on l
+ * such a message is ("queued", "in flight", "its SEQ_SKIP queued", ...),
+ * or NULL. */
+int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq);
+const char *tr_lane_seq_where(const struct tr_lane *l, unsigned prio, uint32_t seq);
 /* A handler is done with a kept receive buffer: free its slot. */
 void tr_lane_release(struct tr_buf *b);
 /* One flow-control timer period passed. */

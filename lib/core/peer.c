@@ -231,6 +231,9 @@ int tr_peer_alive(const struct triad_ctx *ctx, int peer)
 	return 0;
 }
 
+static const char *oldest_where(const struct triad_ctx *ctx, const struct tr_peer *p,
+				unsigned prio, uint32_t seq, int *plane);
+
 #define PUTF(...)                                                                      \
 	do {                                                                           \
 		if (at < n)                                                            \
@@ -268,6 +271,20 @@ void tr_peer_describe(const struct triad_ctx *ctx, int peer, char *buf, size_t n
 	     : p->rejoin == TR_REJOIN_LOST ? "; lost (not back in time)" : "",
 	     p->awaiting ? "; operations and messages wait for a connection" : "",
 	     p->gone ? "; said BYE" : "");
+	/* What holds each stream: where its oldest unsettled number is. */
+	for (unsigned q = 0; q < TR_FC_NPRIO; q++) {
+		uint32_t seq = tr_stream_tx_base(&p->stx[q]);
+		const char *where;
+		int plane = -1;
+
+		if (!tr_stream_tx_unsettled(&p->stx[q]))
+			continue;
+		where = oldest_where(ctx, p, q, seq, &plane);
+		if (plane >= 0)
+			PUTF("; %u of priority %u: %s on plane %d", seq, q, where, plane);
+		else
+			PUTF("; %u of priority %u: %s", seq, q, where);
+	}
 }
 
 #undef PUTF
@@ -518,6 +535,37 @@ struct tr_await_msg {
 	int len;
 	char data[];
 };
+
+/* Where number seq of prio to p is, for a diagnosis (tr_peer_describe):
+ * every place a number waits or travels; "nowhere" is a number leaked. */
+static const char *oldest_where(const struct triad_ctx *ctx, const struct tr_peer *p,
+				unsigned prio, uint32_t seq, int *plane)
+{
+	const char *where;
+
+	if (tr_stream_tx_is_lost(&p->stx[prio], seq))
+		return "lost, not told yet";
+	for (int q = 0; q < ctx->nplanes; q++)
+		if ((where = tr_lane_seq_where(&p->lane[q], prio, seq))) {
+			*plane = q;
+			return where;
+		}
+	for (const struct tr_list *e = p->await_msgs.next; e != &p->await_msgs; e = e->next) {
+		const struct tr_await_msg *a = tr_container_of(e, struct tr_await_msg, link);
+
+		if (tr_msg_carries(a->data, a->len, prio, seq))
+			return "waiting for a connection";
+	}
+	for (const struct tr_list *e = p->fenceq.next; e != &p->fenceq; e = e->next) {
+		const struct tr_fence_wait *w = tr_container_of(e, struct tr_fence_wait, link);
+		const struct tr_raw_msg *r = w->req ? w->req->then_raw : NULL;
+
+		if ((!w->req && tr_msg_carries(w->data, w->len, prio, seq)) ||
+		    (r && tr_msg_carries(r->data, r->len, prio, seq)))
+			return "held by the redo fence";
+	}
+	return "in no queue, send buffer, wait or fence (behind a copy's chunks, or leaked)";
+}
 
 /* Past the connect timeout, a margin for the last attempt's answer. */
 #define AWAIT_SLACK_MS 5000

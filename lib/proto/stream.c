@@ -72,6 +72,11 @@ unsigned tr_stream_tx_tellable(const struct tr_stream_tx *tx)
 	return n;
 }
 
+bool tr_stream_tx_is_lost(const struct tr_stream_tx *tx, uint32_t seq)
+{
+	return unsettled(tx, seq) && lost_bit(tx, seq);
+}
+
 unsigned tr_stream_tx_skips(struct tr_stream_tx *tx, uint32_t *out, unsigned max)
 {
 	unsigned n = 0;

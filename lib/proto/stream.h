@@ -112,6 +112,8 @@ static inline unsigned tr_stream_tx_nlost(const struct tr_stream_tx *tx)
 	return tx->nlost;
 }
 unsigned tr_stream_tx_tellable(const struct tr_stream_tx *tx);
+/* Whether seq is lost and not yet handed to a SEQ_SKIP. */
+bool tr_stream_tx_is_lost(const struct tr_stream_tx *tx, uint32_t seq);
 
 static inline uint32_t tr_stream_tx_base(const struct tr_stream_tx *tx)
 {

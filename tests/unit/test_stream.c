@@ -84,12 +84,16 @@ static void test_tx_lost_and_skips(void **state)
 	assert_int_equal(tr_stream_tx_lost(&tx, 101), 0);
 	assert_int_equal(tr_stream_tx_lost(&tx, 103), 0);
 	assert_int_equal(tr_stream_tx_nlost(&tx), 3);
+	assert_true(tr_stream_tx_is_lost(&tx, 101) && tr_stream_tx_is_lost(&tx, 108));
+	assert_false(tr_stream_tx_is_lost(&tx, 100) || tr_stream_tx_is_lost(&tx, 99) ||
+		     tr_stream_tx_is_lost(&tx, 110));
 	/* Only within the window (100 .. 103), lowest first, at most max. */
 	assert_int_equal(tr_stream_tx_tellable(&tx), 2);
 	assert_int_equal(tr_stream_tx_skips(&tx, out, 1), 1);
 	assert_int_equal(out[0], 101);
 	assert_int_equal(tr_stream_tx_skips(&tx, out, 8), 1);
 	assert_int_equal(out[0], 103);
+	assert_false(tr_stream_tx_is_lost(&tx, 103)); /* handed to a SEQ_SKIP */
 	assert_int_equal(tr_stream_tx_skips(&tx, out, 8), 0);
 	assert_int_equal(tr_stream_tx_nlost(&tx), 1);
 	/* The SEQ_SKIP carrying 103 was lost: 103 is lost again. */
@@ -108,6 +112,7 @@ static void test_tx_lost_and_skips(void **state)
 		tr_stream_tx_settled(&tx, s);
 	assert_int_equal(tr_stream_tx_tellable(&tx), 1);
 	assert_true(tr_stream_tx_settled(&tx, 108));
+	assert_false(tr_stream_tx_is_lost(&tx, 108)); /* settled */
 	assert_int_equal(tr_stream_tx_nlost(&tx), 0);
 	assert_int_equal(tr_stream_tx_skips(&tx, out, 8), 0);
 }
