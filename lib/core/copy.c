@@ -60,8 +60,12 @@ static uint64_t carry_max(void *arg, uint32_t rank)
 	return slot - TR_WIRE_HDR_LEN - TR_WIRE_COPY_LEN;
 }
 
+static int on_copy_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
+static void on_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st);
+
 int tr_copy_setup(struct triad_ctx *ctx)
 {
+	static const struct tr_peer_hooks hooks = { .lost = on_peer_lost };
 	struct tr_copy_cfg cfg = {
 		.rank = (uint32_t)ctx->rank,
 		.nranks = (uint32_t)ctx->size,
@@ -88,7 +92,8 @@ int tr_copy_setup(struct triad_ctx *ctx)
 		tr_error("cannot set up the copy engine for %d ops", ctx->cfg.copy_ops);
 		return -ENOMEM;
 	}
-	return 0;
+	tr_peer_handle(ctx, TR_MSG_COPY, on_copy_msg);
+	return tr_peer_hooks_add(ctx, &hooks);
 }
 
 static void exec(struct triad_ctx *ctx, const struct tr_copy_act *a, int n);
@@ -123,10 +128,18 @@ void tr_copy_progress(struct triad_ctx *ctx)
 	DRAIN(ctx, tr_copy_tick(&ctx->copy, tr_now_ns(), ACTS));
 }
 
-void tr_copy_peer_lost(struct triad_ctx *ctx, int peer)
+static void peer_lost(struct triad_ctx *ctx, int peer)
 {
 	tr_info("rank %d is unreachable on every plane: failing its copies", peer);
 	DRAIN(ctx, tr_copy_peer_gone(&ctx->copy, (uint32_t)peer, ACTS));
+}
+
+/* The peer hook: not while starting or closing (the teardown cancels). */
+static void on_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
+{
+	(void)st;
+	if (ctx->initialized && !ctx->closing)
+		peer_lost(ctx, peer);
 }
 
 /* ---- actions -----------------------------------------------------------------*/
@@ -147,7 +160,7 @@ static struct triad_req *internal_req(struct triad_ctx *ctx, enum tr_req_kind ki
 }
 
 /* COPY_START's message request: it arrived, or cannot be delivered (the
- * engine hears of a lost source through tr_copy_peer_lost). */
+ * engine hears of a lost source through peer_lost). */
 static void start_delivered(struct triad_req *req)
 {
 	if (req->status == TRIAD_S_OK)
@@ -183,7 +196,7 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		 * await_settle): it waits too. */
 		if (l->state != TR_LANE_UP && tr_peer_await(ctx, (int)a->to)) {
 			if (tr_peer_send_chosen(l, &m, prio[a->msg], NULL))
-				tr_copy_peer_lost(ctx, (int)a->to);
+				peer_lost(ctx, (int)a->to);
 			return;
 		}
 
@@ -199,7 +212,7 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 			free(then); /* cannot defer: the chunks' failure will fail the op */
 		}
 		if (tr_peer_send_on(l, &m, prio[a->msg], NULL))
-			tr_copy_peer_lost(ctx, (int)a->to);
+			peer_lost(ctx, (int)a->to);
 		return;
 	}
 	if (a->msg == TR_COPY_START) {
@@ -213,12 +226,12 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		}
 		if (tr_peer_send(ctx, (int)a->to, &m, prio[a->msg], req)) {
 			free(req);
-			tr_copy_peer_lost(ctx, (int)a->to);
+			peer_lost(ctx, (int)a->to);
 		}
 		return;
 	}
 	if (tr_peer_send(ctx, (int)a->to, &m, prio[a->msg], NULL))
-		tr_copy_peer_lost(ctx, (int)a->to);
+		peer_lost(ctx, (int)a->to);
 }
 
 static void act_lookup(struct triad_ctx *ctx, const struct tr_copy_act *a)
@@ -345,7 +358,7 @@ static void act_carry(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		return;
 	free(req);
 	if (ret == -ENOTCONN) {
-		tr_copy_peer_lost(ctx, (int)a->to);
+		peer_lost(ctx, (int)a->to);
 		return;
 	}
 	/* no memory; too big for a slot the peer announced late */
@@ -449,15 +462,19 @@ void tr_copy_req_done(struct triad_req *req, enum triad_status st)
 	exec(ctx, acts, n);
 }
 
-void tr_copy_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+static int on_copy_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
+	struct triad_ctx *ctx = l->ctx;
+	int peer = l->peer;
 	struct tr_copy_act acts[TR_COPY_ACTS];
 	int n = tr_copy_recv(&ctx->copy, (enum tr_copy_msg)m->u.copy.kind, (uint32_t)peer,
 			     &m->u.copy.hdr, m->u.copy.data, m->u.copy.carried, acts, TR_COPY_ACTS);
 
+	(void)b;
 	TR_EV(ctx, "copy_rx", peer, m->u.copy.kind);
 	if (n > 0)
 		exec(ctx, acts, n);
+	return 0;
 }
 
 /* ---- API -------------------------------------------------------------------------*/

@@ -445,6 +445,7 @@ static int open_peers(triad_ctx_t *ctx)
 		for (int p = 0; p < ctx->nplanes; p++)
 			tr_lane_init(ctx, &ctx->peers[r].lane[p], r, p);
 	}
+	tr_peer_setup(ctx);
 	return tr_planes_setup(ctx);
 }
 
@@ -557,8 +558,16 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 		ret = tr_progress_setup(ctx);
 	if (!ret)
 		ret = open_peers(ctx);
+	/* The features register their messages and peer hooks (the lost
+	 * hooks run in this order: windows, copies, broadcasts). */
 	if (!ret)
+		ret = tr_win_setup(ctx);
+	if (!ret)
+		ret = tr_am_setup(ctx);
+	if (!ret) {
+		tr_barrier_setup(ctx);
 		ret = tr_copy_setup(ctx);
+	}
 	if (!ret)
 		ret = tr_bcast_setup(ctx);
 	if (!ret)
@@ -698,7 +707,7 @@ void triad_fini(triad_ctx_t *ctx)
 			tr_lane_destroy(&ctx->peers[r].lane[p]);
 		tr_rwins_free(ctx, &ctx->peers[r]);
 		tr_rma_peer_free(&ctx->peers[r]);
-		tr_peer_free(&ctx->peers[r]);
+		tr_peer_free(ctx, &ctx->peers[r]);
 	}
 	if (ctx->peers)
 		tr_lane_orphans_free(&ctx->orphans);

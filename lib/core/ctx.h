@@ -250,6 +250,33 @@ struct tr_raw_msg {
 
 struct tr_pmix;
 
+/* ---- what features register (peer.c calls it) ----------------------------------*/
+/* The handler of one message type, registered by the feature that owns
+ * the type, in its setup (tr_peer_handle), before the progress thread
+ * starts: m arrived on l, in order and once (peer.c judged its number);
+ * b is its receive buffer when the handler may keep it (an active
+ * message), else NULL.  1 when the handler kept b (tr_lane_release()
+ * gives it back). */
+typedef int (*tr_msg_fn)(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
+
+/* What a feature hears of peers (tr_peer_hooks_add in its setup; any may
+ * be NULL).  Hooks of one kind run in the order they were added. */
+struct tr_peer_hooks {
+	/* p's receive stream of priority prio moved on (a message handled,
+	 * or numbers skipped): what a feature held back for order may go. */
+	void (*rx_moved)(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio);
+	/* No lane reaches peer, and the wait for its connection (lazy, or
+	 * rejoin) gave up: what waited for it fails with st. */
+	void (*unreached)(struct triad_ctx *ctx, int peer, enum triad_status st);
+	/* peer is lost: a lane of it broke (or TRIAD_REJOIN_MS ran out) and
+	 * no lane reaches it, none is being set up, none is awaited back
+	 * (tr_peer_alive); st says why.  Also while closing. */
+	void (*lost)(struct triad_ctx *ctx, int peer, enum triad_status st);
+	/* At close: p's share of the feature's state is freed. */
+	void (*freed)(struct tr_peer *p);
+};
+#define TR_PEER_HOOKS_MAX 8
+
 struct triad_ctx {
 	struct tr_config cfg;
 	struct tr_world world;
@@ -298,6 +325,14 @@ struct triad_ctx {
 	unsigned nlputs;
 
 	struct tr_am_entry am[TRIAD_AM_MAX_ID + 1];
+	/* What the features registered at setup (peer.c runs them): the
+	 * handler of each message type, and the peer hooks by kind. */
+	tr_msg_fn on_msg[TR_MSG_TYPE_MAX];
+	void (*rx_moved[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio);
+	void (*unreached[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, int peer, enum triad_status st);
+	void (*lost[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, int peer, enum triad_status st);
+	void (*freed[TR_PEER_HOOKS_MAX])(struct tr_peer *p);
+	unsigned nrx_moved, nunreached, nlost, nfreed;
 	ev_timer fc_timer_w;
 	uint64_t fc_ticks; /* periods of fc_timer_w so far: a clock for slow things */
 	/* Turns completion events back on once the application stops polling
@@ -382,6 +417,12 @@ void tr_ctx_signal(struct triad_ctx *ctx);
 int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int timeout_ms);
 
 /* ---- peers (peer.c) --------------------------------------------------------------*/
+/* Registers fn as the handler of type (at setup; one per type), and a
+ * feature's peer hooks (0, or -ENOSPC: TR_PEER_HOOKS_MAX of a kind). */
+void tr_peer_handle(struct triad_ctx *ctx, enum tr_msg_type type, tr_msg_fn fn);
+int tr_peer_hooks_add(struct triad_ctx *ctx, const struct tr_peer_hooks *h);
+/* The peer layer's own messages (BYE, PLANE_DRAIN, PLANE_DOWN). */
+void tr_peer_setup(struct triad_ctx *ctx);
 /* The one plane-choice function: every message and operation to a peer
  * asks it.  Home plane for now ((rank + peer) mod planes, so both
  * directions of a pair agree), else the next live one; TR_F_PLANE_PIN
@@ -452,7 +493,7 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
  * is up. */
 void tr_peer_msg_skip(struct tr_lane *l, const void *data, int len);
 void tr_peer_lane_changed(struct tr_lane *l);
-void tr_peer_free(struct tr_peer *p); /* at close */
+void tr_peer_free(struct triad_ctx *ctx, struct tr_peer *p); /* at close */
 /* The redo fence.  req (a put or copy chunk, its last WRITE back) had a
  * WRITE flushed by a break on each plane of req->fence_planes: 1 when it
  * must wait until each of those breaks is fenced (then tr_rma_fenced()
@@ -486,24 +527,20 @@ struct tr_ctl_client;
 int tr_ctl_setup(struct triad_ctx *ctx);
 void tr_ctl_teardown(struct triad_ctx *ctx);
 
-/* Windows (win.c) */
+/* Windows (win.c).  Setup: its messages (WIN_QUERY, WIN_INFO, WIN_GONE)
+ * and peer hooks (a lost or unreached peer fails its lookups). */
+int tr_win_setup(struct triad_ctx *ctx);
 struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id);
 struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size_t len);
-void tr_win_on_query(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
-void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 /* peer's window id as described and still good, or NULL (not asked yet,
  * being asked, gone). */
 struct tr_rwin *tr_rwin_ready(struct triad_ctx *ctx, int peer, uint32_t id);
 /* Resolve req->rwin, then start it; completes req on error. */
 void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
-/* No plane to peer is left (or none could be connected): its lookups fail with st. */
-void tr_win_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st);
 void tr_win_check_timeouts(struct triad_ctx *ctx);
 /* rw's keys are no good any more (NULL: nothing): the next access asks
  * the owner again. */
 void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw);
-/* The owner destroyed a window (WIN_GONE). */
-void tr_win_on_gone(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 /* At close: every cached descriptor dropped, its waiters cancelled. */
 void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p);
 void tr_wins_destroy_all(struct triad_ctx *ctx);
@@ -593,35 +630,26 @@ void tr_rma_lane_broken(struct triad_req *req, enum triad_status st);
 /* req, held by the redo fence, may settle now: done again or completed. */
 void tr_rma_fenced(struct triad_req *req);
 
-/* Active messages (am.c): deliver m, which sits in receive buffer b;
- * 1 when the handler kept it. */
-int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg *m,
-		  struct tr_buf *b);
-/* p's sequence numbers of prio moved: hand over the active messages that
- * waited for them (strict order). */
-void tr_am_ready(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio);
-void tr_am_peer_free(struct tr_peer *p); /* at close */
+/* Active messages (am.c).  Setup: the AM message and the peer hooks
+ * (early messages go once the numbers before them came; freed at close). */
+int tr_am_setup(struct triad_ctx *ctx);
 
-/* Copies (copy.c) */
+/* Copies (copy.c).  Setup: the engine, the COPY message, a lost peer's
+ * copies failed. */
 int tr_copy_setup(struct triad_ctx *ctx);
 void tr_copy_teardown(struct triad_ctx *ctx);
-void tr_copy_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 void tr_copy_req_done(struct triad_req *req, enum triad_status st); /* CHUNK, LOOKUP */
 void tr_copy_progress(struct triad_ctx *ctx);			      /* deadlines */
-void tr_copy_peer_lost(struct triad_ctx *ctx, int peer);
 
 /* Submit a copy with a prepared request (lock held); 0, -EAGAIN, -EINVAL. */
 int tr_copy_submit(struct triad_ctx *ctx, const struct tr_copy_hdr *order, struct triad_req *req);
 
-/* Broadcasts (bcast.c) */
+/* Broadcasts (bcast.c).  Setup: BCAST_DONE, BNODE (a delegated
+ * broadcast's ORDER, REPORT or ABORT), a lost peer's broadcasts. */
 int tr_bcast_setup(struct triad_ctx *ctx);
 void tr_bcast_teardown(struct triad_ctx *ctx);
-void tr_bcast_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
-/* A delegated broadcast's ORDER, REPORT or ABORT (TR_MSG_BNODE). */
-void tr_bcast_on_bnode(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
-void tr_bcast_peer_lost(struct triad_ctx *ctx, int peer);
 
-/* Barrier messages (barrier.c) */
-void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
+/* The barrier (barrier.c).  Setup: its messages. */
+void tr_barrier_setup(struct triad_ctx *ctx);
 
 #endif
