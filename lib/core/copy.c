@@ -62,10 +62,20 @@ static uint64_t carry_max(void *arg, uint32_t rank)
 
 static int on_copy_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
 static void on_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st);
+static void tick(struct triad_ctx *ctx);
+
+/* Does an answer to a copy this rank initiated or serves as the source
+ * still have to come (the engine's tables hold the op: START's RESP or
+ * DONE, a WRITE's completion)? */
+static int awaited(const struct triad_ctx *ctx)
+{
+	return ctx->copy.ilive + ctx->copy.slive > 0;
+}
 
 int tr_copy_setup(struct triad_ctx *ctx)
 {
 	static const struct tr_peer_hooks hooks = { .lost = on_peer_lost };
+	static const struct tr_progress_hooks progress = { .tick = tick, .awaited = awaited };
 	struct tr_copy_cfg cfg = {
 		.rank = (uint32_t)ctx->rank,
 		.nranks = (uint32_t)ctx->size,
@@ -93,7 +103,9 @@ int tr_copy_setup(struct triad_ctx *ctx)
 		return -ENOMEM;
 	}
 	tr_peer_handle(ctx, TR_MSG_COPY, on_copy_msg);
-	return tr_peer_hooks_add(ctx, &hooks);
+	if (tr_peer_hooks_add(ctx, &hooks))
+		return -ENOSPC;
+	return tr_progress_hooks_add(ctx, &progress);
 }
 
 static void exec(struct triad_ctx *ctx, const struct tr_copy_act *a, int n);
@@ -121,7 +133,8 @@ void tr_copy_teardown(struct triad_ctx *ctx)
 	ctx->cevents = NULL;
 }
 
-void tr_copy_progress(struct triad_ctx *ctx)
+/* The progress tick: the engine's deadlines. */
+static void tick(struct triad_ctx *ctx)
 {
 	if (!tr_copy_requests_live(&ctx->copy) && !tr_copy_orders_live(&ctx->copy))
 		return;

@@ -277,6 +277,20 @@ struct tr_peer_hooks {
 };
 #define TR_PEER_HOOKS_MAX 8
 
+/* What a feature asks of the progress engine (tr_progress_hooks_add in its
+ * setup; either may be NULL).  They run under the lock, in the order they
+ * were added. */
+struct tr_progress_hooks {
+	/* At every poll of the engine (tr_progress), by application threads
+	 * and the progress thread, and at least once a timer period: the
+	 * feature's deadlines.  On the latency path: cheap when nothing is due. */
+	void (*tick)(struct triad_ctx *ctx);
+	/* 1 while an answer to something of the feature's is on its way to
+	 * this rank: the progress thread polls on for it before it sleeps. */
+	int (*awaited)(const struct triad_ctx *ctx);
+};
+#define TR_PROGRESS_HOOKS_MAX 4
+
 struct triad_ctx {
 	struct tr_config cfg;
 	struct tr_world world;
@@ -333,6 +347,10 @@ struct triad_ctx {
 	void (*lost[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, int peer, enum triad_status st);
 	void (*freed[TR_PEER_HOOKS_MAX])(struct tr_peer *p);
 	unsigned nrx_moved, nunreached, nlost, nfreed;
+	/* ... and the progress hooks by kind (progress.c runs them). */
+	void (*tick[TR_PROGRESS_HOOKS_MAX])(struct triad_ctx *ctx);
+	int (*awaited[TR_PROGRESS_HOOKS_MAX])(const struct triad_ctx *ctx);
+	unsigned ntick, nawaited;
 	ev_timer fc_timer_w;
 	uint64_t fc_ticks; /* periods of fc_timer_w so far: a clock for slow things */
 	/* Turns completion events back on once the application stops polling
@@ -391,6 +409,8 @@ struct triad_ctx {
 };
 
 /* ---- progress (progress.c) ---------------------------------------------------*/
+/* Registers a feature's progress hooks: 0, or -ENOSPC. */
+int tr_progress_hooks_add(struct triad_ctx *ctx, const struct tr_progress_hooks *h);
 int tr_progress_setup(struct triad_ctx *ctx); /* the loop and its watchers */
 void tr_progress_teardown(struct triad_ctx *ctx); /* the loop and the idle timer (after stop) */
 int tr_progress_start(struct triad_ctx *ctx); /* the progress thread */
@@ -527,8 +547,9 @@ struct tr_ctl_client;
 int tr_ctl_setup(struct triad_ctx *ctx);
 void tr_ctl_teardown(struct triad_ctx *ctx);
 
-/* Windows (win.c).  Setup: its messages (WIN_QUERY, WIN_INFO, WIN_GONE)
- * and peer hooks (a lost or unreached peer fails its lookups). */
+/* Windows (win.c).  Setup: its messages (WIN_QUERY, WIN_INFO, WIN_GONE),
+ * peer hooks (a lost or unreached peer fails its lookups) and tick (the
+ * lookups' deadlines). */
 int tr_win_setup(struct triad_ctx *ctx);
 struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id);
 struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size_t len);
@@ -537,7 +558,6 @@ struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size
 struct tr_rwin *tr_rwin_ready(struct triad_ctx *ctx, int peer, uint32_t id);
 /* Resolve req->rwin, then start it; completes req on error. */
 void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
-void tr_win_check_timeouts(struct triad_ctx *ctx);
 /* rw's keys are no good any more (NULL: nothing): the next access asks
  * the owner again. */
 void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw);
@@ -635,11 +655,10 @@ void tr_rma_fenced(struct triad_req *req);
 int tr_am_setup(struct triad_ctx *ctx);
 
 /* Copies (copy.c).  Setup: the engine, the COPY message, a lost peer's
- * copies failed. */
+ * copies failed, the engine's deadlines (tick) and the answers it awaits. */
 int tr_copy_setup(struct triad_ctx *ctx);
 void tr_copy_teardown(struct triad_ctx *ctx);
 void tr_copy_req_done(struct triad_req *req, enum triad_status st); /* CHUNK, LOOKUP */
-void tr_copy_progress(struct triad_ctx *ctx);			      /* deadlines */
 
 /* Submit a copy with a prepared request (lock held); 0, -EAGAIN, -EINVAL. */
 int tr_copy_submit(struct triad_ctx *ctx, const struct tr_copy_hdr *order, struct triad_req *req);

@@ -307,10 +307,14 @@ static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
 			rwin_fail(ctx, rw, st);
 }
 
-void tr_win_check_timeouts(struct triad_ctx *ctx)
+/* The progress tick: lookups whose query was not answered in time fail. */
+static void check_timeouts(struct triad_ctx *ctx)
 {
-	uint64_t now = tr_now_ns();
+	uint64_t now;
 
+	if (!ctx->nqueries)
+		return;
+	now = tr_now_ns();
 	for (int r = 0; r < ctx->size; r++) {
 		for (struct tr_rwin *rw = ctx->peers[r].rwins; rw; rw = rw->next) {
 			if (rw->state == TR_RWIN_QUERYING && now > rw->deadline_ns) {
@@ -355,9 +359,12 @@ void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p)
 int tr_win_setup(struct triad_ctx *ctx)
 {
 	static const struct tr_peer_hooks hooks = { .unreached = peer_lost, .lost = peer_lost };
+	static const struct tr_progress_hooks progress = { .tick = check_timeouts };
 
 	tr_peer_handle(ctx, TR_MSG_WIN_QUERY, on_query);
 	tr_peer_handle(ctx, TR_MSG_WIN_INFO, on_info);
 	tr_peer_handle(ctx, TR_MSG_WIN_GONE, on_gone);
-	return tr_peer_hooks_add(ctx, &hooks);
+	if (tr_peer_hooks_add(ctx, &hooks))
+		return -ENOSPC;
+	return tr_progress_hooks_add(ctx, &progress);
 }
