@@ -714,6 +714,7 @@ void triad_fini(triad_ctx_t *ctx)
 	tr_lane_qcache_free(ctx);
 	tr_wins_destroy_all(ctx);
 	tr_rma_teardown(ctx);
+	tr_lane_lput_cache_free(ctx);
 	tr_planes_teardown(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	tr_reaper_stop(&ctx->reaper); /* every QP gone before the planes' PDs and CQs */

@@ -201,6 +201,9 @@ struct triad_req {
 	uint32_t cb_src, cb_dst;
 	uint64_t cb_chunk;
 	int failed_rank; /* BCAST */
+	/* What its WRITEs and READs are for (lane.h; set when it is queued
+	 * for its lane, rma.c). */
+	const struct tr_rma_ops *rma;
 	/* A message that must follow this request's last chunk on its QP (a
 	 * copy's COPY_DATA behind WRITEs still queued): sent once it is posted. */
 	struct tr_msg *then;
@@ -220,18 +223,20 @@ struct tr_epoch {
  * work request, to a window already described, on a live lane with nothing
  * queued ahead (rma.c, lput_post).  It is posted at once (most of them
  * unsignalled: lane.c, light puts) with this record as its cookie instead
- * of a request: what its completion needs, and a copy
+ * of a request: what its completion needs (ops, lane.h), and a copy
  * of its bytes (the WRITE took them inline at the post; a redo takes them
  * from here, not from a buffer the caller may have reused, as UCX's short
  * puts allow).  Should its work request fail, the record becomes the request it stands
- * for (req, tr_rma_lput_req) and takes the general path from there: done
- * again on a live plane, or its error kept for the next flush. */
+ * for (req, ops->failed) and takes the general path from there: done
+ * again on a live plane, or its error kept for the next flush.  A lane's
+ * fence (lane.c) is such a record too, with no ops. */
 #define TR_LPUT_MAX 64
 struct tr_lput {
 	struct tr_lput *next; /* in the context's cache of free ones, or its lane's list */
 	struct tr_lane *lane;
 	uint8_t signalled;    /* its completion comes back even when it succeeds */
 	uint8_t fence;	      /* an empty WRITE that only retires those before it */
+	const struct tr_lput_ops *ops;
 	struct tr_rwin *rwin;
 	struct tr_epoch *ep;
 	uint64_t off;
@@ -335,7 +340,7 @@ struct triad_ctx {
 	int nwins, wins_cap;
 	uint32_t next_qid;
 	int nqueries;
-	struct tr_lput *lputs;	/* free light puts (rma.c), under the lock */
+	struct tr_lput *lputs;	/* free light-put records (lane.c), under the lock */
 	unsigned nlputs;
 
 	struct tr_am_entry am[TRIAD_AM_MAX_ID + 1];
@@ -623,30 +628,14 @@ void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum tr
 void tr_rma_peer_free(struct tr_peer *p);
 /* The per-plane registration caches (TRIAD_REG_CACHE), once the planes are open. */
 void tr_rma_cache_setup(struct triad_ctx *ctx);
-/* At close: those caches and the free light puts. */
+/* At close: those caches. */
 void tr_rma_teardown(struct triad_ctx *ctx);
-/* Post what the lane's send queue takes of its queued operations. */
-void tr_rma_pump(struct tr_lane *l);
-/* One WRITE or READ of req completed; conn_fault: its connection failed
- * it (flushed, retries exceeded, an invalid-request NAK: fabric/wc.h), so
- * it may be done again elsewhere. */
-void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault);
-/* A light put's WRITE completed OK: its epoch counts it done. */
-void tr_rma_lput_done(struct tr_lput *lp, enum triad_status st);
-/* A record for a lane's fence (lane.c), or NULL; given back with
- * tr_rma_lput_done(). */
-struct tr_lput *tr_rma_lput_new(struct triad_ctx *ctx);
-/* A light put's WRITE failed: the request-less put request it stands for,
- * as posted once on its lane (then tr_rma_done, as for any). */
-struct triad_req *tr_rma_lput_req(struct tr_lput *lp);
 /* Connect on first use: req waits on its peer's await_rma; what waits
  * there goes now if its lane is up, stays while that is being set up,
  * fails otherwise (all: fail every one with st). */
 void tr_rma_await(struct triad_ctx *ctx, struct triad_req *req);
 void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all,
 			enum triad_status st);
-/* The lane req was queued on broke before it was posted whole. */
-void tr_rma_lane_broken(struct triad_req *req, enum triad_status st);
 /* req, held by the redo fence, may settle now: done again or completed. */
 void tr_rma_fenced(struct triad_req *req);
 

@@ -1259,10 +1259,12 @@ void tr_peer_lane_changed(struct tr_lane *l)
 		skip_flush(l);
 	if (l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED) {
 		/* Operations not yet posted whole on it are done again elsewhere
-		 * or fail (rma.c); posted ones come back flushed. */
-		while (!tr_list_empty(&l->rmaq))
-			tr_rma_lane_broken(tr_list_first(&l->rmaq, struct triad_req, link),
-					   l->down_status);
+		 * or fail (their rma ops); posted ones come back flushed. */
+		while (!tr_list_empty(&l->rmaq)) {
+			struct triad_req *req = tr_list_first(&l->rmaq, struct triad_req, link);
+
+			req->rma->broken(req, l->down_status);
+		}
 		/* A window query in flight on it goes again on another lane with
 		 * the lane's other messages (the same query number, so its
 		 * answer is still the one expected); its lookups fail only once

@@ -43,13 +43,6 @@ void tr_rma_teardown(struct triad_ctx *ctx)
 	for (int p = 0; p < ctx->nplanes; p++)
 		if (ctx->rcache[p].ctx) /* set up */
 			tr_rc_fini(&ctx->rcache[p].rc);
-	while (ctx->lputs) {
-		struct tr_lput *lp = ctx->lputs;
-
-		ctx->lputs = lp->next;
-		free(lp);
-	}
-	ctx->nlputs = 0;
 }
 
 /* The registration of req's buffer on its lane's plane: from the cache
@@ -204,6 +197,9 @@ static int rides_inline(const struct triad_req *req, const struct tr_lane *l)
 static int may_redo(const struct triad_req *req);
 static void redo(struct triad_req *req);
 
+static const struct tr_rma_ops rma_ops;
+static void pump(struct tr_lane *l);
+
 void tr_rma_start(struct triad_req *req)
 {
 	struct tr_rwin *rw = req->rwin;
@@ -246,13 +242,15 @@ void tr_rma_start(struct triad_req *req)
 		tr_req_complete(req, TRIAD_S_NO_MEMORY);
 		return;
 	}
+	req->rma = &rma_ops;
 	if (tr_list_empty(&l->rmaq) && post_whole(l, req))
 		return;
 	tr_list_add_tail(&l->rmaq, &req->link);
-	tr_rma_pump(l);
+	pump(l);
 }
 
-void tr_rma_pump(struct tr_lane *l)
+/* Posts what l's send queue takes of the operations queued on it. */
+static void pump(struct tr_lane *l)
 {
 	uint64_t chunk = l->ctx->cfg.chunk_size;
 
@@ -381,7 +379,7 @@ void tr_rma_fenced(struct triad_req *req)
 		tr_req_complete(req, req->redo && !req->status ? TRIAD_S_CANCELLED : req->status);
 }
 
-void tr_rma_lane_broken(struct triad_req *req, enum triad_status st)
+static void lane_broken(struct triad_req *req, enum triad_status st)
 {
 	tr_list_del(&req->link);
 	req->posted = req->len; /* post nothing more here */
@@ -394,7 +392,7 @@ void tr_rma_lane_broken(struct triad_req *req, enum triad_status st)
 	settle(req);
 }
 
-void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault)
+static void rma_done(struct triad_req *req, enum triad_status st, int conn_fault)
 {
 	req->inflight--;
 	if (st != TRIAD_S_OK && conn_fault && req->kind != TR_REQ_GET)
@@ -413,6 +411,21 @@ void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault)
 		return;
 	settle(req);
 }
+
+/* The NIC refused req's keys: the owner destroyed the window and its
+ * notice is still on the way.  Nothing else goes to it with them; the next
+ * access asks the owner again. */
+static void refused(struct triad_req *req)
+{
+	tr_win_stale(req->ctx, req->rwin);
+}
+
+static const struct tr_rma_ops rma_ops = {
+	.done = rma_done,
+	.refused = refused,
+	.pump = pump,
+	.broken = lane_broken,
+};
 
 /* Operations on this rank's own windows are memory copies. */
 static void rma_self(struct triad_ctx *ctx, struct triad_req *req)
@@ -604,39 +617,11 @@ void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum 
 }
 
 /* ---- light puts ------------------------------------------------------------------*/
-/* A cache of free records keeps malloc off the path; bounded like the
- * request cache, freed at close. */
-#define LPUT_CACHE 256
-
-static void lput_free(struct triad_ctx *ctx, struct tr_lput *lp)
-{
-	if (ctx->nlputs >= LPUT_CACHE) {
-		free(lp);
-		return;
-	}
-	lp->next = ctx->lputs;
-	ctx->lputs = lp;
-	ctx->nlputs++;
-}
-
-struct tr_lput *tr_rma_lput_new(struct triad_ctx *ctx)
-{
-	struct tr_lput *lp = ctx->lputs;
-
-	if (lp) {
-		ctx->lputs = lp->next;
-		ctx->nlputs--;
-	} else if (!(lp = malloc(sizeof(*lp)))) {
-		return NULL;
-	}
-	lp->ep = NULL;
-	lp->fence = 0;
-	return lp;
-}
+static const struct tr_lput_ops lput_ops;
 
 static void lput_req_done(struct triad_req *req)
 {
-	lput_free(req->ctx, tr_container_of(req, struct tr_lput, req));
+	tr_lane_lput_free(req->ctx, tr_container_of(req, struct tr_lput, req));
 }
 
 /* The common small put of a request-less stream, posted here with no
@@ -656,8 +641,9 @@ static int lput_post(struct triad_ctx *ctx, const void *buf, uint32_t len, int r
 	rw = tr_rwin_ready(ctx, rank, win);
 	if (!rw || !(rw->access & TRIAD_WIN_WRITE) || !tr_range_ok(rw->len, off, len))
 		return 0;
-	if (!(lp = tr_rma_lput_new(ctx)))
+	if (!(lp = tr_lane_lput_new(ctx)))
 		return 0;
+	lp->ops = &lput_ops;
 	lp->lane = l;
 	lp->rwin = rw;
 	lp->off = off;
@@ -666,25 +652,28 @@ static int lput_post(struct triad_ctx *ctx, const void *buf, uint32_t len, int r
 	lp->flags = flags;
 	memcpy(lp->data, buf, len);
 	if (tr_lane_post_lput(l, lp, rw->base + off, rw->rkey[l->plane]) < 0) {
-		lput_free(ctx, lp); /* no room, or the post failed: the general path decides */
+		tr_lane_lput_free(ctx, lp); /* no room, or the post failed: the general path decides */
 		return 0;
 	}
 	lp->ep = tr_epoch_take(ctx, rank); /* its completion comes under this lock */
 	return 1;
 }
 
-void tr_rma_lput_done(struct tr_lput *lp, enum triad_status st)
+/* Its WRITE is complete (or never will be): its epoch counts it done. */
+static void lput_done(struct tr_lput *lp, enum triad_status st)
 {
 	struct triad_ctx *ctx = lp->lane->ctx;
 	struct tr_epoch *ep = lp->ep;
 	int peer = lp->lane->peer;
 
-	lput_free(ctx, lp);
+	tr_lane_lput_free(ctx, lp);
 	if (ep)
 		tr_epoch_done(ctx, peer, ep, st);
 }
 
-struct triad_req *tr_rma_lput_req(struct tr_lput *lp)
+/* Its WRITE failed: the request-less put it stands for, as posted once on
+ * its lane (then rma_done, as for any). */
+static struct triad_req *lput_failed(struct tr_lput *lp)
 {
 	struct triad_req *req = &lp->req;
 	struct tr_lane *l = lp->lane;
@@ -702,8 +691,11 @@ struct triad_req *tr_rma_lput_req(struct tr_lput *lp)
 	req->posted = lp->len;
 	req->inflight = 1;
 	req->on_done = lput_req_done;
+	req->rma = &rma_ops;
 	return req;
 }
+
+static const struct tr_lput_ops lput_ops = { .done = lput_done, .failed = lput_failed };
 
 /* Small operations are looked for among the send completions right after
  * their post: rxe does a small READ or WRITE, its answer included, inside
