@@ -63,6 +63,7 @@ static uint64_t carry_max(void *arg, uint32_t rank)
 static int on_copy_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
 static void on_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st);
 static void tick(struct triad_ctx *ctx);
+static void req_done(struct triad_req *req, enum triad_status st);
 
 /* Does an answer to a copy this rank initiated or serves as the source
  * still have to come (the engine's tables hold the op: START's RESP or
@@ -103,6 +104,8 @@ int tr_copy_setup(struct triad_ctx *ctx)
 		return -ENOMEM;
 	}
 	tr_peer_handle(ctx, TR_MSG_COPY, on_copy_msg);
+	tr_req_kind_done(ctx, TR_REQ_CHUNK, req_done);
+	tr_req_kind_done(ctx, TR_REQ_LOOKUP, req_done);
 	if (tr_peer_hooks_add(ctx, &hooks))
 		return -ENOSPC;
 	return tr_progress_hooks_add(ctx, &progress);
@@ -259,7 +262,7 @@ static void act_lookup(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		exec(ctx, acts, n);
 		return;
 	}
-	tr_win_lookup(ctx, req); /* answers through tr_copy_req_done() */
+	tr_win_lookup(ctx, req); /* answers through req_done() */
 }
 
 /* The source window as it is now, not as the order found it: between
@@ -450,7 +453,9 @@ static void chunk_failed(struct triad_ctx *ctx, uint32_t initiator, uint64_t op)
 	ctx->copy_failed_op = op;
 }
 
-void tr_copy_req_done(struct triad_req *req, enum triad_status st)
+/* A CHUNK or LOOKUP request is complete (its kinds' completion, req.c):
+ * reported to the engine, and freed. */
+static void req_done(struct triad_req *req, enum triad_status st)
 {
 	struct triad_ctx *ctx = req->ctx;
 	struct tr_copy_act acts[TR_COPY_ACTS];

@@ -1,6 +1,5 @@
-/* The context: init and fini, the fabric's ops table, the request
- * constructor, status names, counters.  See ctx.h for the layers and the
- * locking. */
+/* The context: init and fini, the fabric's ops table, counters.  See
+ * ctx.h for the layers and the locking. */
 #include "core/ctx.h"
 
 #include <arpa/inet.h>
@@ -15,104 +14,6 @@
 #include "base/log.h"
 #include "core/pmix.h"
 #include "proto/addr.h"
-
-static const char *const status_names[TRIAD_S_MAX] = {
-	[TRIAD_S_OK] = "ok",
-	[TRIAD_S_PENDING] = "pending",
-	[TRIAD_S_NO_WINDOW] = "no such window",
-	[TRIAD_S_OUT_OF_BOUNDS] = "out of the window's bounds",
-	[TRIAD_S_ACCESS] = "access not allowed by the window",
-	[TRIAD_S_REMOTE_ACCESS] = "remote access error",
-	[TRIAD_S_PLANE_DOWN] = "plane down",
-	[TRIAD_S_UNREACHABLE] = "peer unreachable",
-	[TRIAD_S_TRANSPORT] = "transport error",
-	[TRIAD_S_TIMEOUT] = "timed out",
-	[TRIAD_S_NO_MEMORY] = "out of memory",
-	[TRIAD_S_CANCELLED] = "cancelled",
-};
-
-const char *triad_status_str(enum triad_status s)
-{
-	return (unsigned)s < TRIAD_S_MAX ? status_names[s] : "unknown status";
-}
-
-/* ---- requests: a small cache per thread -------------------------------------------*/
-/* A put allocates a request and its owner frees it, usually in the same
- * thread: calloc and free were a fifth of the instructions of a small put
- * (callgrind, bench/icount).  Freed requests are kept per
- * thread, up to REQ_CACHE, and handed out again by the same thread; no
- * context is involved, so a request may still be freed after triad_fini.
- * A thread's cache is freed when it exits. */
-#define REQ_CACHE 64
-
-struct req_cache {
-	struct triad_req *head; /* linked through ->ctx while cached */
-	unsigned n;
-	int keyed; /* its thread frees it at exit (req_cache_key is set) */
-};
-
-/* initial-exec: the cache is reached without a __tls_get_addr call (about
- * 40 instructions a put with its free); a library loaded at start-up, as
- * libtriad is, has its TLS in the static block. */
-static __thread struct req_cache req_cache __attribute__((tls_model("initial-exec")));
-static pthread_key_t req_cache_key;
-static pthread_once_t req_cache_once = PTHREAD_ONCE_INIT;
-static int req_cache_key_ok;
-
-static void req_cache_drop(void *arg)
-{
-	struct req_cache *c = arg;
-
-	while (c->head) {
-		struct triad_req *req = c->head;
-
-		c->head = (struct triad_req *)(void *)req->ctx;
-		free(req);
-	}
-	c->n = 0;
-	c->keyed = 0;
-}
-
-static void req_cache_init(void)
-{
-	req_cache_key_ok = !pthread_key_create(&req_cache_key, req_cache_drop);
-}
-
-void tr_req_free(struct triad_req *req)
-{
-	struct req_cache *c = &req_cache;
-
-	if (c->n >= REQ_CACHE) {
-		free(req);
-		return;
-	}
-	if (!c->keyed) { /* the thread's first: free its cache when it exits */
-		pthread_once(&req_cache_once, req_cache_init);
-		if (!req_cache_key_ok || pthread_setspecific(req_cache_key, c)) {
-			free(req);
-			return;
-		}
-		c->keyed = 1;
-	}
-	req->ctx = (struct triad_ctx *)(void *)c->head;
-	c->head = req;
-	c->n++;
-}
-
-struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int peer)
-{
-	struct req_cache *c = &req_cache;
-	struct triad_req *req = c->head;
-
-	if (req) {
-		c->head = (struct triad_req *)(void *)req->ctx;
-		c->n--;
-	} else if (!(req = malloc(sizeof(*req)))) {
-		return NULL;
-	}
-	tr_req_init(req, ctx, kind, peer);
-	return req;
-}
 
 /* What the fabric reports, and to whom in core.  A local port that goes
  * down switches every peer off the plane at once. */
@@ -410,7 +311,7 @@ static int open_fabric(triad_ctx_t *ctx)
 		ret = tr_fab_plane_open(ctx->fab, p, ctx->world.addr[ctx->rank][p],
 					tr_world_port(&ctx->world, ctx->rank));
 	if (!ret)
-		tr_rma_cache_setup(ctx);
+		tr_rma_setup(ctx);
 	return ret;
 }
 

@@ -160,6 +160,7 @@ enum tr_req_kind {
 	TR_REQ_BCAST,  /* the application's broadcast */
 	TR_REQ_MSG,    /* internal: a message whose arrival someone waits for */
 	TR_REQ_FLUSH,  /* the application's triad_flush */
+	TR_REQ_NKINDS
 };
 
 struct tr_am_entry {
@@ -282,6 +283,10 @@ struct tr_peer_hooks {
 };
 #define TR_PEER_HOOKS_MAX 8
 
+/* What completes a request of a kind (tr_req_kind_done), in place of
+ * tr_req_finish(). */
+typedef void (*tr_req_fn)(struct triad_req *req, enum triad_status st);
+
 /* What a feature asks of the progress engine (tr_progress_hooks_add in its
  * setup; either may be NULL).  They run under the lock, in the order they
  * were added. */
@@ -356,6 +361,8 @@ struct triad_ctx {
 	void (*tick[TR_PROGRESS_HOOKS_MAX])(struct triad_ctx *ctx);
 	int (*awaited[TR_PROGRESS_HOOKS_MAX])(const struct triad_ctx *ctx);
 	unsigned ntick, nawaited;
+	/* ... and what completes each kind of request (req.c runs it). */
+	tr_req_fn req_done[TR_REQ_NKINDS];
 	ev_timer fc_timer_w;
 	uint64_t fc_ticks; /* periods of fc_timer_w so far: a clock for slow things */
 	/* Turns completion events back on once the application stops polling
@@ -596,7 +603,7 @@ static inline int tr_ctx_takes_bare(const struct triad_ctx *ctx)
 	return ctx->cfg.bare_am;
 }
 
-/* Requests (ctx.c, rma.c) */
+/* ---- requests (req.c) -----------------------------------------------------------*/
 /* The one request constructor: zeroed, status OK, of kind for peer. */
 struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int peer);
 /* The same in place, for a request held inside another record. */
@@ -612,7 +619,22 @@ static inline void tr_req_init(struct triad_req *req, struct triad_ctx *ctx,
 }
 /* Frees a request of tr_req_new (kept in the calling thread's cache). */
 void tr_req_free(struct triad_req *req);
+/* req is complete with st (lock held): what must follow it on its QP is
+ * sent or skipped, it is counted, and then its kind's owner takes it
+ * (tr_req_kind_done), or else tr_req_finish() and the sleepers' wake-up. */
 void tr_req_complete(struct triad_req *req, enum triad_status st);
+/* Registers fn (at setup) as what completes requests of kind, in place
+ * of tr_req_finish(): it frees or hands over the request, and wakes the
+ * sleepers (tr_ctx_signal). */
+void tr_req_kind_done(struct triad_ctx *ctx, enum tr_req_kind kind, tr_req_fn fn);
+/* req is posted whole, or done with (failed before it was): the message
+ * that rode on it (then_raw) goes now, or its number is skipped. */
+void tr_req_unride(struct triad_req *req, int failed);
+/* The end of a request's completion: its status, then its owner's
+ * on_done, its freeing (a request-less one) or its waiter's flag. */
+void tr_req_finish(struct triad_req *req, enum triad_status st);
+
+/* ---- put, get, flush (rma.c) ------------------------------------------------------*/
 /* The window is known: validate and queue on the lane. */
 void tr_rma_start(struct triad_req *req);
 /* An internal put to another rank (req: kind PUT, peer, win, off, len,
@@ -626,8 +648,10 @@ struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer); /* NULL: no mem
 /* err: the operation's status if it had no request, else OK. */
 void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum triad_status err);
 void tr_rma_peer_free(struct tr_peer *p);
-/* The per-plane registration caches (TRIAD_REG_CACHE), once the planes are open. */
-void tr_rma_cache_setup(struct triad_ctx *ctx);
+/* Once the planes are open: the per-plane registration caches
+ * (TRIAD_REG_CACHE), and the completion of puts and gets (their
+ * registration released, their flush epoch told). */
+void tr_rma_setup(struct triad_ctx *ctx);
 /* At close: those caches. */
 void tr_rma_teardown(struct triad_ctx *ctx);
 /* Connect on first use: req waits on its peer's await_rma; what waits
@@ -644,10 +668,10 @@ void tr_rma_fenced(struct triad_req *req);
 int tr_am_setup(struct triad_ctx *ctx);
 
 /* Copies (copy.c).  Setup: the engine, the COPY message, a lost peer's
- * copies failed, the engine's deadlines (tick) and the answers it awaits. */
+ * copies failed, the engine's deadlines (tick) and the answers it awaits,
+ * the completion of its CHUNK and LOOKUP requests. */
 int tr_copy_setup(struct triad_ctx *ctx);
 void tr_copy_teardown(struct triad_ctx *ctx);
-void tr_copy_req_done(struct triad_req *req, enum triad_status st); /* CHUNK, LOOKUP */
 
 /* Submit a copy with a prepared request (lock held); 0, -EAGAIN, -EINVAL. */
 int tr_copy_submit(struct triad_ctx *ctx, const struct tr_copy_hdr *order, struct triad_req *req);

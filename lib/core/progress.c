@@ -63,6 +63,16 @@ void tr_progress_app(struct triad_ctx *ctx)
 	tr_progress(ctx);
 }
 
+int triad_progress(triad_ctx_t *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	tr_ctx_lock(ctx);
+	tr_progress_app(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
 /* Dates the application threads' call count if it moved since last seen. */
 static void app_date(struct triad_ctx *ctx, uint64_t now)
 {

@@ -1,4 +1,4 @@
-/* One-sided operations (put, get) and requests.
+/* One-sided operations (put, get) and their flush.
  *
  * An operation goes: argument checks -> plane choice -> window lookup
  * (cached after the first) -> bounds and access checks -> registration of
@@ -29,13 +29,17 @@ static void rc_dereg(void *arg, void *handle)
 
 static const struct tr_rc_ops rc_ops = { rc_reg, rc_dereg };
 
-void tr_rma_cache_setup(struct triad_ctx *ctx)
+static void rma_complete(struct triad_req *req, enum triad_status st);
+
+void tr_rma_setup(struct triad_ctx *ctx)
 {
 	for (int p = 0; p < ctx->nplanes; p++) {
 		ctx->rcache[p].ctx = ctx;
 		ctx->rcache[p].plane = p;
 		tr_rc_init(&ctx->rcache[p].rc, ctx->cfg.reg_cache, &rc_ops, &ctx->rcache[p]);
 	}
+	tr_req_kind_done(ctx, TR_REQ_PUT, rma_complete);
+	tr_req_kind_done(ctx, TR_REQ_GET, rma_complete);
 }
 
 void tr_rma_teardown(struct triad_ctx *ctx)
@@ -76,6 +80,26 @@ static void unregister(struct triad_req *req)
 	}
 }
 
+/* A put or get is complete (its kinds' completion, req.c): its
+ * registration released, then the operation complete before any flush
+ * that waits for it is: a thread that sees the flush done then sees it
+ * done too.  (Once done, the request may be freed at once: its epoch is
+ * kept here.) */
+static void rma_complete(struct triad_req *req, enum triad_status st)
+{
+	struct triad_ctx *ctx = req->ctx;
+	struct tr_epoch *ep = req->ep;
+	int peer = req->peer;
+	enum triad_status err = req->flags & TR_F_NO_REQ ? st : TRIAD_S_OK;
+
+	unregister(req);
+	req->ep = NULL;
+	tr_req_finish(req, st);
+	if (ep)
+		tr_epoch_done(ctx, peer, ep, err);
+	tr_ctx_signal(ctx);
+}
+
 int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len)
 {
 	unsigned n = 0;
@@ -87,67 +111,6 @@ int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len)
 		n += tr_rc_invalidate(&ctx->rcache[p].rc, addr, len);
 	pthread_mutex_unlock(&ctx->lock);
 	return (int)n;
-}
-
-/* A message given back by a broken lane rode on req (then_raw) to follow
- * the WRITEs queued before it: req is posted whole, or done with (failed
- * before it was).  A copy's COPY_DATA behind its own chunk that failed is
- * skipped (the copy fails, as when its first one is never sent); behind
- * anything else, everything before it on the lane is posted, and it goes
- * now.  Either way its number is delivered or skipped, never left. */
-static void raw_unride(struct triad_req *req, int failed)
-{
-	struct tr_raw_msg *r = req->then_raw;
-	struct tr_lane *l = req->lane ? req->lane : &req->ctx->peers[req->peer].lane[0];
-	struct tr_msg m;
-
-	req->then_raw = NULL;
-	if (failed && req->kind == TR_REQ_CHUNK && !tr_msg_decode(r->data, (size_t)r->len, &m) &&
-	    m.type == TR_MSG_COPY && m.u.copy.hdr.initiator == req->c_init &&
-	    m.u.copy.hdr.op_id == req->c_op)
-		tr_peer_msg_skip(l, r->data, r->len);
-	else if (l->state != TR_LANE_UP || tr_lane_send(l, r->data, r->len, r->prio, NULL, 0))
-		tr_peer_msg_lost(l, r->data, r->len, r->prio, NULL);
-	free(r);
-}
-
-void tr_req_complete(struct triad_req *req, enum triad_status st)
-{
-	struct triad_ctx *ctx = req->ctx;
-	enum triad_status err;
-	struct tr_epoch *ep;
-	int peer;
-
-	if (req->then) { /* never posted: its op fails with this request */
-		free(req->then);
-		req->then = NULL;
-	}
-	if (req->then_raw)
-		raw_unride(req, st != TRIAD_S_OK);
-	if (st == TRIAD_S_OK && req->lane)
-		tr_lane_count(req->lane, req, 1);
-	if (req->kind == TR_REQ_CHUNK || req->kind == TR_REQ_LOOKUP) {
-		tr_copy_req_done(req, st); /* reports to the copy engine, frees req */
-		return;
-	}
-	unregister(req);
-	req->status = st;
-	/* The operation is complete before any flush that waits for it is:
-	 * a thread that sees the flush done then sees it done too.  (Once
-	 * done, the request may be freed at once: its epoch is kept here.) */
-	ep = req->ep;
-	peer = req->peer;
-	err = req->flags & TR_F_NO_REQ ? st : TRIAD_S_OK;
-	req->ep = NULL;
-	if (req->on_done) /* internal: the owner takes it from here */
-		req->on_done(req);
-	else if (req->flags & TR_F_NO_REQ) /* nobody holds it: a flush reports its error */
-		tr_req_free(req);
-	else
-		atomic_store_explicit(&req->done, 1, memory_order_release);
-	if (ep)
-		tr_epoch_done(ctx, peer, ep, err);
-	tr_ctx_signal(ctx);
 }
 
 /* Posts req's next n bytes on l: 0, or tr_lane_post_rma's error.  Each of
@@ -292,7 +255,7 @@ static void pump(struct tr_lane *l)
 			free(m);
 		}
 		if (req->then_raw) /* given back by a broken lane, sent again */
-			raw_unride(req, 0);
+			tr_req_unride(req, 0);
 	}
 }
 
@@ -912,61 +875,4 @@ void tr_rma_peer_free(struct tr_peer *p)
 		}
 		free(ep);
 	}
-}
-
-/* ---- requests ---------------------------------------------------------------------*/
-static int req_done(void *arg)
-{
-	struct triad_req *req = arg;
-
-	return atomic_load_explicit(&req->done, memory_order_acquire);
-}
-
-int triad_test(triad_req_t *req)
-{
-	if (!req)
-		return -EINVAL;
-	if (req_done(req))
-		return 1;
-	tr_ctx_lock(req->ctx);
-	tr_progress_app(req->ctx);
-	pthread_mutex_unlock(&req->ctx->lock);
-	return req_done(req);
-}
-
-int triad_progress(triad_ctx_t *ctx)
-{
-	if (!ctx)
-		return -EINVAL;
-	tr_ctx_lock(ctx);
-	tr_progress_app(ctx);
-	pthread_mutex_unlock(&ctx->lock);
-	return 0;
-}
-
-int triad_wait(triad_req_t *req, int timeout_ms)
-{
-	if (!req)
-		return -EINVAL;
-	if (req_done(req))
-		return 0;
-	return tr_wait_until(req->ctx, req_done, req, timeout_ms);
-}
-
-enum triad_status triad_req_status(const triad_req_t *req)
-{
-	if (!req)
-		return TRIAD_S_PENDING;
-	return atomic_load_explicit(&((triad_req_t *)req)->done, memory_order_acquire)
-		       ? req->status : TRIAD_S_PENDING;
-}
-
-int triad_req_free(triad_req_t *req)
-{
-	if (!req)
-		return 0;
-	if (!req_done(req))
-		return -EBUSY;
-	tr_req_free(req);
-	return 0;
 }
