@@ -276,6 +276,16 @@ static void bury(struct tr_lane *l)
 	l->bufmem = NULL;
 }
 
+/* A light put (or a fence) left the lane's list: its completion (a fence
+ * counts in no epoch: the record is just given back). */
+static void lput_retire(struct tr_lane *l, struct tr_lput *lp, enum triad_status st)
+{
+	if (lp->fence)
+		tr_lane_lput_free(l->ctx, lp);
+	else
+		lp->ops->done(lp, st);
+}
+
 /* Releases the QP and the buffers: only when nothing is posted. */
 static void release(struct tr_lane *l)
 {
@@ -295,10 +305,7 @@ static void release(struct tr_lane *l)
 		struct tr_lput *lp = l->lp_head;
 
 		l->lp_head = lp->next;
-		if (lp->fence) /* counts in no epoch */
-			tr_lane_lput_free(l->ctx, lp);
-		else
-			lp->ops->done(lp, TRIAD_S_CANCELLED);
+		lput_retire(l, lp, TRIAD_S_CANCELLED);
 	}
 	l->lp_tail = NULL;
 	l->lp_unsig = l->lp_since_sig = l->fence_wanted = 0;
@@ -1308,7 +1315,7 @@ static void lput_append(struct tr_lane *l, struct tr_lput *lp)
 static void lput_ok(struct tr_lane *l, struct tr_lput *lp)
 {
 	l->stats.tx_bytes += lp->len;
-	lp->ops->done(lp, TRIAD_S_OK);
+	lput_retire(l, lp, TRIAD_S_OK);
 }
 
 /* lp came back: every light put posted before it has completed (one that
@@ -1638,7 +1645,7 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 			tr_lane_fail(l, st);
 		}
 		flushed_while_up(l, wc);
-		tr_lane_lput_free(l->ctx, lp);
+		lput_retire(l, lp, TRIAD_S_OK);
 		goto out;
 	}
 	if (st != TRIAD_S_OK) {
