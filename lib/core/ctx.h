@@ -5,7 +5,11 @@
  * fabric reports back only through the ops table ctx.c registers.  Within
  * core, each object has one writer: a lane's state (lane.c), a peer's
  * stream and dispatch (peer.c), waiting and the event loop (progress.c),
- * the barrier (barrier.c), the features (win, rma, am, copy, bcast).
+ * requests (req.c), the barrier (barrier.c), the features (win, rma, am,
+ * copy, bcast).  The lower files reach a feature only through what it
+ * registered at setup: message handlers and peer hooks (peer.c), progress
+ * hooks (progress.c), request completion by kind (req.c), and the ops a
+ * WRITE's or READ's cookie carries (lane.h).
  *
  * Locking, decided once (progress.c): one mutex per context (ctx->lock)
  * guards all of its state.  Whoever holds it may drive the engine (poll
