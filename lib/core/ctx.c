@@ -311,7 +311,7 @@ static int open_fabric(triad_ctx_t *ctx)
 		ret = tr_fab_plane_open(ctx->fab, p, ctx->world.addr[ctx->rank][p],
 					tr_world_port(&ctx->world, ctx->rank));
 	if (!ret)
-		tr_rma_setup(ctx);
+		ret = tr_rma_setup(ctx);
 	return ret;
 }
 

@@ -284,6 +284,11 @@ struct tr_peer_hooks {
 	void (*lost)(struct triad_ctx *ctx, int peer, enum triad_status st);
 	/* At close: p's share of the feature's state is freed. */
 	void (*freed)(struct tr_peer *p);
+	/* A lane of p changed state, or its wait ended: what of the
+	 * feature's waits for p's connection goes now if its lane is up,
+	 * keeps waiting while one is being set up, fails otherwise (all:
+	 * every one fails with st). */
+	void (*await)(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st);
 };
 #define TR_PEER_HOOKS_MAX 8
 
@@ -360,7 +365,9 @@ struct triad_ctx {
 	void (*unreached[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, int peer, enum triad_status st);
 	void (*lost[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, int peer, enum triad_status st);
 	void (*freed[TR_PEER_HOOKS_MAX])(struct tr_peer *p);
-	unsigned nrx_moved, nunreached, nlost, nfreed;
+	void (*await[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, struct tr_peer *p, int all,
+					 enum triad_status st);
+	unsigned nrx_moved, nunreached, nlost, nfreed, nawait;
 	/* ... and the progress hooks by kind (progress.c runs them). */
 	void (*tick[TR_PROGRESS_HOOKS_MAX])(struct triad_ctx *ctx);
 	int (*awaited[TR_PROGRESS_HOOKS_MAX])(const struct triad_ctx *ctx);
@@ -532,8 +539,8 @@ void tr_peer_lane_changed(struct tr_lane *l);
 void tr_peer_free(struct triad_ctx *ctx, struct tr_peer *p); /* at close */
 /* The redo fence.  req (a put or copy chunk, its last WRITE back) had a
  * WRITE flushed by a break on each plane of req->fence_planes: 1 when it
- * must wait until each of those breaks is fenced (then tr_rma_fenced()
- * settles it); 0 when it may settle now.  tr_peer_fence_settle() releases,
+ * must wait until each of those breaks is fenced (then its rma ops'
+ * fenced() settles it); 0 when it may settle now.  tr_peer_fence_settle() releases,
  * in order, what no break holds back any more (a fence came, the peer is
  * gone or lost, or the context is closing). */
 int tr_peer_fence_hold(struct triad_req *req);
@@ -653,19 +660,15 @@ struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer); /* NULL: no mem
 void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum triad_status err);
 void tr_rma_peer_free(struct tr_peer *p);
 /* Once the planes are open: the per-plane registration caches
- * (TRIAD_REG_CACHE), and the completion of puts and gets (their
- * registration released, their flush epoch told). */
-void tr_rma_setup(struct triad_ctx *ctx);
+ * (TRIAD_REG_CACHE), the completion of puts and gets (their registration
+ * released, their flush epoch told), and the peer hook of those that wait
+ * for a connection.  0, or -ENOSPC. */
+int tr_rma_setup(struct triad_ctx *ctx);
 /* At close: those caches. */
 void tr_rma_teardown(struct triad_ctx *ctx);
-/* Connect on first use: req waits on its peer's await_rma; what waits
- * there goes now if its lane is up, stays while that is being set up,
- * fails otherwise (all: fail every one with st). */
+/* Connect on first use: req waits on its peer's await_rma (the peer hook
+ * await lets it go or fail). */
 void tr_rma_await(struct triad_ctx *ctx, struct triad_req *req);
-void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all,
-			enum triad_status st);
-/* req, held by the redo fence, may settle now: done again or completed. */
-void tr_rma_fenced(struct triad_req *req);
 
 /* Active messages (am.c).  Setup: the AM message and the peer hooks
  * (early messages go once the numbers before them came; freed at close). */

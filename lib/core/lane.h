@@ -210,6 +210,9 @@ struct tr_rma_ops {
 	void (*pump)(struct tr_lane *l);
 	/* The lane req was queued on broke before req was posted whole. */
 	void (*broken)(struct triad_req *req, enum triad_status st);
+	/* req, held by the redo fence (peer.c), may settle now: done again
+	 * or completed. */
+	void (*fenced)(struct triad_req *req);
 };
 struct tr_lput;
 struct tr_lput_ops {

@@ -675,6 +675,13 @@ static void await_msgs_send(struct triad_ctx *ctx, struct tr_peer *p)
 	}
 }
 
+/* What the features keep waiting for p's connection (their await hooks). */
+static void await_hooks(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st)
+{
+	for (unsigned i = 0; i < ctx->nawait; i++)
+		ctx->await[i](ctx, p, all, st);
+}
+
 static void await_fail(struct triad_ctx *ctx, struct tr_peer *p, enum triad_status st)
 {
 	if (p->nawait_msgs || !tr_list_empty(&p->await_rma))
@@ -682,7 +689,7 @@ static void await_fail(struct triad_ctx *ctx, struct tr_peer *p, enum triad_stat
 			"waiting for it fail (%s)", p->rank, p->nawait_msgs, triad_status_str(st));
 	while (!tr_list_empty(&p->await_msgs))
 		await_msg_lost(p, tr_list_first(&p->await_msgs, struct tr_await_msg, link), st);
-	tr_rma_await_flush(ctx, p, 1, st);
+	await_hooks(ctx, p, 1, st);
 	if (!tr_peer_reachable(ctx, p->rank))
 		for (unsigned i = 0; i < ctx->nunreached; i++)
 			ctx->unreached[i](ctx, p->rank, st); /* lookups whose query waited */
@@ -698,7 +705,7 @@ static void await_settle(struct triad_ctx *ctx, struct tr_peer *p)
 	p->await_settling = 1; /* sending may break a lane, which calls in again */
 	if (tr_peer_reachable(ctx, p->rank))
 		await_msgs_send(ctx, p);
-	tr_rma_await_flush(ctx, p, 0, TRIAD_S_OK);
+	await_hooks(ctx, p, 0, TRIAD_S_OK);
 	if (!tr_peer_coming(ctx, p)) {
 		if (p->nawait_msgs || !tr_list_empty(&p->await_rma) ||
 		    !tr_peer_reachable(ctx, p->rank))
@@ -798,7 +805,7 @@ void tr_peer_await_cancel(struct triad_ctx *ctx)
 		while (!tr_list_empty(&p->await_msgs))
 			await_msg_lost(p, tr_list_first(&p->await_msgs, struct tr_await_msg, link),
 				       TRIAD_S_CANCELLED);
-		tr_rma_await_flush(ctx, p, 1, TRIAD_S_CANCELLED);
+		await_hooks(ctx, p, 1, TRIAD_S_CANCELLED);
 		p->awaiting = 0;
 	}
 }
@@ -972,7 +979,7 @@ void tr_peer_fence_settle(struct triad_ctx *ctx, struct tr_peer *p)
 		tr_list_del(&e->link);
 		p->nfenced--;
 		if (e->req)
-			tr_rma_fenced(e->req);
+			e->req->rma->fenced(e->req);
 		else
 			msg_resend(&p->lane[e->plane], e->data, e->len, e->prio, NULL);
 		free(e);
@@ -1072,7 +1079,8 @@ void tr_peer_handle(struct triad_ctx *ctx, enum tr_msg_type type, tr_msg_fn fn)
 int tr_peer_hooks_add(struct triad_ctx *ctx, const struct tr_peer_hooks *h)
 {
 	if (ctx->nrx_moved == TR_PEER_HOOKS_MAX || ctx->nunreached == TR_PEER_HOOKS_MAX ||
-	    ctx->nlost == TR_PEER_HOOKS_MAX || ctx->nfreed == TR_PEER_HOOKS_MAX)
+	    ctx->nlost == TR_PEER_HOOKS_MAX || ctx->nfreed == TR_PEER_HOOKS_MAX ||
+	    ctx->nawait == TR_PEER_HOOKS_MAX)
 		return -ENOSPC;
 	if (h->rx_moved)
 		ctx->rx_moved[ctx->nrx_moved++] = h->rx_moved;
@@ -1082,6 +1090,8 @@ int tr_peer_hooks_add(struct triad_ctx *ctx, const struct tr_peer_hooks *h)
 		ctx->lost[ctx->nlost++] = h->lost;
 	if (h->freed)
 		ctx->freed[ctx->nfreed++] = h->freed;
+	if (h->await)
+		ctx->await[ctx->nawait++] = h->await;
 	return 0;
 }
 

@@ -30,9 +30,12 @@ static void rc_dereg(void *arg, void *handle)
 static const struct tr_rc_ops rc_ops = { rc_reg, rc_dereg };
 
 static void rma_complete(struct triad_req *req, enum triad_status st);
+static void await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st);
 
-void tr_rma_setup(struct triad_ctx *ctx)
+int tr_rma_setup(struct triad_ctx *ctx)
 {
+	static const struct tr_peer_hooks hooks = { .await = await_flush };
+
 	for (int p = 0; p < ctx->nplanes; p++) {
 		ctx->rcache[p].ctx = ctx;
 		ctx->rcache[p].plane = p;
@@ -40,6 +43,7 @@ void tr_rma_setup(struct triad_ctx *ctx)
 	}
 	tr_req_kind_done(ctx, TR_REQ_PUT, rma_complete);
 	tr_req_kind_done(ctx, TR_REQ_GET, rma_complete);
+	return tr_peer_hooks_add(ctx, &hooks);
 }
 
 void tr_rma_teardown(struct triad_ctx *ctx)
@@ -321,6 +325,8 @@ static void redo(struct triad_req *req)
 	tr_win_lookup(ctx, req);
 }
 
+static void fenced(struct triad_req *req);
+
 /* Every WRITE and READ of req is back: done again, or complete.  A
  * WRITE that a break flushed may still be on its way to the peer (RC
  * cannot tell a flushed WRITE from one executed, or from one delayed on
@@ -330,10 +336,10 @@ static void settle(struct triad_req *req)
 {
 	if (req->fence_planes && tr_peer_fence_hold(req))
 		return;
-	tr_rma_fenced(req);
+	fenced(req);
 }
 
-void tr_rma_fenced(struct triad_req *req)
+static void fenced(struct triad_req *req)
 {
 	req->fence_planes = 0;
 	if (req->redo && req->status == TRIAD_S_OK && !req->ctx->closing)
@@ -388,6 +394,7 @@ static const struct tr_rma_ops rma_ops = {
 	.refused = refused,
 	.pump = pump,
 	.broken = lane_broken,
+	.fenced = fenced,
 };
 
 /* Operations on this rank's own windows are memory copies. */
@@ -552,7 +559,8 @@ static int still_waits(struct triad_ctx *ctx, struct tr_peer *p, const struct tr
 	return tr_peer_coming(ctx, p);
 }
 
-void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st)
+/* The peer hook: what waits for p's connection goes, waits or fails. */
+static void await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st)
 {
 	struct tr_list todo;
 
