@@ -2,7 +2,7 @@
  *
  * Layers (docs/design.md): core owns every piece of protocol state and
  * calls down into proto (pure engines) and fabric (the verbs executor);
- * fabric reports back only through the ops table ctx.c registers.  Within
+ * fabric reports back only through the ops table of ctx.c.  Within
  * core, each object has one writer: a lane's state (lane.c), a peer's
  * stream and dispatch (peer.c), waiting and the event loop (progress.c),
  * requests (req.c), the barrier (barrier.c), the features (win, rma, am,
@@ -587,6 +587,10 @@ void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw);
 /* At close: every cached descriptor dropped, its waiters cancelled. */
 void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p);
 void tr_wins_destroy_all(struct triad_ctx *ctx);
+
+/* What the fabric reports, and to whom in core (ctx.c): the ops table
+ * triad_init opens the fabric with. */
+extern const struct tr_fab_ops tr_ctx_fab_ops;
 
 /* What this rank tells the other side of a connection on plane (ctx.c):
  * the rdma_cm private data of a request, an accept or a rejection.  peer

@@ -252,7 +252,7 @@ void tr_lane_lput_fence(struct tr_lane *l);
 void tr_lane_count(struct tr_lane *l, const struct triad_req *req, int done);
 void tr_lane_count_drop(struct tr_lane *l, int am_unknown);
 
-/* The fabric's events (ops table, registered by ctx.c). */
+/* The fabric's events (the ops table of ctx.c). */
 void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc);
 void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc);
 void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
