@@ -13,7 +13,8 @@
  *            there is reported missing and does not count (a node may run
  *            triadd before its drivers are up, and the test host has none)
  *   counters /sys/class/infiniband/DEV/ports/N/{hw_counters,counters},
- *            read every counters_ms for triadctl stats
+ *            read every counters_ms for triadctl stats and the degraded
+ *            planes' evidence (assess.c)
  * A plane's raw state is up when its link is up and its port is active
  * (or unknown). */
 #include <dirent.h>
@@ -288,8 +289,12 @@ static void read_counters_dir(struct td_plane *pl, const char *dir)
 		if (!f)
 			continue;
 		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%llu", &v) == 1) {
+			enum tr_ctl_dgr_kind k = tr_ctl_dgr_counter_kind(de->d_name);
+
 			snprintf(pl->ctr[pl->nctr].name, sizeof(pl->ctr[0].name), "%s", de->d_name);
 			pl->ctr[pl->nctr++].value = v;
+			pl->pkts += k == TR_CTL_DGR_PKTS ? v : 0;
+			pl->errs += k == TR_CTL_DGR_ERRS ? v : 0;
 		}
 		fclose(f);
 	}
@@ -303,6 +308,8 @@ static void counters_read(struct td *d)
 		char dir[256];
 
 		d->plane[p].nctr = 0;
+		d->plane[p].pkts = d->plane[p].errs = 0;
+		d->plane[p].have_totals = d->plane[p].dev != NULL;
 		if (!d->plane[p].dev)
 			continue;
 		snprintf(dir, sizeof(dir), "/sys/class/infiniband/%s/ports/%u/hw_counters",
@@ -319,6 +326,7 @@ static void counters_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	counters_read(w->data);
+	td_assess(w->data);
 }
 
 /* ---- set-up ------------------------------------------------------------------*/
@@ -331,6 +339,7 @@ int td_monitor_open(struct td *d)
 		tr_ctl_health_init(&d->plane[p].health, d->conf.debounce_down_ms,
 				   d->conf.debounce_up_ms, now);
 		d->plane[p].link = -2;
+		tr_ctl_dgr_init(&d->plane[p].dgr, &d->conf.health);
 	}
 	ev_init(&d->health_w, health_cb);
 	d->health_w.data = d;

@@ -11,6 +11,7 @@
  * Growing and shrinking are sealed too, so a client's mapping never
  * faults. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "base/time.h"
+#include "ctl/metrics.h"
 #include "triadd.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
@@ -215,8 +217,7 @@ void td_publish(struct td *d)
 		ev_timer_again(d->loop, &d->settle_w);
 }
 
-/* Plane p goes to state (with reason), published at once. */
-static void plane_set(struct td *d, int p, uint32_t state, uint32_t reason, int faulty)
+void td_plane_set(struct td *d, int p, uint32_t state, uint32_t reason, int faulty)
 {
 	struct tr_ctl_plane_pol *e = &d->pol.plane[p];
 	uint32_t from = e->state;
@@ -380,28 +381,40 @@ void td_plane_health_changed(struct td *d, int p)
 	td_event(d, json, text);
 	if (!pl->health.healthy) {
 		pl->faults++;
-		/* A fault is a fact: the plane is left even when it is the last. */
+		/* A fault is a fact: the plane is left even when it is the last.
+		 * A degraded plane that fails is the link monitor's from now on:
+		 * it comes back when its link does. */
 		if (!e->faulty)
-			plane_set(d, p,
+			td_plane_set(d, p,
 				  tr_ctl_pstate_off(e->state) ? e->state : TR_CTL_SWITCH_PENDING,
-				  tr_ctl_pstate_off(e->state) ? e->reason : TR_CTL_R_FAULT, 1);
+				  tr_ctl_pstate_off(e->state) && e->reason != TR_CTL_R_DEGRADED
+					  ? e->reason
+					  : TR_CTL_R_FAULT,
+				  1);
 	} else if (e->reason == TR_CTL_R_FAULT) {
-		plane_set(d, p, TR_CTL_RESTORE_PENDING, TR_CTL_R_FAULT, 0);
+		td_plane_set(d, p, TR_CTL_RESTORE_PENDING, TR_CTL_R_FAULT, 0);
 	} else if (e->faulty && e->reason == TR_CTL_R_ADMIN) {
 		/* Drained by hand and broken meanwhile: mended, still drained. */
-		plane_set(d, p, e->state, e->reason, 0);
+		td_plane_set(d, p, e->state, e->reason, 0);
 	}
 }
 
 /* ---- reports ------------------------------------------------------------------------*/
-struct plane_sum {
-	unsigned switched, inflight;
-	uint64_t tx, rx;
-};
-
-static struct plane_sum plane_sum(const struct td *d, unsigned p)
+/* What client c has sent (rx: received) on plane p since it handed its
+ * counters over; 0 if its counter went back (it owns the region). */
+static uint64_t conn_moved(const struct td_conn *c, unsigned p, int rx)
 {
-	struct plane_sum s = { 0 };
+	const struct tr_ctl_cplane *e = &c->counters->plane[p];
+	uint64_t now = atomic_load_explicit(rx ? &e->rx_bytes : &e->tx_bytes,
+					    memory_order_relaxed),
+		 base = rx ? c->rx_base[p] : c->tx_base[p];
+
+	return now >= base ? now - base : 0;
+}
+
+struct td_plane_sum td_plane_sum(const struct td *d, unsigned p)
+{
+	struct td_plane_sum s = { 0 };
 
 	for (const struct tr_list *l = d->conns.next; l != &d->conns; l = l->next) {
 		const struct td_conn *c = tr_container_of(l, struct td_conn, link);
@@ -439,27 +452,27 @@ static void report_status(struct td *d, struct td_out *o, int json)
 		td_out_printf(o, "{\"version\":1,\"generation\":%llu,\"clients\":%u,\"planes\":[",
 			      (unsigned long long)tr_ctl_table_gen(d->table), nclients(d));
 	else
-		td_out_printf(o, "generation %llu, %u client(s)\n%-3s %-12s %-16s %-7s %-8s "
-			      "%-12s %-8s %-9s %s\n",
+		td_out_printf(o, "generation %llu, %u client(s)\n%-3s %-12s %-16s %-8s %-8s "
+			      "%-12s %-8s %-6s %-7s %-9s %s\n",
 			      (unsigned long long)tr_ctl_table_gen(d->table), nclients(d), "#",
-			      "plane", "state", "reason", "health", "link", "port", "switched",
-			      "inflight");
+			      "plane", "state", "reason", "health", "link", "port", "score",
+			      "weight", "switched", "inflight");
 	for (unsigned p = 0; p < d->pol.nplanes; p++) {
 		const struct tr_ctl_plane_pol *e = &d->pol.plane[p];
 		const struct tr_ctl_conf_plane *cp = &d->conf.plane[p];
 		const struct td_plane *pl = &d->plane[p];
-		struct plane_sum s = plane_sum(d, p);
+		struct td_plane_sum s = td_plane_sum(d, p);
 
 		if (!json) {
 			char link[40];
 
 			snprintf(link, sizeof(link), "%s:%s", pl->netdev[0] ? pl->netdev : "-",
 				 td_link_str(pl->link));
-			td_out_printf(o, "%-3u %-12s %-16s %-7s %-8s %-12s %-8s %-9u %u\n", p,
-				      e->name, tr_ctl_pstate_str(e->state),
+			td_out_printf(o, "%-3u %-12s %-16s %-8s %-8s %-12s %-8s %-6u %-7u %-9u %u\n",
+				      p, e->name, tr_ctl_pstate_str(e->state),
 				      tr_ctl_reason_str(e->reason),
 				      pl->health.healthy ? "healthy" : "faulty", link, port_str(pl),
-				      s.switched, s.inflight);
+				      pl->dgr.score, e->weight, s.switched, s.inflight);
 			continue;
 		}
 		td_out_printf(o, "%s{\"index\":%u,\"name\":", p ? "," : "", p);
@@ -473,9 +486,12 @@ static void report_status(struct td *d, struct td_out *o, int json)
 		td_out_printf(o, ",\"device\":");
 		td_out_json_str(o, cp->device);
 		td_out_printf(o, ",\"port\":%u,\"port_state\":\"%s\",\"clients_switched\":%u,"
-			      "\"inflight\":%u,\"tx_bytes\":%llu,\"rx_bytes\":%llu}",
+			      "\"inflight\":%u,\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"score\":%u,"
+			      "\"weight\":%u,\"degraded\":%s,\"degrades\":%llu,\"hold_ms\":%u}",
 			      cp->port, port_str(pl), s.switched, s.inflight,
-			      (unsigned long long)s.tx, (unsigned long long)s.rx);
+			      (unsigned long long)s.tx, (unsigned long long)s.rx, pl->dgr.score,
+			      e->weight, pl->dgr.degraded ? "true" : "false",
+			      (unsigned long long)pl->dgr.degrades, pl->dgr.hold_ms);
 	}
 	if (json)
 		td_out_printf(o, "]}");
@@ -578,6 +594,159 @@ static void report_stats(struct td *d, struct td_out *o, int json)
 		td_out_printf(o, "]}");
 }
 
+/* ---- metrics: Prometheus text exposition format 0.0.4 (ctl/metrics.h) ----*/
+static void metric_head(struct td_out *o, const char *name, const char *type, const char *help)
+{
+	td_out_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* name{plane="P"} V for every plane. */
+static void per_plane(struct td *d, struct td_out *o, const char *name, const char *type,
+		      const char *help, uint64_t (*get)(struct td *, unsigned))
+{
+	metric_head(o, name, type, help);
+	for (unsigned p = 0; p < d->pol.nplanes; p++)
+		td_out_printf(o, "%s{plane=\"%s\"} %llu\n", name, d->pol.plane[p].name,
+			      (unsigned long long)get(d, p));
+}
+
+static uint64_t m_healthy(struct td *d, unsigned p) { return d->plane[p].health.healthy != 0; }
+static uint64_t m_faulty(struct td *d, unsigned p) { return d->pol.plane[p].faulty != 0; }
+static uint64_t m_faults(struct td *d, unsigned p) { return d->plane[p].faults; }
+static uint64_t m_degraded(struct td *d, unsigned p) { return d->plane[p].dgr.degraded != 0; }
+static uint64_t m_degrades(struct td *d, unsigned p) { return d->plane[p].dgr.degrades; }
+static uint64_t m_score(struct td *d, unsigned p) { return d->plane[p].dgr.score; }
+static uint64_t m_weight(struct td *d, unsigned p) { return d->pol.plane[p].weight; }
+static uint64_t m_inflight(struct td *d, unsigned p) { return td_plane_sum(d, p).inflight; }
+static uint64_t m_switched(struct td *d, unsigned p) { return td_plane_sum(d, p).switched; }
+/* Bytes the processes moved on plane p while this daemon watched them,
+ * those gone included: never less than at the last call. */
+static uint64_t moved(struct td *d, unsigned p, int rx)
+{
+	uint64_t n = rx ? d->plane[p].rx_gone : d->plane[p].tx_gone;
+
+	for (const struct tr_list *l = d->conns.next; l != &d->conns; l = l->next) {
+		const struct td_conn *c = tr_container_of(l, struct td_conn, link);
+
+		if (c->kind == TD_CONN_CLIENT && !c->dead && c->counters && p < c->counters_np)
+			n += conn_moved(c, p, rx);
+	}
+	return n;
+}
+static uint64_t m_tx(struct td *d, unsigned p) { return moved(d, p, 0); }
+static uint64_t m_rx(struct td *d, unsigned p) { return moved(d, p, 1); }
+
+/* A port counter's name as a label value: the kernel's names are
+ * [a-z0-9_]; anything else is left out rather than escaped. */
+static int counter_name_ok(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_'))
+			return 0;
+	return 1;
+}
+
+static void report_metrics(struct td *d, struct td_out *o)
+{
+	const struct td_stats *st = &d->stats;
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} daemon_counters[] = {
+#define S(f, h) { "triad_daemon_" #f "_total", h, offsetof(struct td_stats, f) }
+		S(connections, "Connections accepted."),
+		S(refused, "Connections refused (credentials or the connection limit)."),
+		S(protocol_errors, "Connections closed for a protocol error."),
+		S(clients_lost, "Triad processes whose connection broke."),
+		S(commands, "Commands served."),
+		S(notifies, "Policy changes notified to processes."),
+		S(handshake_timeouts, "Connections closed at the handshake or idle deadline."),
+		S(not_reading, "Peers dropped because they did not read."),
+		S(accept_failures, "accept() failures at the descriptor limit."),
+#undef S
+	};
+
+	metric_head(o, TR_CTL_M_CLIENTS, "gauge", "Triad processes connected to triadd.");
+	td_out_printf(o, "%s %u\n", TR_CTL_M_CLIENTS, nclients(d));
+	metric_head(o, TR_CTL_M_GENERATION, "gauge", "Generation of the policy table.");
+	td_out_printf(o, "%s %llu\n", TR_CTL_M_GENERATION,
+		      (unsigned long long)tr_ctl_table_gen(d->table));
+	metric_head(o, "triad_daemon_connections_open", "gauge", "Connections open now.");
+	td_out_printf(o, "triad_daemon_connections_open %d\n", d->nconns);
+	for (size_t i = 0; i < sizeof(daemon_counters) / sizeof(daemon_counters[0]); i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)st + daemon_counters[i].off, sizeof(v));
+		metric_head(o, daemon_counters[i].name, "counter", daemon_counters[i].help);
+		td_out_printf(o, "%s %llu\n", daemon_counters[i].name, (unsigned long long)v);
+	}
+	metric_head(o, TR_CTL_M_STATE, "gauge", "1 for the plane's state, 0 for the others.");
+	for (unsigned p = 0; p < d->pol.nplanes; p++)
+		for (uint32_t s = 0; s < TR_CTL_PSTATE_MAX; s++)
+			td_out_printf(o, "%s{plane=\"%s\",state=\"%s\"} %d\n", TR_CTL_M_STATE,
+				      d->pol.plane[p].name, tr_ctl_pstate_str(s),
+				      d->pol.plane[p].state == s);
+	metric_head(o, TR_CTL_M_REASON, "gauge",
+		    "1 for why the plane is in its state (none: normal), 0 for the others.");
+	for (unsigned p = 0; p < d->pol.nplanes; p++)
+		for (uint32_t r = 0; r < TR_CTL_REASON_MAX; r++)
+			td_out_printf(o, "%s{plane=\"%s\",reason=\"%s\"} %d\n", TR_CTL_M_REASON,
+				      d->pol.plane[p].name, tr_ctl_reason_str(r),
+				      d->pol.plane[p].reason == r);
+	per_plane(d, o, TR_CTL_M_HEALTHY, "gauge",
+		  "1 while the link monitor finds the plane's link and port up.", m_healthy);
+	per_plane(d, o, TR_CTL_M_FAULTY, "gauge",
+		  "1 while the plane is marked faulty (a link fault or triadctl plane fail).",
+		  m_faulty);
+	per_plane(d, o, "triad_plane_faults_total", "counter",
+		  "Times the link monitor found the plane faulty.", m_faults);
+	per_plane(d, o, TR_CTL_M_DEGRADED, "gauge",
+		  "1 while the plane is drained as degraded (it loses or delays packets).",
+		  m_degraded);
+	per_plane(d, o, "triad_plane_degradations_total", "counter",
+		  "Times the plane was degraded.", m_degrades);
+	per_plane(d, o, TR_CTL_M_SCORE, "gauge",
+		  "Health score of the last period with evidence, 0 (clean) to 100; 50 is bad.",
+		  m_score);
+	per_plane(d, o, TR_CTL_M_WEIGHT, "gauge",
+		  "Weight published to the processes (the score cut to a multiple of 10).",
+		  m_weight);
+	per_plane(d, o, TR_CTL_M_INFLIGHT, "gauge",
+		  "Messages and operations in flight on the plane, over the processes.",
+		  m_inflight);
+	per_plane(d, o, TR_CTL_M_SWITCHED, "gauge", "Processes that have left the plane.",
+		  m_switched);
+	per_plane(d, o, TR_CTL_M_TX, "counter",
+		  "Bytes the node's processes sent on the plane (processes gone included).",
+		  m_tx);
+	per_plane(d, o, TR_CTL_M_RX, "counter",
+		  "Bytes the node's processes received on the plane (processes gone included).",
+		  m_rx);
+	metric_head(o, "triad_port_counter", "untyped",
+		    "The plane's port counters as the device has them (hw_counters, counters).");
+	for (unsigned p = 0; p < d->pol.nplanes; p++)
+		for (int i = 0; i < d->plane[p].nctr; i++)
+			if (counter_name_ok(d->plane[p].ctr[i].name))
+				td_out_printf(o, "triad_port_counter{plane=\"%s\",counter=\"%s\"} %llu\n",
+					      d->pol.plane[p].name, d->plane[p].ctr[i].name,
+					      (unsigned long long)d->plane[p].ctr[i].value);
+}
+
+/* [health], as text lines or a JSON object's members. */
+static void report_health(const struct tr_ctl_dgr_cfg *h, struct td_out *o, int json)
+{
+	td_out_printf(o,
+		      json ? "\"health\":{\"degrade\":%s,\"errors_permille\":%u,"
+			     "\"latency_ratio\":%u,\"min_packets\":%u,\"degrade_ms\":%u,"
+			     "\"restore_ms\":%u,\"restore_max_ms\":%u},"
+			   : "health degrade %s errors_permille %u latency_ratio %u min_packets %u "
+			     "degrade_ms %u restore_ms %u restore_max_ms %u\n",
+		      h->enabled ? (json ? "true" : "yes") : (json ? "false" : "no"),
+		      h->errors_permille, h->latency_ratio, h->min_packets, h->degrade_ms,
+		      h->restore_ms, h->restore_max_ms);
+}
+
 static void report_config(struct td *d, struct td_out *o, int json)
 {
 	const struct tr_ctl_conf *c = &d->conf;
@@ -596,6 +765,7 @@ static void report_config(struct td *d, struct td_out *o, int json)
 			td_out_printf(o, "plane %s device %s port %u netdev %s\n",
 				      c->plane[p].name, c->plane[p].device, c->plane[p].port,
 				      d->plane[p].netdev[0] ? d->plane[p].netdev : "-");
+		report_health(&c->health, o, 0);
 		td_knobs_report(d, o, 0);
 		return;
 	}
@@ -606,8 +776,10 @@ static void report_config(struct td *d, struct td_out *o, int json)
 	td_out_printf(o, ",\"group\":");
 	td_out_json_str(o, c->group);
 	td_out_printf(o, ",\"socket_mode\":\"0%o\",\"debounce_down_ms\":%u,\"debounce_up_ms\":%u,"
-		      "\"counters_ms\":%u},\"planes\":[",
+		      "\"counters_ms\":%u},",
 		      c->socket_mode, c->debounce_down_ms, c->debounce_up_ms, c->counters_ms);
+	report_health(&c->health, o, 1);
+	td_out_printf(o, "\"planes\":[");
 	for (int p = 0; p < c->nplanes; p++) {
 		td_out_printf(o, "%s{\"name\":", p ? "," : "");
 		td_out_json_str(o, c->plane[p].name);
@@ -739,7 +911,7 @@ static void plane_cmd(struct td_conn *c, unsigned op, int p, unsigned flags, uin
 			return;
 		}
 		if (off || e->faulty)
-			plane_set(d, p, TR_CTL_RESTORE_PENDING, e->reason, 0);
+			td_plane_set(d, p, TR_CTL_RESTORE_PENDING, e->reason, 0);
 	} else {
 		if (!off && !force && !tr_ctl_other_live(&d->pol, (unsigned)p)) {
 			snprintf(msg, sizeof(msg), "plane %s is the last live plane: not %s; "
@@ -748,8 +920,10 @@ static void plane_cmd(struct td_conn *c, unsigned op, int p, unsigned flags, uin
 			reply_msg(c, -EBUSY, TR_CTL_REFUSED, p, msg);
 			return;
 		}
-		if (!off || (op == TR_CTL_OP_FAIL && !e->faulty))
-			plane_set(d, p, off ? e->state : TR_CTL_SWITCH_PENDING,
+		/* A degraded plane drained or failed by hand stays so: the
+		 * operator's reason replaces the daemon's. */
+		if (!off || (op == TR_CTL_OP_FAIL && !e->faulty) || e->reason == TR_CTL_R_DEGRADED)
+			td_plane_set(d, p, off ? e->state : TR_CTL_SWITCH_PENDING,
 				  op == TR_CTL_OP_FAIL ? TR_CTL_R_FAIL : TR_CTL_R_ADMIN,
 				  op == TR_CTL_OP_FAIL || e->faulty);
 	}
@@ -791,6 +965,7 @@ static void on_cmd(struct td_conn *c, const struct tr_ctl_msg *m)
 	case TR_CTL_OP_CLIENTS: report_clients(d, &o, json); break;
 	case TR_CTL_OP_STATS: report_stats(d, &o, json); break;
 	case TR_CTL_OP_CONFIG: report_config(d, &o, json); break;
+	case TR_CTL_OP_METRICS: report_metrics(d, &o); break;
 	case TR_CTL_OP_SET:
 	case TR_CTL_OP_UNSET:
 		knob_cmd(c, op, m->u.cmd.arg, m->u.cmd.arg_len);
@@ -884,6 +1059,12 @@ static int on_counters(struct td_conn *c, const struct tr_ctl_msg *m)
 	}
 	c->counters = map;
 	c->counters_np = np;
+	for (unsigned p = 0; p < np; p++) { /* np <= TRIAD_MAX_PLANES: checked */
+		const struct tr_ctl_cplane *e = &c->counters->plane[p];
+
+		c->tx_base[p] = atomic_load_explicit(&e->tx_bytes, memory_order_relaxed);
+		c->rx_base[p] = atomic_load_explicit(&e->rx_bytes, memory_order_relaxed);
+	}
 	ev_timer_stop(c->d->loop, &c->hs_w); /* the handshake is done */
 	return 0;
 }
@@ -922,8 +1103,16 @@ static void conn_close(struct td_conn *c, const char *why)
 			d->stats.clients_lost++;
 		client_event(d, c, why ? why : "disconnected");
 	}
-	if (c->counters)
+	if (c->counters) {
+		/* What it moved stays in the metrics' totals. */
+		for (unsigned p = 0; c->kind == TD_CONN_CLIENT && p < c->counters_np &&
+				     p < d->pol.nplanes;
+		     p++) {
+			d->plane[p].tx_gone += conn_moved(c, p, 0);
+			d->plane[p].rx_gone += conn_moved(c, p, 1);
+		}
 		munmap(c->counters, sizeof(*c->counters));
+	}
 	c->counters = NULL;
 	ev_check_start(d->loop, &d->reap_w);
 	/* A client gone may be the one a drain waited for. */

@@ -2,17 +2,22 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/config.h"
 #include "ctl/conf.h"
 #include "ctl/io.h"
+#include "ctl/metrics.h"
 #include "triadd.h"
 
 enum {
@@ -42,6 +47,15 @@ static void usage(FILE *out)
 		"                           (until triadd reloads or restarts: triadd.conf keeps it)\n"
 		"  config unset KNOB        stop publishing it: processes go back to their default\n"
 		"  monitor                  one line per event as it happens (until interrupted)\n"
+		"  top [--interval S] [--once]\n"
+		"                           a live view of the planes: state, reason, health,\n"
+		"                           score, weight, bytes per second, in flight, processes\n"
+		"                           switched; refreshed every S seconds (default 1); q or\n"
+		"                           Ctrl-C quits; --once: one table, rates over S seconds,\n"
+		"                           for a dumb terminal or a script\n"
+		"  metrics [--out FILE]     the metrics in Prometheus text format; --out: written\n"
+		"                           to FILE atomically (a temporary file, renamed), for\n"
+		"                           node_exporter's textfile collector\n"
 		"  plane drain PLANE [--wait] [--timeout S] [--force]\n"
 		"                           every process leaves the plane; --wait: return once\n"
 		"                           none has anything in flight on it; --force: even the\n"
@@ -170,6 +184,31 @@ static int exit_of(const struct tr_ctl_msg *m)
 	return m->u.reply.code == TR_CTL_BAD_CMD ? EXIT_USAGE : EXIT_REFUSED;
 }
 
+/* Connects, sends cmd and waits up to wait_ms for its reply, in *m (read
+ * with rx).  The connection, or minus the exit status when there is no
+ * reply (said on stderr). */
+static int ask(const char *path, struct tr_ctl_msg *cmd, int wait_ms, struct tr_ctl_rx *rx,
+	       struct tr_ctl_msg *m)
+{
+	int fd = connect_to(path), ret;
+
+	if (fd < 0)
+		return -EXIT_UNREACHABLE;
+	ret = tr_ctl_send(fd, cmd, -1, REPLY_TIMEOUT_MS);
+	/* A daemon that refused us answered and closed before our command
+	 * went out: its answer is still there to read. */
+	if (!ret || ret == -EPIPE || ret == -ECONNRESET)
+		ret = tr_ctl_rx_wait(fd, rx, m, wait_ms);
+	if (ret == 1 && m->type != TR_CTL_REPLY)
+		ret = -EPROTO;
+	if (ret == 1)
+		return fd;
+	fprintf(stderr, "triadctl: triadd at %s: %s\n", path,
+		ret == 0 ? "closed the connection" : strerror(-ret));
+	close(fd);
+	return -(ret == -ETIMEDOUT ? EXIT_TIMEOUT : EXIT_UNREACHABLE);
+}
+
 static int run(const char *path, struct tr_ctl_msg *cmd, int wait_ms)
 {
 	struct tr_ctl_rx *rx = malloc(sizeof(*rx));
@@ -179,22 +218,9 @@ static int run(const char *path, struct tr_ctl_msg *cmd, int wait_ms)
 	if (!rx)
 		return EXIT_REFUSED;
 	tr_ctl_rx_init(rx);
-	fd = connect_to(path);
+	fd = ask(path, cmd, wait_ms, rx, &m);
 	if (fd < 0) {
-		free(rx);
-		return EXIT_UNREACHABLE;
-	}
-	ret = tr_ctl_send(fd, cmd, -1, REPLY_TIMEOUT_MS);
-	/* A daemon that refused us answered and closed before our command
-	 * went out: its answer is still there to read. */
-	if (!ret || ret == -EPIPE || ret == -ECONNRESET)
-		ret = tr_ctl_rx_wait(fd, rx, &m, wait_ms);
-	if (ret == 1 && m.type != TR_CTL_REPLY)
-		ret = -EPROTO;
-	if (ret != 1) {
-		fprintf(stderr, "triadctl: triadd at %s: %s\n", path,
-			ret == 0 ? "closed the connection" : strerror(-ret));
-		rc = ret == -ETIMEDOUT ? EXIT_TIMEOUT : EXIT_UNREACHABLE;
+		rc = -fd;
 		goto out;
 	}
 	rc = exit_of(&m);
@@ -217,10 +243,276 @@ static int run(const char *path, struct tr_ctl_msg *cmd, int wait_ms)
 		}
 		printf("%.*s\n", (int)m.u.event.text_len, m.u.event.text);
 	}
-out:
 	close(fd);
+out:
 	tr_ctl_rx_reset(rx);
 	free(rx);
+	return rc;
+}
+
+/* One command, its answer's text handed over (*text malloc'd and
+ * NUL-terminated, *len bytes) when the daemon said OK.  The exit status;
+ * what went wrong is on stderr. */
+static int fetch(const char *path, struct tr_ctl_msg *cmd, char **text, size_t *len)
+{
+	struct tr_ctl_rx *rx = malloc(sizeof(*rx));
+	struct tr_ctl_msg m;
+	int fd, rc;
+
+	*text = NULL;
+	if (!rx)
+		return EXIT_REFUSED;
+	tr_ctl_rx_init(rx);
+	fd = ask(path, cmd, REPLY_TIMEOUT_MS, rx, &m);
+	if (fd < 0) {
+		rc = -fd;
+	} else if ((rc = exit_of(&m)) != EXIT_OK) {
+		print_text(stderr, "triadctl: ", m.u.reply.text, m.u.reply.text_len);
+	} else if (!(*text = strndup(m.u.reply.text, m.u.reply.text_len))) {
+		fprintf(stderr, "triadctl: out of memory\n");
+		rc = EXIT_REFUSED;
+	} else {
+		*len = m.u.reply.text_len;
+	}
+	if (fd >= 0)
+		close(fd);
+	tr_ctl_rx_reset(rx);
+	free(rx);
+	return rc;
+}
+
+/* text to path through a temporary file beside it, renamed over it: a
+ * reader (node_exporter's textfile collector) sees the old file or the
+ * new one, never a part.  The temporary name does not end in ".prom". */
+static int write_atomic(const char *path, const char *text, size_t len)
+{
+	size_t n = strlen(path) + sizeof(".XXXXXX");
+	char *tmp = malloc(n);
+	const char *what = NULL;
+	int fd, err = 0;
+
+	if (!tmp) {
+		fprintf(stderr, "triadctl: out of memory\n");
+		return EXIT_REFUSED;
+	}
+	snprintf(tmp, n, "%s.XXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		fprintf(stderr, "triadctl: metrics --out %s: cannot create a file beside it: %s\n",
+			path, strerror(errno));
+		free(tmp);
+		return EXIT_REFUSED;
+	}
+	for (size_t at = 0; at < len && !what;) {
+		ssize_t w = write(fd, text + at, len - at);
+
+		if (w >= 0)
+			at += (size_t)w;
+		else if (errno != EINTR)
+			err = errno, what = "write";
+	}
+	/* mkstemp made it 0600: node_exporter may run as another user. */
+	if (!what && fchmod(fd, 0644))
+		err = errno, what = "chmod";
+	if (!what && fsync(fd))
+		err = errno, what = "fsync";
+	if (close(fd) && !what)
+		err = errno, what = "close";
+	if (!what && rename(tmp, path))
+		err = errno, what = "rename";
+	if (what) {
+		unlink(tmp);
+		fprintf(stderr, "triadctl: metrics --out %s: %s: %s\n", path, what, strerror(err));
+	}
+	free(tmp);
+	return what ? EXIT_REFUSED : EXIT_OK;
+}
+
+/* metrics [--out FILE] */
+static int metrics_cmd(const char *path, int argc, char **argv, unsigned flags)
+{
+	struct tr_ctl_msg cmd = { .type = TR_CTL_CMD };
+	const char *out = NULL;
+	char *text;
+	size_t len;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--out") && i + 1 < argc && argv[i + 1][0]) {
+			out = argv[++i];
+		} else {
+			fprintf(stderr, "triadctl: metrics: unexpected '%s' (want [--out FILE])\n",
+				argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (flags & TR_CTL_F_JSON) {
+		fprintf(stderr, "triadctl: metrics: the output is Prometheus text; -j does not apply\n");
+		return EXIT_USAGE;
+	}
+	cmd.u.cmd.op = TR_CTL_OP_METRICS;
+	rc = fetch(path, &cmd, &text, &len);
+	if (rc)
+		return rc;
+	if (out)
+		rc = write_atomic(out, text, len);
+	else if (fwrite(text, 1, len, stdout) != len || fflush(stdout))
+		rc = EXIT_REFUSED;
+	free(text);
+	return rc;
+}
+
+/* ---- top ---------------------------------------------------------------------*/
+static volatile sig_atomic_t top_stop;
+
+static void on_top_signal(int sig)
+{
+	top_stop = sig;
+}
+
+static double mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The daemon's metrics now, parsed. */
+static int top_sample(const char *path, struct tr_ctl_msnap *s, double *at)
+{
+	struct tr_ctl_msg cmd = { .type = TR_CTL_CMD };
+	char *text, err[200];
+	size_t len;
+	int rc;
+
+	cmd.u.cmd.op = TR_CTL_OP_METRICS;
+	rc = fetch(path, &cmd, &text, &len);
+	*at = mono_s();
+	if (rc)
+		return rc;
+	if (tr_ctl_metrics_parse(text, len, s, err, sizeof(err))) {
+		fprintf(stderr, "triadctl: top: triadd's metrics: %s\n", err);
+		rc = EXIT_REFUSED;
+	}
+	free(text);
+	return rc;
+}
+
+/* Waits up to secs for q (keys: stdin is a terminal), a signal or the
+ * time: 1 to quit. */
+static int top_wait(double secs, int keys)
+{
+	double end = mono_s() + secs;
+	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+
+	for (;;) {
+		double left = end - mono_s();
+		char c[16];
+		ssize_t n;
+
+		if (top_stop)
+			return 1;
+		if (left <= 0)
+			return 0;
+		if (poll(&pfd, keys ? 1 : 0, (int)(left * 1000) + 1) <= 0 || !(pfd.revents & POLLIN))
+			continue;
+		n = read(0, c, sizeof(c));
+		if (n <= 0) {
+			keys = 0; /* end of input: only the time and signals now */
+			continue;
+		}
+		if (memchr(c, 'q', (size_t)n) || memchr(c, 'Q', (size_t)n))
+			return 1;
+	}
+}
+
+/* One refresh: redrawn in place on a screen, else after the last one. */
+static void top_show(const char *path, double secs, int screen, const char *frame)
+{
+	printf("%striadd %s, every %.1f s; q or Ctrl-C quits\n%s%s", screen ? "\033[H\033[J" : "",
+	       path, secs, frame, screen ? "" : "\n");
+	fflush(stdout);
+}
+
+/* top [--interval S] [--once] */
+static int top_cmd(const char *path, int argc, char **argv, unsigned flags)
+{
+	struct tr_ctl_msnap *prev = malloc(sizeof(*prev)), *now = malloc(sizeof(*now)), *t;
+	const char *term = getenv("TERM");
+	struct sigaction sa = { .sa_handler = on_top_signal };
+	struct termios tio, raw;
+	double secs = 1, at_prev, at_now;
+	int once = 0, screen, keys, rc = EXIT_OK;
+	char frame[4096];
+
+	for (int i = 1; i < argc; i++) {
+		char *end;
+
+		if (!strcmp(argv[i], "--once")) {
+			once = 1;
+		} else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
+			secs = strtod(argv[++i], &end);
+			if (*end || !(secs >= 0.1) || secs > 3600) {
+				fprintf(stderr, "triadctl: top --interval %s: not seconds in [0.1, 3600]\n",
+					argv[i]);
+				rc = EXIT_USAGE;
+			}
+		} else {
+			fprintf(stderr, "triadctl: top: unexpected '%s' (want [--interval S] [--once])\n",
+				argv[i]);
+			rc = EXIT_USAGE;
+		}
+		if (rc)
+			break;
+	}
+	if (!rc && (flags & TR_CTL_F_JSON)) {
+		fprintf(stderr, "triadctl: top: a view for people; -j does not apply (metrics, "
+			"status -j)\n");
+		rc = EXIT_USAGE;
+	}
+	if (!prev || !now)
+		rc = EXIT_REFUSED;
+	if (rc)
+		goto out;
+	/* Redrawn in place on a terminal that can; else one table after
+	 * another, plain. */
+	screen = !once && isatty(1) && term && *term && strcmp(term, "dumb");
+	/* The handlers first: a Ctrl-C must find the terminal's modes put
+	 * back. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	keys = !once && isatty(0) && !tcgetattr(0, &tio);
+	if (keys) {
+		raw = tio;
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		raw.c_cc[VMIN] = 1;
+		raw.c_cc[VTIME] = 0;
+		tcsetattr(0, TCSANOW, &raw);
+	}
+	rc = top_sample(path, prev, &at_prev);
+	if (!rc && !once) {
+		tr_ctl_top_frame(NULL, prev, 0, frame, sizeof(frame));
+		top_show(path, secs, screen, frame);
+	}
+	while (!rc && !top_wait(secs, keys)) {
+		rc = top_sample(path, now, &at_now);
+		if (rc)
+			break;
+		tr_ctl_top_frame(prev, now, at_now - at_prev, frame, sizeof(frame));
+		if (once) {
+			fputs(frame, stdout);
+			break;
+		}
+		top_show(path, secs, screen, frame);
+		t = prev, prev = now, now = t;
+		at_prev = at_now;
+	}
+	if (keys)
+		tcsetattr(0, TCSANOW, &tio);
+out:
+	free(prev);
+	free(now);
 	return rc;
 }
 
@@ -330,6 +622,10 @@ int main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
+	if (!strcmp(argv[0], "metrics"))
+		return metrics_cmd(path, argc, argv, cmd.u.cmd.flags);
+	if (!strcmp(argv[0], "top"))
+		return top_cmd(path, argc, argv, cmd.u.cmd.flags);
 	if (!strcmp(argv[0], "plane")) {
 		if (plane_args(argc, argv, &cmd, &wait_ms))
 			return EXIT_USAGE;

@@ -3,6 +3,7 @@
  *   triadd.c   options, logging, signals, configuration (load, reload)
  *   server.c   the socket, clients, triadctl's commands, plane states
  *   monitor.c  health: netlink link state, verbs port events, port counters
+ *   assess.c   degraded planes: scores, weights, the rule (ctl/degrade.h)
  *   out.c      text and JSON output into a reply */
 #ifndef TRIADD_H
 #define TRIADD_H
@@ -14,6 +15,7 @@
 
 #include "base/list.h"
 #include "ctl/conf.h"
+#include "ctl/degrade.h"
 #include "ctl/health.h"
 #include "ctl/io.h"
 #include "ctl/table.h"
@@ -63,6 +65,17 @@ struct td_plane {
 	uint64_t faults;   /* times the monitor found it faulty */
 	struct td_counter ctr[TD_MAX_COUNTERS];
 	int nctr;
+	/* Degraded planes (assess.c): the port's packets and error events
+	 * as last read (totals of ctr[]), what the last period started from,
+	 * and the rule's state. */
+	uint64_t pkts, errs;
+	int have_totals; /* pkts and errs were read (the device is there) */
+	uint64_t pkts_was, errs_was, tx_was;
+	int have_was;
+	struct tr_ctl_dgr dgr;
+	/* Bytes the processes gone had moved on the plane while connected,
+	 * so that the metrics' totals never go back (server.c, m_tx). */
+	uint64_t tx_gone, rx_gone;
 };
 
 enum td_conn_kind { TD_CONN_NEW, TD_CONN_CLIENT, TD_CONN_CTL };
@@ -86,6 +99,10 @@ struct td_conn {
 	char name[TR_CTL_NAME_MAX];
 	struct tr_ctl_counters *counters; /* mapped read-only; NULL until COUNTERS */
 	unsigned counters_np;		  /* its nplanes, read once at COUNTERS (table.h) */
+	/* Its bytes per plane when it was mapped: the metrics' totals count
+	 * what it moved while this daemon watched (a process that connects
+	 * again is not counted twice). */
+	uint64_t tx_base[TRIAD_MAX_PLANES], rx_base[TRIAD_MAX_PLANES];
 	uint64_t since_ns;
 	int monitor;		/* monitor: events go to it */
 	int dead;		/* closed; freed by the reaper */
@@ -146,6 +163,14 @@ int td_server_open(struct td *d);
 void td_server_close(struct td *d);
 /* The table changed: publish it, tell every client and monitor. */
 void td_publish(struct td *d);
+/* Plane p goes to state (with reason), published at once; an event. */
+void td_plane_set(struct td *d, int p, uint32_t state, uint32_t reason, int faulty);
+/* What the clients report of plane p, summed. */
+struct td_plane_sum {
+	unsigned switched, inflight;
+	uint64_t tx, rx;
+};
+struct td_plane_sum td_plane_sum(const struct td *d, unsigned p);
 /* The monitor's verdict on plane p changed. */
 void td_plane_health_changed(struct td *d, int p);
 /* One line for every monitor (text and JSON made from the same fields). */
@@ -161,6 +186,11 @@ int td_knobs_check(const struct tr_ctl_knob *k, size_t n, size_t *bad_p, char *e
 struct td_out;
 /* triadctl config: the knobs published, and per client what it applied. */
 void td_knobs_report(const struct td *d, struct td_out *o, int json);
+
+/* ---- assess.c: degraded planes ---- */
+/* One period's evidence (after the counters were read): scores, weights,
+ * degradations and restores, published. */
+void td_assess(struct td *d);
 
 /* ---- monitor.c ---- */
 int td_monitor_open(struct td *d);

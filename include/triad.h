@@ -413,7 +413,10 @@ struct triad_conn_stats {
 	uint64_t copy_bytes;	     /* bytes this side RDMA-wrote as a copy's source (data a
 				      * small copy carries counts as message bytes) */
 	/* adaptive choice (TRIAD_ADAPTIVE) */
-	uint64_t detours; /* messages this connection took over from a busier one to the peer */
+	/* messages this connection took over from a busier one to the peer,
+	 * when they were queued (their plane's backlog above TRIAD_ADAPTIVE_T)
+	 * or while they waited there */
+	uint64_t detours;
 	/* set-up */
 	uint64_t established; /* times it came up, by either side; 0: never connected
 			       * (TRIAD_CONNECT=lazy: a peer never talked to) */

@@ -26,7 +26,7 @@ struct var {
 
 static const char *const level_names[] = { "error", "warn", "info", "debug", "trace", NULL };
 static const char *const order_names[] = { "any", "strict", NULL };
-static const char *const adaptive_names[] = { "off", "occ", NULL };
+static const char *const adaptive_names[] = { "off", "occ", "cont", NULL };
 static const char *const connect_names[] = { "eager", "lazy", NULL };
 static const char *const onoff_names[] = { "off", "on", NULL };
 
@@ -53,7 +53,10 @@ static const struct var vars[] = {
 	  "    exceeds TRIAD_ADAPTIVE_T, the other's is below TRIAD_ADAPTIVE_ALPHA percent\n"
 	  "    of it and the other can post it now (decided again on every pass while\n"
 	  "    it waits; at most one detour; puts, gets and what follows them on their\n"
-	  "    connection never move); off: every message takes the plane switch's plane", adaptive_names,
+	  "    connection never move); cont: a message whose plane triadd weighs above\n"
+	  "    the mean of the planes (one that loses or delays packets) moves to the\n"
+	  "    least loaded live plane that can post it now; off: every message takes\n"
+	  "    the plane switch's plane", adaptive_names,
 	  TR_CONFIG_AT_ONCE },
 	{ "TRIAD_ADAPTIVE_T", "8", VAR_INT, F(adaptive_t), 0, 1 << 20,
 	  "backlog (work requests in flight + messages queued) above which a detour is considered", NULL,

@@ -51,7 +51,7 @@ struct tr_config {
 	uint64_t reg_cache;	  /* TRIAD_REG_CACHE, bytes (0: off) */
 	int order;		  /* TRIAD_ORDER: TR_ORDER_ANY or TR_ORDER_STRICT */
 	int bare_am;		  /* TRIAD_BARE_AM: 0 off, 1 on */
-	int adaptive;		  /* TRIAD_ADAPTIVE: 0 off, 1 occupancy */
+	int adaptive;		  /* TRIAD_ADAPTIVE: 0 off, 1 occupancy, 2 contention */
 	int connect;		  /* TRIAD_CONNECT: TR_CONNECT_EAGER or TR_CONNECT_LAZY */
 	int adaptive_t;		  /* TRIAD_ADAPTIVE_T */
 	int adaptive_alpha;	  /* TRIAD_ADAPTIVE_ALPHA, percent */

@@ -232,7 +232,7 @@ static void knobs_effect(struct triad_ctx *ctx, const struct tr_config *was)
 
 		want.threshold = (uint32_t)now->adaptive_t;
 		want.alpha_pct = (uint32_t)now->adaptive_alpha;
-		want.rules = now->adaptive ? TR_CHOICE_OCC : 0;
+		want.rules = tr_ctx_choice_rules(now->adaptive);
 		/* The registry's ranges are the engine's (as at triad_init). */
 		if (tr_choice_cfg_init(&ctx->choice, &want))
 			tr_error("adaptive choice T %d alpha %d%%: refused by the engine",
@@ -318,6 +318,8 @@ static void apply(struct tr_ctl_client *cl)
 		if (cl->sock < 0)
 			return;
 	}
+	for (int p = 0; cl->have_pol && p < ctx->nplanes; p++)
+		ctx->plane_weight[p] = (unsigned)p < cl->pol.nplanes ? cl->pol.plane[p].weight : 0;
 	cl->behind = !ctx->initialized; /* drains wait for the connections */
 	for (int p = 0; cl->have_pol && ctx->initialized && p < ctx->nplanes &&
 			(unsigned)p < cl->pol.nplanes;

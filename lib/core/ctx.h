@@ -414,6 +414,9 @@ struct triad_ctx {
 
 	unsigned drained;	  /* planes drained on request (triad_plane_drain) */
 	struct tr_choice_cfg choice; /* adaptive plane choice (TRIAD_ADAPTIVE*) */
+	/* triadd's weight of each plane, 0 .. 100 (0 without a daemon): how
+	 * badly it does; the adaptive choice's contention input (peer.c). */
+	uint32_t plane_weight[TRIAD_MAX_PLANES];
 	struct tr_list orphans;	  /* receive buffers kept past their lane (lane.c) */
 	struct tr_reaper reaper;  /* releases broken lanes' QPs, without the lock */
 	struct queued_msg *qcache; /* free queue nodes of a slot's size (lane.c) */
@@ -466,6 +469,14 @@ void tr_peer_handle(struct triad_ctx *ctx, enum tr_msg_type type, tr_msg_fn fn);
 int tr_peer_hooks_add(struct triad_ctx *ctx, const struct tr_peer_hooks *h);
 /* The peer layer's own messages (BYE, PLANE_DRAIN, PLANE_DOWN). */
 void tr_peer_setup(struct triad_ctx *ctx);
+
+/* TRIAD_ADAPTIVE's value as the choice engine's rules: off, occupancy,
+ * or contention above the mean (the contention being triadd's weights). */
+static inline unsigned tr_ctx_choice_rules(int adaptive)
+{
+	return adaptive == 2 ? TR_CHOICE_CONT_MEAN : adaptive ? TR_CHOICE_OCC : 0;
+}
+
 /* The one plane-choice function: every message and operation to a peer
  * asks it.  Home plane for now ((rank + peer) mod planes, so both
  * directions of a pair agree), else the next live one; TR_F_PLANE_PIN

@@ -232,7 +232,7 @@ static int open_peers(triad_ctx_t *ctx)
 		.threshold = (uint32_t)ctx->cfg.adaptive_t,
 		.alpha_pct = (uint32_t)ctx->cfg.adaptive_alpha,
 		.cont_threshold = TR_CHOICE_DEF_CONT_THRESHOLD,
-		.rules = ctx->cfg.adaptive ? TR_CHOICE_OCC : 0,
+		.rules = tr_ctx_choice_rules(ctx->cfg.adaptive),
 	};
 
 	tr_list_init(&ctx->orphans);

@@ -128,11 +128,9 @@ static void lane_set_state(struct tr_lane *l, enum tr_lane_state s)
 	if (s == TR_LANE_UP || s == TR_LANE_FAILED)
 		l->first_use = 0; /* settled */
 	if (s == TR_LANE_UP) /* the peer accepted no new one while its old end lived */
-		l->fenced_gen = l->down_gen;
+		tr_fence_lane_up(&l->fence);
 	if (s == TR_LANE_DRAINING) {
-		l->down_gen++;
-		if (l->peer_closed) /* its end is closed already */
-			l->fenced_gen = l->down_gen;
+		tr_fence_lane_broke(&l->fence, l->peer_closed);
 		/* The flow-control engines start afresh with the next connection:
 		 * keep their error counts in the totals. */
 		l->stats.fc_timeouts += tr_fc_tx_errors(&l->fc_tx);
@@ -813,7 +811,14 @@ static void give_back_queued(struct tr_lane *l)
 
 static void check_drained(struct tr_lane *l)
 {
-	if (l->state != TR_LANE_DRAINING || l->sq_posted)
+	/* Not while a WRITE's completion is being handled, even its lane's
+	 * last: its request, done again or held by the redo fence, must be
+	 * where a COPY_DATA given back looks for it (tr_peer_msg_lost), or
+	 * the COPY_DATA overtakes it and the destination answers before its
+	 * data is there (chaos seed 5006: a chunk NAKed by a destination
+	 * refusing WRITEs; the copy's COPY_DATA, queued for a slot behind it,
+	 * went out on the other plane first). */
+	if (l->state != TR_LANE_DRAINING || l->sq_posted || l->in_rma_wc)
 		return;
 	/* Every send came back: what waits for a slot can overtake nothing
 	 * any more, and goes now; flushed receives do not hold it up (a stream
@@ -1617,8 +1622,10 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 		   const struct tr_fab_wc *wc)
 {
 	enum triad_status st = wc->status;
+	int failed = st != TRIAD_S_OK; /* it may break the lane: see check_drained */
 
 	TR_EV(l->ctx, "rma_done", l->peer, wc->status);
+	l->in_rma_wc += failed;
 	/* A work request's cookie is its request (or light put), trusted to
 	 * be alive until its completion.  One compare each catches a cookie
 	 * that outlived its request (memory reused by another, which this
@@ -1677,6 +1684,7 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 		lput_ok(l, lp);
 	}
 out:
+	l->in_rma_wc -= failed;
 	if (l->state == TR_LANE_UP) {
 		/* RMA leaves room in the send queue for every message the buffers
 		 * allow (post_rma): a message or buffer status waits for the

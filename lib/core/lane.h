@@ -21,6 +21,7 @@
 #include "base/list.h"
 #include "fabric/fabric.h"
 #include "proto/fc.h"
+#include "proto/fence.h"
 #include "proto/wire.h"
 #include "triad.h"
 
@@ -116,13 +117,16 @@ struct tr_lane {
 	int want_reconnect; /* broken after start-up: the progress thread retries */
 	int peer_closed;    /* it broke because the peer closed its end (a
 			     * disconnect, or its PLANE_DOWN) */
-	/* The redo fence (peer.c): a WRITE flushed by a break may still be
-	 * on its way and land at the peer, until the peer's end of the QP is
-	 * in the error state.  down_gen counts the lane's breaks; fenced_gen
-	 * is the latest break known fenced (the peer's answer to our
-	 * PLANE_DOWN, its own disconnect or PLANE_DOWN, or a connection
-	 * rebuilt, which the peer accepts only once its old end is gone). */
-	uint32_t down_gen, fenced_gen;
+	int in_rma_wc;	    /* WRITE or READ completions being handled:
+			     * what waits for a slot is given back only after
+			     * it (lane.c, check_drained) */
+	/* The redo fence (proto/fence.h, peer.c): a WRITE flushed by a break
+	 * may still be on its way and land at the peer, until the peer's end
+	 * of the QP is in the error state.  The lane's breaks and the latest
+	 * known fenced (the peer's answer to our PLANE_DOWN, its own
+	 * disconnect or PLANE_DOWN, or a connection rebuilt, which the peer
+	 * accepts only once its old end is gone). */
+	struct tr_fence_lane fence;
 	uint32_t remote_qpn; /* the peer's end of the current connection */
 	/* Connect on first use (TRIAD_CONNECT=lazy, tr_lane_use). */
 	int ever_up;	  /* it has been up: from now on the lower rank rebuilds it */

@@ -51,7 +51,7 @@ static void choice_in(const struct triad_ctx *ctx, const struct tr_peer *p, int 
 
 	in->live = tr_peer_plane_open(ctx, p, q);
 	in->occ = in->live ? (uint32_t)l->sq_posted + l->nqueued : 0;
-	in->cont = 0; /* the contention rules are not used in the data path */
+	in->cont = ctx->plane_weight[q]; /* triadd's weight of the plane (ctl.c) */
 }
 
 /* Adaptive choice (proto/choice): the plane the switch gives may hand
@@ -76,6 +76,10 @@ static int adapt(struct triad_ctx *ctx, struct tr_peer *p, unsigned plane)
 	if (tr_choice_decide(&ctx->choice, in, (unsigned)ctx->nplanes, &m, &out) ||
 	    out.plane == TR_CHOICE_NONE || !out.detour)
 		return (int)plane;
+	/* Counted by the lane that takes it over, as tr_lane_move() counts a
+	 * message moved while it waits: with a low TRIAD_ADAPTIVE_T most
+	 * detours are taken here, and few messages are left to wait. */
+	p->lane[out.plane].stats.detours++;
 	return out.plane;
 }
 
@@ -917,12 +921,12 @@ static void unpark(struct tr_peer *p, unsigned prio)
  *   - or the peer is gone, lost, or we are closing.
  * Held operations settle in the order they came, and a COPY_DATA given back
  * behind them waits its turn, so it still follows its chunks. */
-static int fenced(const struct triad_ctx *ctx, const struct tr_peer *p, unsigned planes)
+static struct tr_fence_lane *fence_lanes(const struct triad_ctx *ctx, const struct tr_peer *p,
+				       struct tr_fence_lane f[TRIAD_MAX_PLANES])
 {
 	for (int q = 0; q < ctx->nplanes; q++)
-		if (planes >> q & 1u && p->lane[q].fenced_gen != p->lane[q].down_gen)
-			return 0;
-	return 1;
+		f[q] = p->lane[q].fence;
+	return f;
 }
 
 /* Nothing of the peer's can land any more, or nobody cares. */
@@ -954,9 +958,11 @@ int tr_peer_fence_hold(struct triad_req *req)
 {
 	struct triad_ctx *ctx = req->ctx;
 	struct tr_peer *p = &ctx->peers[req->peer];
+	struct tr_fence_lane f[TRIAD_MAX_PLANES];
 
-	if ((tr_list_empty(&p->fenceq) && fenced(ctx, p, req->fence_planes)) ||
-	    fence_moot(ctx, p) || !fence_push(p, req, NULL, NULL, 0, 0))
+	if (!tr_fence_holds(fence_lanes(ctx, p, f), ctx->nplanes, req->fence_planes, p->nfenced,
+			    fence_moot(ctx, p)) ||
+	    !fence_push(p, req, NULL, NULL, 0, 0))
 		return 0;
 	tr_debug("rank %d: a %s waits for the redo fence (planes 0x%x)", p->rank,
 		 req->kind == TR_REQ_CHUNK ? "copy chunk" : "put", req->fence_planes);
@@ -973,8 +979,10 @@ void tr_peer_fence_settle(struct triad_ctx *ctx, struct tr_peer *p)
 	p->fence_settling = 1;
 	while (!tr_list_empty(&p->fenceq)) {
 		struct tr_fence_wait *e = tr_list_first(&p->fenceq, struct tr_fence_wait, link);
+		struct tr_fence_lane f[TRIAD_MAX_PLANES];
 
-		if (e->req && !fence_moot(ctx, p) && !fenced(ctx, p, e->req->fence_planes))
+		if (!tr_fence_may_go(fence_lanes(ctx, p, f), ctx->nplanes,
+				     e->req ? e->req->fence_planes : 0, fence_moot(ctx, p)))
 			break;
 		tr_list_del(&e->link);
 		p->nfenced--;
@@ -997,9 +1005,7 @@ static void on_plane_down(struct triad_ctx *ctx, struct tr_peer *p,
 	int ret;
 
 	if (d->ack) {
-		/* Serial arithmetic: the answer fences every break up to its own. */
-		if ((int32_t)(d->gen - l->fenced_gen) > 0 && (int32_t)(d->gen - l->down_gen) <= 0)
-			l->fenced_gen = d->gen;
+		tr_fence_lane_answer(&l->fence, d->gen);
 		tr_peer_fence_settle(ctx, p);
 		return;
 	}
@@ -1296,7 +1302,7 @@ void tr_peer_lane_changed(struct tr_lane *l)
 
 			m.u.plane_down.plane = (uint32_t)l->plane;
 			m.u.plane_down.qpn = l->remote_qpn;
-			m.u.plane_down.gen = l->down_gen;
+			m.u.plane_down.gen = l->fence.down_gen;
 			if (alt != l || p->rejoin == TR_REJOIN_WAIT)
 				tr_peer_send_chosen(alt, &m, TR_FC_HIGH, NULL);
 		}

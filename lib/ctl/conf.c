@@ -14,8 +14,8 @@
 #define LINE_MAX_LEN 1024
 #define FILE_MAX_LEN (1 << 20)
 
-enum key_type { K_STR, K_UINT, K_MODE, K_SUBNET };
-enum key_sect { S_DAEMON, S_PLANE, S_POLICY };
+enum key_type { K_STR, K_UINT, K_MODE, K_SUBNET, K_BOOL };
+enum key_sect { S_DAEMON, S_PLANE, S_POLICY, S_HEALTH };
 
 struct key {
 	const char *name;
@@ -39,6 +39,13 @@ static const struct key keys[] = {
 	{ "port", S_PLANE, K_UINT, P(port), 1, 255 },
 	{ "netdev", S_PLANE, K_STR, P(netdev), 0, 0 },
 	{ "subnet", S_PLANE, K_SUBNET, P(subnet), 0, 0 },
+	{ "degrade", S_HEALTH, K_BOOL, D(health.enabled), 0, 1 },
+	{ "errors_permille", S_HEALTH, K_UINT, D(health.errors_permille), 1, 1000 },
+	{ "latency_ratio", S_HEALTH, K_UINT, D(health.latency_ratio), 0, 1000 },
+	{ "min_packets", S_HEALTH, K_UINT, D(health.min_packets), 0, 100000000 },
+	{ "degrade_ms", S_HEALTH, K_UINT, D(health.degrade_ms), 0, 3600000 },
+	{ "restore_ms", S_HEALTH, K_UINT, D(health.restore_ms), 100, 3600000 },
+	{ "restore_max_ms", S_HEALTH, K_UINT, D(health.restore_max_ms), 100, 86400000 },
 };
 
 /* Keys of earlier versions, which published values no process read: a
@@ -49,7 +56,8 @@ static const struct {
 	{ "strict_order", "TRIAD_ORDER = strict|any in [policy]" },
 	{ "choice_threshold", "TRIAD_ADAPTIVE_T in [policy]" },
 	{ "choice_alpha_pct", "TRIAD_ADAPTIVE_ALPHA in [policy]" },
-	{ "contention_threshold", "no knob: the adaptive choice has no contention input yet" },
+	{ "contention_threshold",
+	  "the contention input is triadd's weights ([health]); TRIAD_ADAPTIVE = cont in [policy]" },
 	{ "slots", "no knob: TRIAD_SLOTS is read at start only (the environment's)" },
 	{ "need_medium", "TRIAD_FC_NEED_MEDIUM in [policy], for every plane" },
 	{ "need_low", "TRIAD_FC_NEED_LOW in [policy], for every plane" },
@@ -69,6 +77,7 @@ struct parser {
 	int sect;		   /* -1: none yet, S_DAEMON, S_PLANE */
 	int daemon_line;	   /* of [daemon], 0 if none */
 	int policy_line;	   /* of [policy], 0 if none */
+	int health_line;	   /* of [health], 0 if none */
 	int seen_line[TRIAD_MAX_PLANES + 1][NKEYS]; /* [plane + 1][key]: where set */
 };
 
@@ -95,6 +104,7 @@ void tr_ctl_conf_defaults(struct tr_ctl_conf *c)
 	c->debounce_down_ms = 200;
 	c->debounce_up_ms = 2000;
 	c->counters_ms = 1000;
+	tr_ctl_dgr_cfg_default(&c->health);
 }
 
 static char *trim(char *s)
@@ -197,6 +207,11 @@ static int set_key(struct parser *ps, const struct key *k, char *base, const cha
 				    k->name, v, k->min, k->max);
 		*field = n;
 		return 0;
+	case K_BOOL:
+		if (strcmp(v, "yes") && strcmp(v, "no"))
+			return fail(ps, ps->line, "'%s': not yes or no: '%s'", k->name, v);
+		*field = !strcmp(v, "yes");
+		return 0;
 	case K_SUBNET: {
 		struct tr_ctl_conf_plane *pl = (struct tr_ctl_conf_plane *)base;
 
@@ -252,13 +267,15 @@ static int section(struct parser *ps, char *s)
 		return ret;
 	if (!end || trim(end + 1)[0])
 		return fail(ps, ps->line,
-			    "bad section header (want [daemon], [plane NAME] or [policy])");
+			    "bad section header (want [daemon], [plane NAME], [policy] or [health])");
 	*end = '\0';
 	s = trim(s + 1);
 	if (!strcmp(s, "daemon"))
 		return single(ps, s, &ps->daemon_line, S_DAEMON);
 	if (!strcmp(s, "policy"))
 		return single(ps, s, &ps->policy_line, S_POLICY);
+	if (!strcmp(s, "health"))
+		return single(ps, s, &ps->health_line, S_HEALTH);
 	if (strncmp(s, "plane", 5) || !isspace((unsigned char)s[5]))
 		return fail(ps, ps->line, "unknown section [%s]", s);
 	name = trim(s + 5);
@@ -307,7 +324,9 @@ static int knob(struct parser *ps, const char *k, const char *v)
 static int assignment(struct parser *ps, char *s)
 {
 	char *eq = strchr(s, '='), *k, *v;
-	const char *sname = ps->sect == S_DAEMON ? "[daemon]" : "[plane]";
+	const char *sname = ps->sect == S_DAEMON   ? "[daemon]"
+			    : ps->sect == S_HEALTH ? "[health]"
+						   : "[plane]";
 	int *seen;
 
 	if (!eq)
@@ -381,6 +400,9 @@ int tr_ctl_conf_parse(const char *text, const char *file, struct tr_ctl_conf *c,
 		ret = plane_done(ps);
 	if (!ret && !ps->c.nplanes)
 		ret = fail(ps, ps->line ? ps->line : 1, "no [plane NAME] section");
+	if (!ret && ps->c.health.restore_max_ms < ps->c.health.restore_ms)
+		ret = fail(ps, ps->health_line, "[health]: restore_max_ms %u is below restore_ms %u",
+			   ps->c.health.restore_max_ms, ps->c.health.restore_ms);
 	if (!ret)
 		*c = ps->c;
 	free(ps);

@@ -11,6 +11,8 @@
  *   netdev = eth0
  *   [policy]
  *   TRIAD_ADAPTIVE_T = 8
+ *   [health]
+ *   degrade_ms = 3000
  *
  * Keys and their ranges: the table in conf.c, docs/daemon.md.  [policy]
  * holds knobs of the library's TRIAD_* registry by name, which triadd
@@ -29,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ctl/degrade.h"
 #include "ctl/table.h"
 #include "triad.h"
 
@@ -55,6 +58,7 @@ struct tr_ctl_conf {
 	uint32_t socket_mode;	      /* e.g. 0660 */
 	uint32_t debounce_down_ms, debounce_up_ms;
 	uint32_t counters_ms; /* how often the port counters are read */
+	struct tr_ctl_dgr_cfg health; /* [health]: degraded planes (ctl/degrade.h) */
 	int nplanes;
 	int nknobs; /* [policy], in the order of the file */
 	struct tr_ctl_knob knob[TR_CTL_KNOBS];

@@ -279,6 +279,7 @@ static const char *const op_names[TR_CTL_OP_MAX] = {
 	[TR_CTL_OP_MONITOR] = "monitor", [TR_CTL_OP_DRAIN] = "drain",
 	[TR_CTL_OP_RESTORE] = "restore", [TR_CTL_OP_FAIL] = "fail",
 	[TR_CTL_OP_SET] = "set",	 [TR_CTL_OP_UNSET] = "unset",
+	[TR_CTL_OP_METRICS] = "metrics",
 };
 
 const char *tr_ctl_op_str(unsigned op)

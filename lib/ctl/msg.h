@@ -60,6 +60,7 @@ enum tr_ctl_op {
 	TR_CTL_OP_FAIL,
 	TR_CTL_OP_SET,	 /* arg "NAME=VALUE": publish a knob */
 	TR_CTL_OP_UNSET, /* arg "NAME": stop publishing it */
+	TR_CTL_OP_METRICS, /* Prometheus text (ctl/metrics.h), whatever the JSON flag */
 	TR_CTL_OP_MAX
 };
 

@@ -54,7 +54,7 @@ int tr_ctl_policy_check(const struct tr_ctl_policy *p)
 
 		if (!e->name[0] || !memchr(e->name, '\0', sizeof(e->name)) ||
 		    e->state >= TR_CTL_PSTATE_MAX || e->reason >= TR_CTL_REASON_MAX ||
-		    e->faulty > 1)
+		    e->faulty > 1 || e->weight > TR_CTL_WEIGHT_MAX)
 			return -EBADMSG;
 	}
 	for (unsigned k = 0; k < p->nknobs; k++) {
@@ -241,7 +241,8 @@ int tr_ctl_other_live(const struct tr_ctl_policy *p, unsigned plane)
 static const char *const pstate_names[TR_CTL_PSTATE_MAX] = {
 	"normal", "switch_pending", "switched", "restore_pending",
 };
-static const char *const reason_names[TR_CTL_REASON_MAX] = { "none", "admin", "fail", "fault" };
+static const char *const reason_names[TR_CTL_REASON_MAX] = { "none", "admin", "fail", "fault",
+							       "degraded" };
 
 const char *tr_ctl_src_str(uint32_t s)
 {

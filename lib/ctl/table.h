@@ -35,7 +35,7 @@
 
 #define TR_CTL_TABLE_MAGIC 0x54444154u	  /* "TADT" */
 #define TR_CTL_COUNTERS_MAGIC 0x54444343u /* "CCDT" */
-#define TR_CTL_TABLE_VERSION 2 /* 2: knobs by name */
+#define TR_CTL_TABLE_VERSION 3 /* 2: knobs by name; 3: planes' weights, reason degraded */
 #define TR_CTL_PLANE_NAME 16 /* NUL included */
 
 enum tr_ctl_pstate {
@@ -51,15 +51,21 @@ enum tr_ctl_reason {
 	TR_CTL_R_ADMIN, /* triadctl plane drain */
 	TR_CTL_R_FAIL,	/* triadctl plane fail */
 	TR_CTL_R_FAULT, /* the health monitor found it faulty */
+	TR_CTL_R_DEGRADED, /* it loses or delays too much (ctl/degrade.h): drained, not failed */
 	TR_CTL_REASON_MAX
 };
+
+#define TR_CTL_WEIGHT_MAX 100
 
 struct tr_ctl_plane_pol {
 	char name[TR_CTL_PLANE_NAME];
 	uint32_t state;	 /* enum tr_ctl_pstate */
 	uint32_t reason; /* enum tr_ctl_reason */
 	uint32_t faulty; /* 0 or 1 */
-	uint32_t pad[5];
+	/* 0 .. TR_CTL_WEIGHT_MAX: how badly the plane does (ctl/degrade.h),
+	 * the adaptive choice's contention input in every process. */
+	uint32_t weight;
+	uint32_t pad[4];
 };
 
 /* A knob of the library's TRIAD_* registry (lib/core/config.c) by name,
@@ -176,6 +182,6 @@ int tr_ctl_policy_knob(const struct tr_ctl_policy *p, const char *name);
 
 const char *tr_ctl_src_str(uint32_t s); /* "default", "daemon", "environment" */
 const char *tr_ctl_pstate_str(uint32_t s); /* "normal", "switch_pending", ... */
-const char *tr_ctl_reason_str(uint32_t r); /* "none", "admin", "fail", "fault" */
+const char *tr_ctl_reason_str(uint32_t r); /* "none", "admin", "fail", "fault", "degraded" */
 
 #endif

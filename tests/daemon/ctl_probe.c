@@ -15,6 +15,8 @@
  *       library's registry over this environment, as lib/core/ctl.c does,
  *       prints "knobs NAME=VALUE/SOURCE ..." (those triadd may set) and
  *       reports them to the daemon (APPLIED).
+ *       --tx N: adds N bytes to plane 0's tx_bytes and N / 2 to plane 1's
+ *       rx_bytes every 100 ms (traffic for triadctl top and metrics).
  *       --name NAME: HELLO says NAME (any bytes); --nplanes N: at SIGUSR1
  *       (once the daemon has checked the region), rewrite the counters
  *       region's nplanes to N and print "rewritten", as a hostile client may.
@@ -280,7 +282,7 @@ static int client(int sock, int argc, char **argv)
 	const struct tr_ctl_table *t;
 	struct tr_ctl_msg m;
 	int cfd, tfd, stuck = -1;
-	long nplanes = -1;
+	long nplanes = -1, tx = 0;
 	double secs = 3600;
 	uint64_t last = 0;
 	time_t end;
@@ -304,6 +306,8 @@ static int client(int sock, int argc, char **argv)
 			hello_name = argv[i + 1];
 		else if (!strcmp(argv[i], "--nplanes"))
 			nplanes = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--tx"))
+			tx = atol(argv[i + 1]);
 	}
 	c = counters_fd(&cfd, 1);
 	if (!rx || !c || hello(sock) || send_counters(sock, cfd))
@@ -331,6 +335,10 @@ static int client(int sock, int argc, char **argv)
 			printf("rewritten\n");
 			fflush(stdout);
 			nplanes = -1;
+		}
+		if (tx > 0) {
+			atomic_fetch_add(&c->plane[0].tx_bytes, (uint64_t)tx);
+			atomic_fetch_add(&c->plane[1].rx_bytes, (uint64_t)tx / 2);
 		}
 		if (ret == -ETIMEDOUT)
 			continue;

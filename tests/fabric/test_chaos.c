@@ -38,6 +38,7 @@
  * Rank 0 prints "chaos: seed S: F faults, O operations checked, V
  * violations" (the sum over the ranks); the exit status is non-zero when V
  * is not 0.  tests/fabric/chaos-soak runs it for as long as one likes. */
+#include <dirent.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -65,6 +66,7 @@ static uint64_t seed = 1;
 static int seconds = 60, fault_gap_ms = 1500, inside_gap_ms; /* 0: rank 0's nemesis only */
 static atomic_int stop;
 static atomic_long violations, checked, faults;
+static atomic_long arrivals; /* ordered messages handled: the progress thread's pulse */
 
 /* Window: pattern | puts: NBLK blocks per initiator | copies: NCBLK per initiator */
 static uint64_t put_off(int initiator, unsigned k)
@@ -175,6 +177,7 @@ static int on_order(void *arg, int src, const void *data, size_t len, triad_am_m
 
 	(void)arg;
 	(void)msg;
+	atomic_fetch_add(&arrivals, 1);
 	if (len != sizeof(o) || src < 0 || src >= size) {
 		VIOLATION("malformed ordered message from %d", src);
 		return TRIAD_AM_DONE;
@@ -302,6 +305,75 @@ static const char *inside_fault(triad_ctx_t *ctx, int kind, int plane, int *hold
 	return "drain";
 }
 
+/* ---- the watchdog ------------------------------------------------------------ */
+/* Every peer's orderer keeps sending; a rank that handles none of it for
+ * STALL_S is stalled (chaos seed 6015: a rank's library silent for over
+ * 10 s, its peers declaring it lost).  Once per stall, every thread's
+ * name, kernel wait channel, system call and kernel stack go to stderr,
+ * so that the run names the call it is stuck in. */
+#define STALL_S 4
+
+static void dump_file(const char *path, const char *what, const char *tid)
+{
+	char line[256];
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		fprintf(stderr, "rank %d: watchdog: thread %s %s: %s%s", rank, tid, what, line,
+			strchr(line, '\n') ? "" : "\n");
+	fclose(f);
+}
+
+static void dump_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char path[300];
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		dump_file(path, "name", e->d_name);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/wchan", e->d_name);
+		dump_file(path, "waits in", e->d_name);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", e->d_name);
+		dump_file(path, "in system call", e->d_name);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stack", e->d_name);
+		dump_file(path, "kernel stack", e->d_name);
+	}
+	closedir(d);
+}
+
+static void *watchdog(void *arg)
+{
+	long last = -1;
+	double since = ft_now_s();
+	int told = 0;
+
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		long now = atomic_load(&arrivals);
+
+		if (now != last) {
+			last = now;
+			since = ft_now_s();
+			told = 0;
+		} else if (!told && ft_now_s() - since >= STALL_S) {
+			fprintf(stderr, "rank %d: watchdog: no ordered message handled for %d s; "
+				"its threads:\n", rank, STALL_S);
+			dump_threads();
+			told = 1;
+		}
+		usleep(200000);
+	}
+	return NULL;
+}
+
 /* Rank 0's nemesis takes the faults from outside and its own planes';
  * every other rank's, its own planes' only (--inside-gap), so that faults
  * from inside come several at once, on both ends of a connection. */
@@ -393,6 +465,21 @@ static void do_get(triad_ctx_t *ctx, int from, uint64_t *s)
 			  (unsigned long long)off, (long long)bad);
 }
 
+/* A copy's destination read into buf, first filled with UNREAD; 0 when
+ * the get completed OK. */
+#define UNREAD 0xa5
+static int read_back(triad_ctx_t *ctx, char *buf, uint32_t len, int dst, uint64_t doff)
+{
+	triad_req_t *req;
+
+	memset(buf, UNREAD, len);
+	if (triad_get(ctx, buf, len, dst, WIN, doff, 0, &req)) {
+		VIOLATION("read-back of a copy not issued");
+		return -1;
+	}
+	return settle(req, "copy read-back", dst);
+}
+
 static void do_copy(triad_ctx_t *ctx, unsigned k, uint64_t *s)
 {
 	static char buf[CBLK];
@@ -413,16 +500,25 @@ static void do_copy(triad_ctx_t *ctx, unsigned k, uint64_t *s)
 	snprintf(what, sizeof(what), "copy %d -> %d (mode %u)", src, dst, mode);
 	if (settle(req, what, dst))
 		return;
-	memset(buf, 0, len);
-	if (triad_get(ctx, buf, len, dst, WIN, doff, 0, &req)) {
-		VIOLATION("read-back of a copy not issued");
+	if (read_back(ctx, buf, len, dst, doff))
 		return;
-	}
-	if (settle(req, "copy read-back", dst))
-		return;
-	if ((bad = ft_verify(buf, len, (uint32_t)src, off)) >= 0)
+	if ((bad = ft_verify(buf, len, (uint32_t)src, off)) >= 0) {
+		/* Which was wrong, the copy or the read?  Bytes the get left as
+		 * it found them, and a second read, tell. */
+		uint32_t wrong = 0, unread = 0;
+		int again;
+
+		for (uint32_t i = 0; i < len; i++) {
+			wrong += (uint8_t)buf[i] != ft_pattern((uint32_t)src, off + i);
+			unread += (uint8_t)buf[i] == UNREAD;
+		}
+		again = read_back(ctx, buf, len, dst, doff) ? -1
+			: ft_verify(buf, len, (uint32_t)src, off) >= 0;
 		VIOLATION("copy of %u B %d -> %d (mode %u) complete, byte %lld wrong at its first "
-			  "read", len, src, dst, mode, (long long)bad);
+			  "read (%u wrong, %u as the get found its buffer; read again: %s)", len,
+			  src, dst, mode, (long long)bad, wrong, unread,
+			  again < 0 ? "failed" : again ? "wrong too" : "right");
+	}
 }
 
 /* With every fault healed: each plane carries a put to every peer. */
@@ -452,7 +548,7 @@ int main(int argc, char **argv)
 					      { "inside-gap", required_argument, NULL, 'i' },
 					      { NULL, 0, NULL, 0 } };
 	unsigned next_blk[MAXR] = { 0 };
-	pthread_t order_th, nemesis_th;
+	pthread_t order_th, nemesis_th, watch_th;
 	triad_ctx_t *ctx;
 	triad_win_t *w;
 	long rss0, rss1, v, c, ops = 0;
@@ -500,6 +596,7 @@ int main(int argc, char **argv)
 	ft_barrier(ctx);
 	rss0 = rss_bytes();
 	pthread_create(&order_th, NULL, orderer, ctx);
+	pthread_create(&watch_th, NULL, watchdog, NULL);
 	if (rank == 0 || inside_gap_ms)
 		pthread_create(&nemesis_th, NULL, nemesis, ctx);
 
@@ -521,6 +618,7 @@ int main(int argc, char **argv)
 	}
 	atomic_store(&stop, 1);
 	pthread_join(order_th, NULL);
+	pthread_join(watch_th, NULL);
 	if (rank == 0 || inside_gap_ms) {
 		pthread_join(nemesis_th, NULL);
 		/* Each fault from outside was healed before the next; a plane

@@ -16,7 +16,16 @@
  * (the component absent, or its priority 0) none served.  The bytes are
  * checked the same way in both runs, so their results are identical.
  * --max-size B leaves out the cases of more than B bytes (Open MPI's own
- * broadcast of 16 MiB over UCX on rxe takes minutes). */
+ * broadcast of 16 MiB over UCX on rxe takes minutes).
+ *
+ * --fault NODE:PLANE runs instead a loop of FAULT_LOOPS broadcasts of
+ * FAULT_BYTES over MPI_COMM_WORLD, the root going round the ranks, during
+ * which the link of NODE's PLANE goes down (fabric-ctl, in the background
+ * as broadcast FAULT_DOWN starts) and up again (as FAULT_UP starts): every
+ * broadcast must complete with every byte right on every rank, and triad
+ * must have served every one (no hand-back halfway).  Open MPI's own
+ * traffic must then keep off PLANE (examples/triad-vmrank's
+ * TRIAD_VM_UCX_PLANES), since UCX does not fail over. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,50 +98,70 @@ static unsigned long counter_close(struct counter *c)
 	return v;
 }
 
+#define FAULT_LOOPS 24
+#define FAULT_DOWN 4
+#define FAULT_UP 16
+#define FAULT_BYTES ((size_t)(4 << 20) + 3)
+
+/* The --fault loop (above); returns the broadcasts it made. */
+static unsigned long fault_loop(int size, int node, int plane)
+{
+	uint8_t *buf = malloc(FAULT_BYTES);
+	char cmd[256];
+
+	if (!buf)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	for (int i = 0; i < FAULT_LOOPS; i++) {
+		int root = i % size;
+		int64_t bad = -1;
+
+		if (rank == 0 && (i == FAULT_DOWN || i == FAULT_UP)) {
+			snprintf(cmd, sizeof(cmd), "\"${TRIAD_FABRIC_CTL:-fabric-ctl}\" %s %d %d &",
+				 i == FAULT_DOWN ? "down" : "up", node, plane);
+			CHECK(system(cmd) == 0, "%s", cmd);
+			printf("test_mpi_coll: broadcast %d: node %d's plane %d goes %s\n", i, node,
+			       plane, i == FAULT_DOWN ? "down" : "up");
+			fflush(stdout);
+		}
+		for (size_t k = 0; k < FAULT_BYTES; k++)
+			buf[k] = rank == root ? pattern((uint32_t)i, k)
+					      : pattern((uint32_t)(i + 1000 * (rank + 1)), k);
+		MPI_Bcast(buf, (int)FAULT_BYTES, MPI_BYTE, root, MPI_COMM_WORLD);
+		for (size_t k = 0; k < FAULT_BYTES && bad < 0; k++)
+			if (buf[k] != pattern((uint32_t)i, k))
+				bad = (int64_t)k;
+		CHECK(bad < 0, "broadcast %d of %zu B from %d: byte %lld wrong", i, FAULT_BYTES,
+		      root, (long long)bad);
+	}
+	free(buf);
+	if (rank == 0) {
+		/* The link is up for whatever runs next, whenever the
+		 * background "up" ran. */
+		snprintf(cmd, sizeof(cmd), "\"${TRIAD_FABRIC_CTL:-fabric-ctl}\" up %d %d", node,
+			 plane);
+		CHECK(system(cmd) == 0, "%s", cmd);
+	}
+	return FAULT_LOOPS;
+}
+
 struct comm_case {
 	const char *name;
 	MPI_Comm comm;
 	int world; /* its group is the world's */
 };
 
-int main(int argc, char **argv)
+/* The matrix of cases (above) over world, dup, reversed and subset;
+ * counts the broadcasts coll/triad must serve and hand back. */
+static void matrix(int size, unsigned long min_size, unsigned long max_size,
+		   unsigned long *want_served, unsigned long *want_back)
 {
 	static const size_t sizes[] = { 0, 1, 4095, 65536, 262143, 262144, 1 << 20,
 					(4 << 20) + 3, 16 << 20 };
 	static const int vec_blocks[] = { 1, 4096, 131072, 1 << 20 };
-	unsigned long min_size = 262144, max_size = ~0ul, want_served = 0, want_back = 0, got[2], lo[2], hi[2];
-	struct counter served, back;
-	int size, provided, expect_triad = -1, total = 0, seed = 1;
-	size_t max = 0;
 	struct comm_case comms[4];
-	int ncomms = 0;
+	int ncomms = 0, seed = 1;
+	size_t max = 0;
 	uint8_t *buf;
-
-	for (int a = 1; a < argc; a++) {
-		if (!strcmp(argv[a], "--expect") && a + 1 < argc) {
-			a++;
-			expect_triad = !strcmp(argv[a], "triad") ? 1 : !strcmp(argv[a], "none") ? 0 : -1;
-		} else if (!strcmp(argv[a], "--min-size") && a + 1 < argc) {
-			min_size = strtoul(argv[++a], NULL, 0);
-		} else if (!strcmp(argv[a], "--max-size") && a + 1 < argc) {
-			max_size = strtoul(argv[++a], NULL, 0);
-		} else {
-			expect_triad = -1;
-			break;
-		}
-	}
-	MPI_Init(&argc, &argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (expect_triad < 0) {
-		if (!rank)
-			fprintf(stderr, "usage: test_mpi_coll --expect triad|none [--min-size B] "
-					"[--max-size B]\n");
-		MPI_Abort(MPI_COMM_WORLD, 2);
-	}
-	MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-	counter_open(&served, "coll_triad_bcast_served");
-	counter_open(&back, "coll_triad_bcast_handed_back");
 
 	comms[ncomms++] = (struct comm_case){ "world", MPI_COMM_WORLD, 1 };
 	comms[ncomms] = (struct comm_case){ "dup", MPI_COMM_NULL, 1 };
@@ -204,16 +233,61 @@ int main(int argc, char **argv)
 					/* MPI_Bcast of 0 elements returns before
 					 * any component sees it. */
 					if (comms[c].world && bytes && bytes >= min_size)
-						want_served++;
+						(*want_served)++;
 					else if (comms[c].world && bytes)
-						want_back++;
+						(*want_back)++;
 					if (vector)
 						MPI_Type_free(&type);
 				}
 			}
 		}
 	}
+	for (int c = 1; c < ncomms; c++)
+		MPI_Comm_free(&comms[c].comm);
+	free(buf);
+}
 
+int main(int argc, char **argv)
+{
+	unsigned long min_size = 262144, max_size = ~0ul, want_served = 0, want_back = 0;
+	unsigned long got[2], lo[2], hi[2];
+	struct counter served, back;
+	int size, provided, expect_triad = -1, total = 0, fault_node = -1, fault_plane = -1;
+
+	for (int a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--expect") && a + 1 < argc) {
+			a++;
+			expect_triad = !strcmp(argv[a], "triad") ? 1 : !strcmp(argv[a], "none") ? 0 : -1;
+		} else if (!strcmp(argv[a], "--min-size") && a + 1 < argc) {
+			min_size = strtoul(argv[++a], NULL, 0);
+		} else if (!strcmp(argv[a], "--max-size") && a + 1 < argc) {
+			max_size = strtoul(argv[++a], NULL, 0);
+		} else if (!strcmp(argv[a], "--fault") && a + 1 < argc &&
+			   sscanf(argv[a + 1], "%d:%d", &fault_node, &fault_plane) == 2 &&
+			   fault_node >= 0 && fault_plane >= 0) {
+			a++;
+		} else {
+			expect_triad = -1;
+			break;
+		}
+	}
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (expect_triad < 0) {
+		if (!rank)
+			fprintf(stderr, "usage: test_mpi_coll --expect triad|none [--min-size B] "
+					"[--max-size B] [--fault NODE:PLANE]\n");
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+	counter_open(&served, "coll_triad_bcast_served");
+	counter_open(&back, "coll_triad_bcast_handed_back");
+
+	if (fault_node >= 0)
+		want_served = fault_loop(size, fault_node, fault_plane);
+	else
+		matrix(size, min_size, max_size, &want_served, &want_back);
 	got[0] = counter_close(&served);
 	got[1] = counter_close(&back);
 	if (!expect_triad)
@@ -225,12 +299,10 @@ int main(int argc, char **argv)
 	MPI_Allreduce(got, hi, 2, MPI_UNSIGNED_LONG, MPI_MAX, MPI_COMM_WORLD);
 	MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	if (!rank)
-		printf("test_mpi_coll: %d ranks, %d communicators: coll/triad served %lu..%lu "
-		       "broadcasts, handed back %lu..%lu (expected %lu, %lu): %d failure(s)\n",
-		       size, ncomms, lo[0], hi[0], lo[1], hi[1], want_served, want_back, total);
-	for (int c = 1; c < ncomms; c++)
-		MPI_Comm_free(&comms[c].comm);
-	free(buf);
+		printf("test_mpi_coll: %d ranks, %s: coll/triad served %lu..%lu broadcasts, "
+		       "handed back %lu..%lu (expected %lu, %lu): %d failure(s)\n", size,
+		       fault_node >= 0 ? "a plane down and up" : "every case", lo[0], hi[0], lo[1],
+		       hi[1], want_served, want_back, total);
 	MPI_T_finalize();
 	MPI_Finalize();
 	return total ? 1 : 0;

@@ -35,6 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (c.nplanes < 1 || c.nplanes > TRIAD_MAX_PLANES || c.socket[0] != '/' ||
 	    c.socket_mode > 0777)
 		abort();
+	/* [health]: in range, the hold's ceiling not below the hold */
+	if (c.health.enabled > 1 || c.health.errors_permille < 1 ||
+	    c.health.errors_permille > 1000 || c.health.latency_ratio > 1000 ||
+	    c.health.restore_ms < 100 || c.health.restore_max_ms < c.health.restore_ms)
+		abort();
 	for (int i = 0; i < c.nplanes; i++) {
 		if (!c.plane[i].name[0] || !c.plane[i].device[0] || c.plane[i].port < 1 ||
 		    (!c.plane[i].netdev[0] && !c.plane[i].has_subnet))

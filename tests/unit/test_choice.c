@@ -229,6 +229,48 @@ static void test_least_loaded_candidate(void **state)
 	expect(&cfg, pl, 4, 1, 3, TR_CHOICE_WHY_OCC, true); /* 3 before 0 after 1 */
 }
 
+/* With the occupancy rule alone (TRIAD_ADAPTIVE=occ, the default), the
+ * contention input (triadd's weights in the data path) neither causes nor
+ * stops a detour, whatever the threshold: over a grid of occupancies,
+ * weights and thresholds, whether the message detours and why is what it
+ * is with no weights; with two planes the plane too (with more, weights
+ * order candidates of equal occupancy). */
+static void test_occ_ignores_cont(void **state)
+{
+	static const uint32_t weights[] = { 0, 10, 50, 100 };
+
+	(void)state;
+	for (uint32_t t = 0; t <= 8; t += 8) {
+		struct tr_choice_cfg cfg = cfg_of(t, 50, 16, OCC);
+
+		for (unsigned n = 2; n <= 3; n++)
+			for (uint32_t o = 0; o < 13 * 13 * 13; o++)
+				for (uint32_t w = 0; w < 4 * 4 * 4; w++) {
+					struct tr_choice_plane a[3], b[3];
+					struct tr_choice_msg m;
+					struct tr_choice x, y;
+
+					for (unsigned q = 0; q < n; q++) {
+						uint32_t occ = o / (q ? q == 1 ? 13 : 169 : 1) % 13;
+
+						a[q] = (struct tr_choice_plane)UP(occ, 0);
+						b[q] = a[q];
+						b[q].cont = weights[w / (q ? q == 1 ? 4 : 16 : 1) % 4];
+					}
+					tr_choice_msg_init(&m, 0);
+					assert_int_equal(tr_choice_decide(&cfg, a, n, &m, &x), 0);
+					assert_int_equal(tr_choice_decide(&cfg, b, n, &m, &y), 0);
+					if (x.detour != y.detour || x.why != y.why ||
+					    (n == 2 && x.plane != y.plane))
+						fail_msg("T %u, %u planes, occ %u %u %u: without weights "
+							 "plane %d (%s), with weights %u %u %u plane %d (%s)",
+							 t, n, a[0].occ, a[1].occ, n > 2 ? a[2].occ : 0,
+							 x.plane, why_str(x.why), b[0].cont, b[1].cont,
+							 n > 2 ? b[2].cont : 0, y.plane, why_str(y.why));
+				}
+	}
+}
+
 /* Never blocks on a detour: a plane that qualifies but has no room now is
  * passed over, and with no candidate the message stays on (and waits for)
  * its home.  Spec 5: all saturated, it waits on its home plane. */
@@ -686,6 +728,7 @@ int main(void)
 		cmocka_unit_test(test_threshold_exact_boundary),
 		cmocka_unit_test(test_alpha_exact_boundary),
 		cmocka_unit_test(test_least_loaded_candidate),
+		cmocka_unit_test(test_occ_ignores_cont),
 		cmocka_unit_test(test_never_blocks_on_detour),
 		cmocka_unit_test(test_contention_static_threshold),
 		cmocka_unit_test(test_contention_mean),

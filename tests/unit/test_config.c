@@ -363,7 +363,8 @@ static void test_adaptive(void **state)
 	(void)state;
 	assert_int_equal(load1("TRIAD_ADAPTIVE", "off").adaptive, 0);
 	assert_int_equal(load1("TRIAD_ADAPTIVE", "occ").adaptive, 1);
-	load_bad("TRIAD_ADAPTIVE", "on", "TRIAD_ADAPTIVE=on: not one of off, occ");
+	assert_int_equal(load1("TRIAD_ADAPTIVE", "cont").adaptive, 2);
+	load_bad("TRIAD_ADAPTIVE", "on", "TRIAD_ADAPTIVE=on: not one of off, occ, cont");
 	assert_int_equal(load1("TRIAD_ADAPTIVE_ALPHA", "100").adaptive_alpha, 100);
 	load_bad("TRIAD_ADAPTIVE_ALPHA", "0", "TRIAD_ADAPTIVE_ALPHA=0: out of range [1, 100]");
 	load_bad("TRIAD_ADAPTIVE_T", "-1", "TRIAD_ADAPTIVE_T=-1: out of range [0, 1048576]");

@@ -325,6 +325,20 @@ static void test_table_read_write(void **state)
 	atomic_store(&t->gen, 4);
 	tr_ctl_table_write(t, &p);
 	assert_int_equal(tr_ctl_table_read(t, sizeof(*t), &q, &gen), -EBADMSG);
+	/* A plane's weight: 0 .. TR_CTL_WEIGHT_MAX; degraded is a reason. */
+	p.plane[0].state = TR_CTL_SWITCH_PENDING;
+	p.plane[0].reason = TR_CTL_R_DEGRADED;
+	p.plane[0].weight = TR_CTL_WEIGHT_MAX;
+	tr_ctl_table_write(t, &p);
+	assert_int_equal(tr_ctl_table_read(t, sizeof(*t), &q, &gen), 0);
+	assert_int_equal(q.plane[0].weight, TR_CTL_WEIGHT_MAX);
+	p.plane[0].weight = TR_CTL_WEIGHT_MAX + 1;
+	tr_ctl_table_write(t, &p);
+	assert_int_equal(tr_ctl_table_read(t, sizeof(*t), &q, &gen), -EBADMSG);
+	p.plane[0].weight = 0;
+	p.plane[0].reason = TR_CTL_REASON_MAX;
+	tr_ctl_table_write(t, &p);
+	assert_int_equal(tr_ctl_table_read(t, sizeof(*t), &q, &gen), -EBADMSG);
 	free(t);
 }
 
@@ -454,6 +468,7 @@ static void test_settle(void **state)
 	assert_int_equal(tr_ctl_settle(&p, pend, NULL, 0), 1u << 0);
 	assert_string_equal(tr_ctl_pstate_str(TR_CTL_RESTORE_PENDING), "restore_pending");
 	assert_string_equal(tr_ctl_reason_str(TR_CTL_R_FAULT), "fault");
+	assert_string_equal(tr_ctl_reason_str(TR_CTL_R_DEGRADED), "degraded");
 	free(a);
 	free(b);
 }

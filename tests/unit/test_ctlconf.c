@@ -122,8 +122,8 @@ static void test_syntax_errors(void **state)
 	(void)state;
 	parse_bad("[daemon]\nsocket /x\n" PLANE0, NAME ":2: expected 'key = value' or a [section]");
 	parse_bad("socket = /x\n" PLANE0, NAME ":1: 'socket' outside a section");
-	parse_bad("[daemon\n", NAME ":1: bad section header (want [daemon], [plane NAME] or [policy])");
-	parse_bad("[daemon] x\n", NAME ":1: bad section header (want [daemon], [plane NAME] or [policy])");
+	parse_bad("[daemon\n", NAME ":1: bad section header (want [daemon], [plane NAME], [policy] or [health])");
+	parse_bad("[daemon] x\n", NAME ":1: bad section header (want [daemon], [plane NAME], [policy] or [health])");
 	parse_bad("[daemons]\n", NAME ":1: unknown section [daemons]");
 	parse_bad("[planes a]\n", NAME ":1: unknown section [planes a]");
 	parse_bad("[daemon]\n = 3\n", NAME ":2: no key before '='");
@@ -215,13 +215,53 @@ static void test_policy(void **state)
 	parse_bad("[daemon]\nstrict_order = yes\n",
 		  NAME ":2: 'strict_order' is gone: TRIAD_ORDER = strict|any in [policy]");
 	parse_bad("[daemon]\ncontention_threshold = 8\n",
-		  NAME ":2: 'contention_threshold' is gone: no knob: the adaptive choice has no "
-		       "contention input yet");
+		  NAME ":2: 'contention_threshold' is gone: the contention input is triadd's "
+		       "weights ([health]); TRIAD_ADAPTIVE = cont in [policy]");
 	parse_bad("[plane a]\nslots = 8\n",
 		  NAME ":2: 'slots' is gone: no knob: TRIAD_SLOTS is read at start only (the "
 		       "environment's)");
 	parse_bad("[plane a]\nneed_low = 8\n",
 		  NAME ":2: 'need_low' is gone: TRIAD_FC_NEED_LOW in [policy], for every plane");
+}
+
+/* [health]: the degraded planes' thresholds and times. */
+static void test_health(void **state)
+{
+	struct tr_ctl_conf c;
+
+	(void)state;
+	parse_ok(PLANE0, &c);
+	assert_int_equal(c.health.enabled, 1);
+	assert_int_equal(c.health.errors_permille, 10);
+	assert_int_equal(c.health.latency_ratio, 8);
+	assert_int_equal(c.health.min_packets, 100);
+	assert_int_equal(c.health.degrade_ms, 3000);
+	assert_int_equal(c.health.restore_ms, 10000);
+	assert_int_equal(c.health.restore_max_ms, 160000);
+	parse_ok(PLANE0 "[health]\ndegrade = no\nerrors_permille = 25\nlatency_ratio = 0\n"
+		 "min_packets = 0\ndegrade_ms = 0\nrestore_ms = 100\nrestore_max_ms = 100\n",
+		 &c);
+	assert_int_equal(c.health.enabled, 0);
+	assert_int_equal(c.health.errors_permille, 25);
+	assert_int_equal(c.health.latency_ratio, 0);
+	assert_int_equal(c.health.min_packets, 0);
+	assert_int_equal(c.health.degrade_ms, 0);
+	assert_int_equal(c.health.restore_ms, 100);
+	assert_int_equal(c.health.restore_max_ms, 100);
+	parse_bad("[health]\ndegrade = maybe\n", NAME ":2: 'degrade': not yes or no: 'maybe'");
+	parse_bad("[health]\nerrors_permille = 0\n",
+		  NAME ":2: 'errors_permille': 0 out of range [1, 1000]");
+	parse_bad("[health]\nlatency_ratio = 1001\n",
+		  NAME ":2: 'latency_ratio': 1001 out of range [0, 1000]");
+	parse_bad("[health]\nrestore_ms = 99\n", NAME ":2: 'restore_ms': 99 out of range [100, 3600000]");
+	parse_bad("[health]\ndegrade_ms = 3s\n", NAME ":2: 'degrade_ms': not a number: '3s'");
+	parse_bad("[health]\nmin_packets =\n", NAME ":2: 'min_packets': empty value");
+	parse_bad("[health]\nrestore_ms = 100\nrestore_ms = 200\n",
+		  NAME ":3: duplicate key 'restore_ms' (first at line 2)");
+	parse_bad("[health]\ndevice = rxe0\n", NAME ":2: unknown key 'device' in [health]");
+	parse_bad("[health]\n[health]\n", NAME ":2: duplicate section [health] (first at line 1)");
+	parse_bad("[health]\nrestore_ms = 5000\nrestore_max_ms = 4999\n" PLANE0,
+		  NAME ":1: [health]: restore_max_ms 4999 is below restore_ms 5000");
 }
 
 static void test_too_many_planes(void **state)
@@ -289,6 +329,7 @@ int main(void)
 		cmocka_unit_test(test_syntax_errors),  cmocka_unit_test(test_key_errors),
 		cmocka_unit_test(test_value_errors),   cmocka_unit_test(test_plane_errors),
 		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_health),
 		cmocka_unit_test(test_too_many_planes), cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_load),
 	};
