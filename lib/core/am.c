@@ -101,7 +101,9 @@ static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned pri
 	}
 }
 
-void tr_am_ready(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
+/* The peer hook: p's numbers of prio moved; hand over the active messages
+ * that waited for them (strict order). */
+static void rx_moved(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
 {
 	if (!tr_list_empty(&p->am_early[prio]))
 		deliver_early(ctx, p, prio, tr_stream_rx_next(&p->srx[prio]));
@@ -145,9 +147,11 @@ static int hold(struct tr_peer *p, struct tr_lane *l, const struct tr_msg *m)
 	return 0;
 }
 
-int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg *m,
-		  struct tr_buf *b)
+/* The AM handler: deliver m, which sits in receive buffer b; 1 when the
+ * application's handler kept it. */
+static int am_deliver(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
+	struct triad_ctx *ctx = l->ctx;
 	struct tr_peer *p = &ctx->peers[l->peer];
 	unsigned prio = m->prio;
 
@@ -164,12 +168,12 @@ int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg 
 	/* Its turn has come, and with it that of the early ones before it
 	 * (the number that held them was this one's, or one just before);
 	 * those after it go when the caller, tr_peer_on_msg(), calls
-	 * tr_am_ready() as after every message. */
+	 * rx_moved() as after every message. */
 	deliver_early(ctx, p, prio, m->seq);
 	return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 }
 
-void tr_am_peer_free(struct tr_peer *p)
+static void peer_free(struct tr_peer *p)
 {
 	for (unsigned prio = 0; prio < TR_FC_NPRIO; prio++)
 		while (!tr_list_empty(&p->am_early[prio])) {
@@ -181,6 +185,14 @@ void tr_am_peer_free(struct tr_peer *p)
 			free(e->b);
 			free(e);
 		}
+}
+
+int tr_am_setup(struct triad_ctx *ctx)
+{
+	static const struct tr_peer_hooks hooks = { .rx_moved = rx_moved, .freed = peer_free };
+
+	tr_peer_handle(ctx, TR_MSG_AM, am_deliver);
+	return tr_peer_hooks_add(ctx, &hooks);
 }
 
 /* A message to this rank itself: no slot, the handler gets a private copy. */

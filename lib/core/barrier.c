@@ -16,15 +16,19 @@
 #include "base/log.h"
 #include "core/ctx.h"
 
-void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+static int on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
+	struct triad_ctx *ctx = l->ctx;
+	int peer = l->peer;
 	uint32_t e = m->u.barrier.epoch;
+
+	(void)b;
 
 	if (m->type == TR_MSG_BARRIER && ctx->rank == 0) {
 		/* An arrival may be for the epoch after the one rank 0 is in. */
 		if (e != ctx->bar_epoch && e != ctx->bar_epoch + 1) {
 			tr_warn("rank %d: barrier epoch %u, expected %u", peer, e, ctx->bar_epoch);
-			return;
+			return 0;
 		}
 		ctx->bar_arrived[e & 1]++;
 		ctx->peers[peer].bar_arrived = e;
@@ -35,6 +39,14 @@ void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 		if ((int32_t)(e - ctx->bar_failed) > 0)
 			ctx->bar_failed = e;
 	}
+	return 0;
+}
+
+void tr_barrier_setup(struct triad_ctx *ctx)
+{
+	tr_peer_handle(ctx, TR_MSG_BARRIER, on_msg);
+	tr_peer_handle(ctx, TR_MSG_BARRIER_REL, on_msg);
+	tr_peer_handle(ctx, TR_MSG_BARRIER_FAIL, on_msg);
 }
 
 /* Rank 0: peer has arrived in epoch (or a later one). */

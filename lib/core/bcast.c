@@ -68,12 +68,22 @@ struct tr_bc_early {
 	enum triad_status status;
 };
 
+static int on_bcast_done(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
+static int on_bnode(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
+static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st);
+
 int tr_bcast_setup(struct triad_ctx *ctx)
 {
+	static const struct tr_peer_hooks hooks = { .lost = peer_lost };
+
 	tr_list_init(&ctx->bcasts);
 	tr_list_init(&ctx->bc_early);
 	ctx->bc_seq = calloc((size_t)ctx->size, sizeof(*ctx->bc_seq));
-	return ctx->bc_seq ? 0 : -ENOMEM;
+	if (!ctx->bc_seq)
+		return -ENOMEM;
+	tr_peer_handle(ctx, TR_MSG_BCAST_DONE, on_bcast_done);
+	tr_peer_handle(ctx, TR_MSG_BNODE, on_bnode);
+	return tr_peer_hooks_add(ctx, &hooks);
 }
 
 static void dbc_free(struct tr_dbc *d);
@@ -568,16 +578,19 @@ static struct tr_bc *bc_find(struct triad_ctx *ctx, int root, uint32_t seq, int 
 	return NULL;
 }
 
-void tr_bcast_on_bnode(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+static int on_bnode(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
+	struct triad_ctx *ctx = l->ctx;
+	int peer = l->peer;
 	const struct tr_wire_bnode *w = &m->u.bnode;
 	int root = (int)w->root;
 	struct tr_bc *bc;
 
+	(void)b;
 	if (w->root >= (uint32_t)ctx->size) {
 		tr_warn("rank %d: a broadcast message for root %u of %d ranks: dropped", peer,
 			w->root, ctx->size);
-		return;
+		return 0;
 	}
 	bc = bc_find(ctx, root, w->seq, 0);
 	if (!bc || !bc->d) {
@@ -586,7 +599,7 @@ void tr_bcast_on_bnode(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 		if (!bc && (root == ctx->rank || (int32_t)(w->seq - ctx->bc_seq[root]) < 0)) {
 			tr_debug("broadcast %u of rank %d: a %u from rank %d after its end", w->seq,
 				 root, w->kind, peer);
-			return;
+			return 0;
 		}
 		if (!bc && (bc = calloc(1, sizeof(*bc)))) {
 			bc->root = root;
@@ -597,7 +610,7 @@ void tr_bcast_on_bnode(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 			tr_error("broadcast %u of rank %d: no memory for its state", w->seq, root);
 			if (bc && !bc->called)
 				bc_free(bc);
-			return;
+			return 0;
 		}
 	}
 	bc->d->busy++;
@@ -618,6 +631,7 @@ void tr_bcast_on_bnode(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 	}
 	bc->d->busy--;
 	dexec(ctx, bc, 0);
+	return 0;
 }
 
 /* A lost peer: a child the engine waits for, or the root whose broadcast
@@ -793,10 +807,13 @@ static int root_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len,
 }
 
 
-void tr_bcast_peer_lost(struct triad_ctx *ctx, int peer)
+static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
 {
 	struct tr_list *l, *next;
 
+	(void)st;
+	if (!ctx->initialized || ctx->closing)
+		return; /* not while starting or closing (the teardown cancels) */
 	for (l = ctx->bcasts.next; l != &ctx->bcasts; l = next) {
 		struct tr_bc *bc = tr_container_of(l, struct tr_bc, link);
 		int n;
@@ -818,31 +835,35 @@ void tr_bcast_peer_lost(struct triad_ctx *ctx, int peer)
 }
 
 /* ---- every rank --------------------------------------------------------------*/
-void tr_bcast_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+static int on_bcast_done(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
-	struct tr_list *l;
+	struct triad_ctx *ctx = l->ctx;
+	int peer = l->peer;
+	struct tr_list *i;
 	struct tr_bc_early *e;
 
-	for (l = ctx->bcasts.next; l != &ctx->bcasts; l = l->next) {
-		struct tr_bc *bc = tr_container_of(l, struct tr_bc, link);
+	(void)b;
+	for (i = ctx->bcasts.next; i != &ctx->bcasts; i = i->next) {
+		struct tr_bc *bc = tr_container_of(i, struct tr_bc, link);
 
 		if (bc->root == peer && bc->seq == m->u.bcast_done.seq && !bc->d) {
 			tr_req_complete(bc->req, (enum triad_status)m->u.bcast_done.status);
 			bc->req = NULL;
 			bc_free(bc);
-			return;
+			return 0;
 		}
 	}
 	e = malloc(sizeof(*e));
 	if (!e) {
 		tr_error("broadcast %u from rank %d: no memory to remember its end", m->u.bcast_done.seq,
 			 peer);
-		return;
+		return 0;
 	}
 	e->root = peer;
 	e->seq = m->u.bcast_done.seq;
 	e->status = (enum triad_status)m->u.bcast_done.status;
 	tr_list_add_tail(&ctx->bc_early, &e->link);
+	return 0;
 }
 
 int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t len,

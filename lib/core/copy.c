@@ -60,8 +60,23 @@ static uint64_t carry_max(void *arg, uint32_t rank)
 	return slot - TR_WIRE_HDR_LEN - TR_WIRE_COPY_LEN;
 }
 
+static int on_copy_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
+static void on_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st);
+static void tick(struct triad_ctx *ctx);
+static void req_done(struct triad_req *req, enum triad_status st);
+
+/* Does an answer to a copy this rank initiated or serves as the source
+ * still have to come (the engine's tables hold the op: START's RESP or
+ * DONE, a WRITE's completion)? */
+static int awaited(const struct triad_ctx *ctx)
+{
+	return ctx->copy.ilive + ctx->copy.slive > 0;
+}
+
 int tr_copy_setup(struct triad_ctx *ctx)
 {
+	static const struct tr_peer_hooks hooks = { .lost = on_peer_lost };
+	static const struct tr_progress_hooks progress = { .tick = tick, .awaited = awaited };
 	struct tr_copy_cfg cfg = {
 		.rank = (uint32_t)ctx->rank,
 		.nranks = (uint32_t)ctx->size,
@@ -88,7 +103,12 @@ int tr_copy_setup(struct triad_ctx *ctx)
 		tr_error("cannot set up the copy engine for %d ops", ctx->cfg.copy_ops);
 		return -ENOMEM;
 	}
-	return 0;
+	tr_peer_handle(ctx, TR_MSG_COPY, on_copy_msg);
+	tr_req_kind_done(ctx, TR_REQ_CHUNK, req_done);
+	tr_req_kind_done(ctx, TR_REQ_LOOKUP, req_done);
+	if (tr_peer_hooks_add(ctx, &hooks))
+		return -ENOSPC;
+	return tr_progress_hooks_add(ctx, &progress);
 }
 
 static void exec(struct triad_ctx *ctx, const struct tr_copy_act *a, int n);
@@ -116,17 +136,26 @@ void tr_copy_teardown(struct triad_ctx *ctx)
 	ctx->cevents = NULL;
 }
 
-void tr_copy_progress(struct triad_ctx *ctx)
+/* The progress tick: the engine's deadlines. */
+static void tick(struct triad_ctx *ctx)
 {
 	if (!tr_copy_requests_live(&ctx->copy) && !tr_copy_orders_live(&ctx->copy))
 		return;
 	DRAIN(ctx, tr_copy_tick(&ctx->copy, tr_now_ns(), ACTS));
 }
 
-void tr_copy_peer_lost(struct triad_ctx *ctx, int peer)
+static void peer_lost(struct triad_ctx *ctx, int peer)
 {
 	tr_info("rank %d is unreachable on every plane: failing its copies", peer);
 	DRAIN(ctx, tr_copy_peer_gone(&ctx->copy, (uint32_t)peer, ACTS));
+}
+
+/* The peer hook: not while starting or closing (the teardown cancels). */
+static void on_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
+{
+	(void)st;
+	if (ctx->initialized && !ctx->closing)
+		peer_lost(ctx, peer);
 }
 
 /* ---- actions -----------------------------------------------------------------*/
@@ -147,7 +176,7 @@ static struct triad_req *internal_req(struct triad_ctx *ctx, enum tr_req_kind ki
 }
 
 /* COPY_START's message request: it arrived, or cannot be delivered (the
- * engine hears of a lost source through tr_copy_peer_lost). */
+ * engine hears of a lost source through peer_lost). */
 static void start_delivered(struct triad_req *req)
 {
 	if (req->status == TRIAD_S_OK)
@@ -183,7 +212,7 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		 * await_settle): it waits too. */
 		if (l->state != TR_LANE_UP && tr_peer_await(ctx, (int)a->to)) {
 			if (tr_peer_send_chosen(l, &m, prio[a->msg], NULL))
-				tr_copy_peer_lost(ctx, (int)a->to);
+				peer_lost(ctx, (int)a->to);
 			return;
 		}
 
@@ -199,7 +228,7 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 			free(then); /* cannot defer: the chunks' failure will fail the op */
 		}
 		if (tr_peer_send_on(l, &m, prio[a->msg], NULL))
-			tr_copy_peer_lost(ctx, (int)a->to);
+			peer_lost(ctx, (int)a->to);
 		return;
 	}
 	if (a->msg == TR_COPY_START) {
@@ -213,12 +242,12 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		}
 		if (tr_peer_send(ctx, (int)a->to, &m, prio[a->msg], req)) {
 			free(req);
-			tr_copy_peer_lost(ctx, (int)a->to);
+			peer_lost(ctx, (int)a->to);
 		}
 		return;
 	}
 	if (tr_peer_send(ctx, (int)a->to, &m, prio[a->msg], NULL))
-		tr_copy_peer_lost(ctx, (int)a->to);
+		peer_lost(ctx, (int)a->to);
 }
 
 static void act_lookup(struct triad_ctx *ctx, const struct tr_copy_act *a)
@@ -233,7 +262,7 @@ static void act_lookup(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		exec(ctx, acts, n);
 		return;
 	}
-	tr_win_lookup(ctx, req); /* answers through tr_copy_req_done() */
+	tr_win_lookup(ctx, req); /* answers through req_done() */
 }
 
 /* The source window as it is now, not as the order found it: between
@@ -345,7 +374,7 @@ static void act_carry(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		return;
 	free(req);
 	if (ret == -ENOTCONN) {
-		tr_copy_peer_lost(ctx, (int)a->to);
+		peer_lost(ctx, (int)a->to);
 		return;
 	}
 	/* no memory; too big for a slot the peer announced late */
@@ -424,7 +453,9 @@ static void chunk_failed(struct triad_ctx *ctx, uint32_t initiator, uint64_t op)
 	ctx->copy_failed_op = op;
 }
 
-void tr_copy_req_done(struct triad_req *req, enum triad_status st)
+/* A CHUNK or LOOKUP request is complete (its kinds' completion, req.c):
+ * reported to the engine, and freed. */
+static void req_done(struct triad_req *req, enum triad_status st)
 {
 	struct triad_ctx *ctx = req->ctx;
 	struct tr_copy_act acts[TR_COPY_ACTS];
@@ -449,15 +480,19 @@ void tr_copy_req_done(struct triad_req *req, enum triad_status st)
 	exec(ctx, acts, n);
 }
 
-void tr_copy_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+static int on_copy_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
+	struct triad_ctx *ctx = l->ctx;
+	int peer = l->peer;
 	struct tr_copy_act acts[TR_COPY_ACTS];
 	int n = tr_copy_recv(&ctx->copy, (enum tr_copy_msg)m->u.copy.kind, (uint32_t)peer,
 			     &m->u.copy.hdr, m->u.copy.data, m->u.copy.carried, acts, TR_COPY_ACTS);
 
+	(void)b;
 	TR_EV(ctx, "copy_rx", peer, m->u.copy.kind);
 	if (n > 0)
 		exec(ctx, acts, n);
+	return 0;
 }
 
 /* ---- API -------------------------------------------------------------------------*/

@@ -2,10 +2,14 @@
  *
  * Layers (docs/design.md): core owns every piece of protocol state and
  * calls down into proto (pure engines) and fabric (the verbs executor);
- * fabric reports back only through the ops table ctx.c registers.  Within
+ * fabric reports back only through the ops table of ctx.c.  Within
  * core, each object has one writer: a lane's state (lane.c), a peer's
  * stream and dispatch (peer.c), waiting and the event loop (progress.c),
- * the barrier (barrier.c), the features (win, rma, am, copy, bcast).
+ * requests (req.c), the barrier (barrier.c), the features (win, rma, am,
+ * copy, bcast).  The lower files reach a feature only through what it
+ * registered at setup: message handlers and peer hooks (peer.c), progress
+ * hooks (progress.c), request completion by kind (req.c), and the ops a
+ * WRITE's or READ's cookie carries (lane.h).
  *
  * Locking, decided once (progress.c): one mutex per context (ctx->lock)
  * guards all of its state.  Whoever holds it may drive the engine (poll
@@ -160,6 +164,7 @@ enum tr_req_kind {
 	TR_REQ_BCAST,  /* the application's broadcast */
 	TR_REQ_MSG,    /* internal: a message whose arrival someone waits for */
 	TR_REQ_FLUSH,  /* the application's triad_flush */
+	TR_REQ_NKINDS
 };
 
 struct tr_am_entry {
@@ -201,6 +206,9 @@ struct triad_req {
 	uint32_t cb_src, cb_dst;
 	uint64_t cb_chunk;
 	int failed_rank; /* BCAST */
+	/* What its WRITEs and READs are for (lane.h; set when it is queued
+	 * for its lane, rma.c). */
+	const struct tr_rma_ops *rma;
 	/* A message that must follow this request's last chunk on its QP (a
 	 * copy's COPY_DATA behind WRITEs still queued): sent once it is posted. */
 	struct tr_msg *then;
@@ -220,18 +228,20 @@ struct tr_epoch {
  * work request, to a window already described, on a live lane with nothing
  * queued ahead (rma.c, lput_post).  It is posted at once (most of them
  * unsignalled: lane.c, light puts) with this record as its cookie instead
- * of a request: what its completion needs, and a copy
+ * of a request: what its completion needs (ops, lane.h), and a copy
  * of its bytes (the WRITE took them inline at the post; a redo takes them
  * from here, not from a buffer the caller may have reused, as UCX's short
  * puts allow).  Should its work request fail, the record becomes the request it stands
- * for (req, tr_rma_lput_req) and takes the general path from there: done
- * again on a live plane, or its error kept for the next flush. */
+ * for (req, ops->failed) and takes the general path from there: done
+ * again on a live plane, or its error kept for the next flush.  A lane's
+ * fence (lane.c) is such a record too, with no ops. */
 #define TR_LPUT_MAX 64
 struct tr_lput {
 	struct tr_lput *next; /* in the context's cache of free ones, or its lane's list */
 	struct tr_lane *lane;
 	uint8_t signalled;    /* its completion comes back even when it succeeds */
 	uint8_t fence;	      /* an empty WRITE that only retires those before it */
+	const struct tr_lput_ops *ops;
 	struct tr_rwin *rwin;
 	struct tr_epoch *ep;
 	uint64_t off;
@@ -249,6 +259,56 @@ struct tr_raw_msg {
 };
 
 struct tr_pmix;
+
+/* ---- what features register (peer.c calls it) ----------------------------------*/
+/* The handler of one message type, registered by the feature that owns
+ * the type, in its setup (tr_peer_handle), before the progress thread
+ * starts: m arrived on l, in order and once (peer.c judged its number);
+ * b is its receive buffer when the handler may keep it (an active
+ * message), else NULL.  1 when the handler kept b (tr_lane_release()
+ * gives it back). */
+typedef int (*tr_msg_fn)(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
+
+/* What a feature hears of peers (tr_peer_hooks_add in its setup; any may
+ * be NULL).  Hooks of one kind run in the order they were added. */
+struct tr_peer_hooks {
+	/* p's receive stream of priority prio moved on (a message handled,
+	 * or numbers skipped): what a feature held back for order may go. */
+	void (*rx_moved)(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio);
+	/* No lane reaches peer, and the wait for its connection (lazy, or
+	 * rejoin) gave up: what waited for it fails with st. */
+	void (*unreached)(struct triad_ctx *ctx, int peer, enum triad_status st);
+	/* peer is lost: a lane of it broke (or TRIAD_REJOIN_MS ran out) and
+	 * no lane reaches it, none is being set up, none is awaited back
+	 * (tr_peer_alive); st says why.  Also while closing. */
+	void (*lost)(struct triad_ctx *ctx, int peer, enum triad_status st);
+	/* At close: p's share of the feature's state is freed. */
+	void (*freed)(struct tr_peer *p);
+	/* A lane of p changed state, or its wait ended: what of the
+	 * feature's waits for p's connection goes now if its lane is up,
+	 * keeps waiting while one is being set up, fails otherwise (all:
+	 * every one fails with st). */
+	void (*await)(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st);
+};
+#define TR_PEER_HOOKS_MAX 8
+
+/* What completes a request of a kind (tr_req_kind_done), in place of
+ * tr_req_finish(). */
+typedef void (*tr_req_fn)(struct triad_req *req, enum triad_status st);
+
+/* What a feature asks of the progress engine (tr_progress_hooks_add in its
+ * setup; either may be NULL).  They run under the lock, in the order they
+ * were added. */
+struct tr_progress_hooks {
+	/* At every poll of the engine (tr_progress), by application threads
+	 * and the progress thread, and at least once a timer period: the
+	 * feature's deadlines.  On the latency path: cheap when nothing is due. */
+	void (*tick)(struct triad_ctx *ctx);
+	/* 1 while an answer to something of the feature's is on its way to
+	 * this rank: the progress thread polls on for it before it sleeps. */
+	int (*awaited)(const struct triad_ctx *ctx);
+};
+#define TR_PROGRESS_HOOKS_MAX 4
 
 struct triad_ctx {
 	struct tr_config cfg;
@@ -294,10 +354,26 @@ struct triad_ctx {
 	int nwins, wins_cap;
 	uint32_t next_qid;
 	int nqueries;
-	struct tr_lput *lputs;	/* free light puts (rma.c), under the lock */
+	struct tr_lput *lputs;	/* free light-put records (lane.c), under the lock */
 	unsigned nlputs;
 
 	struct tr_am_entry am[TRIAD_AM_MAX_ID + 1];
+	/* What the features registered at setup (peer.c runs them): the
+	 * handler of each message type, and the peer hooks by kind. */
+	tr_msg_fn on_msg[TR_MSG_TYPE_MAX];
+	void (*rx_moved[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio);
+	void (*unreached[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, int peer, enum triad_status st);
+	void (*lost[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, int peer, enum triad_status st);
+	void (*freed[TR_PEER_HOOKS_MAX])(struct tr_peer *p);
+	void (*await[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, struct tr_peer *p, int all,
+					 enum triad_status st);
+	unsigned nrx_moved, nunreached, nlost, nfreed, nawait;
+	/* ... and the progress hooks by kind (progress.c runs them). */
+	void (*tick[TR_PROGRESS_HOOKS_MAX])(struct triad_ctx *ctx);
+	int (*awaited[TR_PROGRESS_HOOKS_MAX])(const struct triad_ctx *ctx);
+	unsigned ntick, nawaited;
+	/* ... and what completes each kind of request (req.c runs it). */
+	tr_req_fn req_done[TR_REQ_NKINDS];
 	ev_timer fc_timer_w;
 	uint64_t fc_ticks; /* periods of fc_timer_w so far: a clock for slow things */
 	/* Turns completion events back on once the application stops polling
@@ -359,6 +435,8 @@ struct triad_ctx {
 };
 
 /* ---- progress (progress.c) ---------------------------------------------------*/
+/* Registers a feature's progress hooks: 0, or -ENOSPC. */
+int tr_progress_hooks_add(struct triad_ctx *ctx, const struct tr_progress_hooks *h);
 int tr_progress_setup(struct triad_ctx *ctx); /* the loop and its watchers */
 void tr_progress_teardown(struct triad_ctx *ctx); /* the loop and the idle timer (after stop) */
 int tr_progress_start(struct triad_ctx *ctx); /* the progress thread */
@@ -385,6 +463,13 @@ void tr_ctx_signal(struct triad_ctx *ctx);
 int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int timeout_ms);
 
 /* ---- peers (peer.c) --------------------------------------------------------------*/
+/* Registers fn as the handler of type (at setup; one per type), and a
+ * feature's peer hooks (0, or -ENOSPC: TR_PEER_HOOKS_MAX of a kind). */
+void tr_peer_handle(struct triad_ctx *ctx, enum tr_msg_type type, tr_msg_fn fn);
+int tr_peer_hooks_add(struct triad_ctx *ctx, const struct tr_peer_hooks *h);
+/* The peer layer's own messages (BYE, PLANE_DRAIN, PLANE_DOWN). */
+void tr_peer_setup(struct triad_ctx *ctx);
+
 /* TRIAD_ADAPTIVE's value as the choice engine's rules: off, occupancy,
  * or contention above the mean (the contention being triadd's weights). */
 static inline unsigned tr_ctx_choice_rules(int adaptive)
@@ -462,11 +547,11 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
  * is up. */
 void tr_peer_msg_skip(struct tr_lane *l, const void *data, int len);
 void tr_peer_lane_changed(struct tr_lane *l);
-void tr_peer_free(struct tr_peer *p); /* at close */
+void tr_peer_free(struct triad_ctx *ctx, struct tr_peer *p); /* at close */
 /* The redo fence.  req (a put or copy chunk, its last WRITE back) had a
  * WRITE flushed by a break on each plane of req->fence_planes: 1 when it
- * must wait until each of those breaks is fenced (then tr_rma_fenced()
- * settles it); 0 when it may settle now.  tr_peer_fence_settle() releases,
+ * must wait until each of those breaks is fenced (then its rma ops'
+ * fenced() settles it); 0 when it may settle now.  tr_peer_fence_settle() releases,
  * in order, what no break holds back any more (a fence came, the peer is
  * gone or lost, or the context is closing). */
 int tr_peer_fence_hold(struct triad_req *req);
@@ -496,27 +581,27 @@ struct tr_ctl_client;
 int tr_ctl_setup(struct triad_ctx *ctx);
 void tr_ctl_teardown(struct triad_ctx *ctx);
 
-/* Windows (win.c) */
+/* Windows (win.c).  Setup: its messages (WIN_QUERY, WIN_INFO, WIN_GONE),
+ * peer hooks (a lost or unreached peer fails its lookups) and tick (the
+ * lookups' deadlines). */
+int tr_win_setup(struct triad_ctx *ctx);
 struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id);
 struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size_t len);
-void tr_win_on_query(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
-void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 /* peer's window id as described and still good, or NULL (not asked yet,
  * being asked, gone). */
 struct tr_rwin *tr_rwin_ready(struct triad_ctx *ctx, int peer, uint32_t id);
 /* Resolve req->rwin, then start it; completes req on error. */
 void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
-/* No plane to peer is left (or none could be connected): its lookups fail with st. */
-void tr_win_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st);
-void tr_win_check_timeouts(struct triad_ctx *ctx);
 /* rw's keys are no good any more (NULL: nothing): the next access asks
  * the owner again. */
 void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw);
-/* The owner destroyed a window (WIN_GONE). */
-void tr_win_on_gone(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
 /* At close: every cached descriptor dropped, its waiters cancelled. */
 void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p);
 void tr_wins_destroy_all(struct triad_ctx *ctx);
+
+/* What the fabric reports, and to whom in core (ctx.c): the ops table
+ * triad_init opens the fabric with. */
+extern const struct tr_fab_ops tr_ctx_fab_ops;
 
 /* What this rank tells the other side of a connection on plane (ctx.c):
  * the rdma_cm private data of a request, an accept or a rejection.  peer
@@ -544,7 +629,7 @@ static inline int tr_ctx_takes_bare(const struct triad_ctx *ctx)
 	return ctx->cfg.bare_am;
 }
 
-/* Requests (ctx.c, rma.c) */
+/* ---- requests (req.c) -----------------------------------------------------------*/
 /* The one request constructor: zeroed, status OK, of kind for peer. */
 struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int peer);
 /* The same in place, for a request held inside another record. */
@@ -560,7 +645,22 @@ static inline void tr_req_init(struct triad_req *req, struct triad_ctx *ctx,
 }
 /* Frees a request of tr_req_new (kept in the calling thread's cache). */
 void tr_req_free(struct triad_req *req);
+/* req is complete with st (lock held): what must follow it on its QP is
+ * sent or skipped, it is counted, and then its kind's owner takes it
+ * (tr_req_kind_done), or else tr_req_finish() and the sleepers' wake-up. */
 void tr_req_complete(struct triad_req *req, enum triad_status st);
+/* Registers fn (at setup) as what completes requests of kind, in place
+ * of tr_req_finish(): it frees or hands over the request, and wakes the
+ * sleepers (tr_ctx_signal). */
+void tr_req_kind_done(struct triad_ctx *ctx, enum tr_req_kind kind, tr_req_fn fn);
+/* req is posted whole, or done with (failed before it was): the message
+ * that rode on it (then_raw) goes now, or its number is skipped. */
+void tr_req_unride(struct triad_req *req, int failed);
+/* The end of a request's completion: its status, then its owner's
+ * on_done, its freeing (a request-less one) or its waiter's flag. */
+void tr_req_finish(struct triad_req *req, enum triad_status st);
+
+/* ---- put, get, flush (rma.c) ------------------------------------------------------*/
 /* The window is known: validate and queue on the lane. */
 void tr_rma_start(struct triad_req *req);
 /* An internal put to another rank (req: kind PUT, peer, win, off, len,
@@ -574,64 +674,36 @@ struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer); /* NULL: no mem
 /* err: the operation's status if it had no request, else OK. */
 void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum triad_status err);
 void tr_rma_peer_free(struct tr_peer *p);
-/* The per-plane registration caches (TRIAD_REG_CACHE), once the planes are open. */
-void tr_rma_cache_setup(struct triad_ctx *ctx);
-/* At close: those caches and the free light puts. */
+/* Once the planes are open: the per-plane registration caches
+ * (TRIAD_REG_CACHE), the completion of puts and gets (their registration
+ * released, their flush epoch told), and the peer hook of those that wait
+ * for a connection.  0, or -ENOSPC. */
+int tr_rma_setup(struct triad_ctx *ctx);
+/* At close: those caches. */
 void tr_rma_teardown(struct triad_ctx *ctx);
-/* Post what the lane's send queue takes of its queued operations. */
-void tr_rma_pump(struct tr_lane *l);
-/* One WRITE or READ of req completed; conn_fault: its connection failed
- * it (flushed, retries exceeded, an invalid-request NAK: fabric/wc.h), so
- * it may be done again elsewhere. */
-void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault);
-/* A light put's WRITE completed OK: its epoch counts it done. */
-void tr_rma_lput_done(struct tr_lput *lp, enum triad_status st);
-/* A record for a lane's fence (lane.c), or NULL; given back with
- * tr_rma_lput_done(). */
-struct tr_lput *tr_rma_lput_new(struct triad_ctx *ctx);
-/* A light put's WRITE failed: the request-less put request it stands for,
- * as posted once on its lane (then tr_rma_done, as for any). */
-struct triad_req *tr_rma_lput_req(struct tr_lput *lp);
-/* Connect on first use: req waits on its peer's await_rma; what waits
- * there goes now if its lane is up, stays while that is being set up,
- * fails otherwise (all: fail every one with st). */
+/* Connect on first use: req waits on its peer's await_rma (the peer hook
+ * await lets it go or fail). */
 void tr_rma_await(struct triad_ctx *ctx, struct triad_req *req);
-void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all,
-			enum triad_status st);
-/* The lane req was queued on broke before it was posted whole. */
-void tr_rma_lane_broken(struct triad_req *req, enum triad_status st);
-/* req, held by the redo fence, may settle now: done again or completed. */
-void tr_rma_fenced(struct triad_req *req);
 
-/* Active messages (am.c): deliver m, which sits in receive buffer b;
- * 1 when the handler kept it. */
-int tr_am_deliver(struct triad_ctx *ctx, struct tr_lane *l, const struct tr_msg *m,
-		  struct tr_buf *b);
-/* p's sequence numbers of prio moved: hand over the active messages that
- * waited for them (strict order). */
-void tr_am_ready(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio);
-void tr_am_peer_free(struct tr_peer *p); /* at close */
+/* Active messages (am.c).  Setup: the AM message and the peer hooks
+ * (early messages go once the numbers before them came; freed at close). */
+int tr_am_setup(struct triad_ctx *ctx);
 
-/* Copies (copy.c) */
+/* Copies (copy.c).  Setup: the engine, the COPY message, a lost peer's
+ * copies failed, the engine's deadlines (tick) and the answers it awaits,
+ * the completion of its CHUNK and LOOKUP requests. */
 int tr_copy_setup(struct triad_ctx *ctx);
 void tr_copy_teardown(struct triad_ctx *ctx);
-void tr_copy_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
-void tr_copy_req_done(struct triad_req *req, enum triad_status st); /* CHUNK, LOOKUP */
-void tr_copy_progress(struct triad_ctx *ctx);			      /* deadlines */
-void tr_copy_peer_lost(struct triad_ctx *ctx, int peer);
 
 /* Submit a copy with a prepared request (lock held); 0, -EAGAIN, -EINVAL. */
 int tr_copy_submit(struct triad_ctx *ctx, const struct tr_copy_hdr *order, struct triad_req *req);
 
-/* Broadcasts (bcast.c) */
+/* Broadcasts (bcast.c).  Setup: BCAST_DONE, BNODE (a delegated
+ * broadcast's ORDER, REPORT or ABORT), a lost peer's broadcasts. */
 int tr_bcast_setup(struct triad_ctx *ctx);
 void tr_bcast_teardown(struct triad_ctx *ctx);
-void tr_bcast_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
-/* A delegated broadcast's ORDER, REPORT or ABORT (TR_MSG_BNODE). */
-void tr_bcast_on_bnode(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
-void tr_bcast_peer_lost(struct triad_ctx *ctx, int peer);
 
-/* Barrier messages (barrier.c) */
-void tr_barrier_on_msg(struct triad_ctx *ctx, int peer, const struct tr_msg *m);
+/* The barrier (barrier.c).  Setup: its messages. */
+void tr_barrier_setup(struct triad_ctx *ctx);
 
 #endif

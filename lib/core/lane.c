@@ -274,6 +274,16 @@ static void bury(struct tr_lane *l)
 	l->bufmem = NULL;
 }
 
+/* A light put (or a fence) left the lane's list: its completion (a fence
+ * counts in no epoch: the record is just given back). */
+static void lput_retire(struct tr_lane *l, struct tr_lput *lp, enum triad_status st)
+{
+	if (lp->fence)
+		tr_lane_lput_free(l->ctx, lp);
+	else
+		lp->ops->done(lp, st);
+}
+
 /* Releases the QP and the buffers: only when nothing is posted. */
 static void release(struct tr_lane *l)
 {
@@ -293,7 +303,7 @@ static void release(struct tr_lane *l)
 		struct tr_lput *lp = l->lp_head;
 
 		l->lp_head = lp->next;
-		tr_rma_lput_done(lp, TRIAD_S_CANCELLED); /* a fence counts in no epoch */
+		lput_retire(l, lp, TRIAD_S_CANCELLED);
 	}
 	l->lp_tail = NULL;
 	l->lp_unsig = l->lp_since_sig = l->fence_wanted = 0;
@@ -1249,6 +1259,46 @@ int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t
 /* One light put in this many is signalled (UCX's rc_verbs: one in 64):
  * the others cost no completion to write, poll and handle. */
 #define TR_LPUT_SIGNAL 16
+/* Free records kept, like the request cache; freed at close. */
+#define LPUT_CACHE 256
+
+void tr_lane_lput_free(struct triad_ctx *ctx, struct tr_lput *lp)
+{
+	if (ctx->nlputs >= LPUT_CACHE) {
+		free(lp);
+		return;
+	}
+	lp->next = ctx->lputs;
+	ctx->lputs = lp;
+	ctx->nlputs++;
+}
+
+struct tr_lput *tr_lane_lput_new(struct triad_ctx *ctx)
+{
+	struct tr_lput *lp = ctx->lputs;
+
+	if (lp) {
+		ctx->lputs = lp->next;
+		ctx->nlputs--;
+	} else if (!(lp = malloc(sizeof(*lp)))) {
+		return NULL;
+	}
+	lp->ep = NULL;
+	lp->fence = 0;
+	lp->ops = NULL;
+	return lp;
+}
+
+void tr_lane_lput_cache_free(struct triad_ctx *ctx)
+{
+	while (ctx->lputs) {
+		struct tr_lput *lp = ctx->lputs;
+
+		ctx->lputs = lp->next;
+		free(lp);
+	}
+	ctx->nlputs = 0;
+}
 
 static void lput_append(struct tr_lane *l, struct tr_lput *lp)
 {
@@ -1270,7 +1320,7 @@ static void lput_append(struct tr_lane *l, struct tr_lput *lp)
 static void lput_ok(struct tr_lane *l, struct tr_lput *lp)
 {
 	l->stats.tx_bytes += lp->len;
-	tr_rma_lput_done(lp, TRIAD_S_OK);
+	lput_retire(l, lp, TRIAD_S_OK);
 }
 
 /* lp came back: every light put posted before it has completed (one that
@@ -1312,7 +1362,7 @@ static int post_fence(struct tr_lane *l)
 	 * more slot for this); broken, nothing else is posted any more. */
 	if (l->sq_avail <= (l->state == TR_LANE_UP ? l->ntx : 0))
 		return -EAGAIN;
-	lp = tr_rma_lput_new(l->ctx);
+	lp = tr_lane_lput_new(l->ctx);
 	if (!lp)
 		return -ENOMEM;
 	lp->lane = l;
@@ -1322,7 +1372,7 @@ static int post_fence(struct tr_lane *l)
 	ret = tr_fab_post_rma(l->qp, TR_RMA_WRITE, lp->data, 0, NULL, l->lp_raddr, l->lp_rkey,
 			      (uintptr_t)lp | TR_CK_LPUT, 1);
 	if (ret < 0) {
-		tr_rma_lput_done(lp, TRIAD_S_OK);
+		tr_lane_lput_free(l->ctx, lp);
 		return ret;
 	}
 	l->sq_avail--;
@@ -1492,6 +1542,14 @@ void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc)
 	on_recv((struct tr_buf *)(uintptr_t)(wc->cookie & ~(uint64_t)TR_CK_TAG_MASK), wc);
 }
 
+/* Room in l's send queue came back: the operations queued on it go, by
+ * the pump of whoever queued them (tr_rma_ops). */
+static void rma_pump(struct tr_lane *l)
+{
+	if (!tr_list_empty(&l->rmaq))
+		tr_list_first(&l->rmaq, struct triad_req, link)->rma->pump(l);
+}
+
 /* b's message is handled: its buffer is free again, and counted so. */
 static void send_buf_done(struct tr_lane *l, struct tr_buf *b)
 {
@@ -1540,7 +1598,7 @@ static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
 	if (req)
 		tr_req_complete(req, TRIAD_S_OK);
 	pump(l);
-	tr_rma_pump(l);
+	rma_pump(l);
 	check_drained(l); /* a post of the pumps above may have broken it */
 }
 
@@ -1638,12 +1696,12 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 			tr_lane_fail(l, st);
 		}
 		flushed_while_up(l, wc);
-		tr_rma_lput_done(lp, TRIAD_S_OK);
+		lput_retire(l, lp, TRIAD_S_OK);
 		goto out;
 	}
 	if (st != TRIAD_S_OK) {
 		if (lp)
-			req = tr_rma_lput_req(lp);
+			req = lp->ops->failed(lp);
 		flushed_while_up(l, wc);
 		if (wc->flushed) {
 			st = l->down_status;
@@ -1655,7 +1713,7 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 			 * its notice is still on the way.  Nothing else goes to it
 			 * with them; the next access asks the owner again. */
 			if (st == TRIAD_S_REMOTE_ACCESS)
-				tr_win_stale(l->ctx, req->rwin);
+				req->rma->refused(req);
 			tr_lane_fail(l, st);
 		}
 	}
@@ -1665,7 +1723,7 @@ static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
 	 * WRITE as an invalid request: final, it failed the copy although
 	 * two planes were live. */
 	if (req) {
-		tr_rma_done(req, st, wc->conn_fault);
+		req->rma->done(req, st, wc->conn_fault);
 	} else {
 		lput_ok(l, lp);
 	}
@@ -1679,8 +1737,7 @@ out:
 			pump(l);
 		else if (l->ctx->choice.rules) /* less in flight here: a pass */
 			tr_peer_redecide(l->ctx, &l->ctx->peers[l->peer]);
-		if (!tr_list_empty(&l->rmaq))
-			tr_rma_pump(l);
+		rma_pump(l);
 	} else {
 		check_drained(l);
 	}

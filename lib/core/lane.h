@@ -204,16 +204,52 @@ void tr_lane_fc_tick(struct tr_lane *l);
 /* The linger time of a deferred BSM is over: send it. */
 void tr_lane_bsm_flush(struct tr_lane *l);
 uint32_t tr_lane_max_inline(const struct tr_lane *l);
-/* Post one RDMA WRITE or READ for req: the number of work requests it took
- * (a READ may take two: tr_fab_qp_read_wrs), each completing once, or
- * -EAGAIN when the send queue must keep its room for messages. */
+/* What a WRITE or READ posted on a lane is for.  Its cookie, a request
+ * or a light put's record, carries the functions its completion calls,
+ * set by whoever posted it (rma.c): lane.c calls no feature by name. */
+struct tr_rma_ops {
+	/* One WRITE or READ of req came back with st; conn_fault: its
+	 * connection failed it (flushed, retries exceeded, an invalid-request
+	 * NAK: fabric/wc.h), so it may be done again elsewhere. */
+	void (*done)(struct triad_req *req, enum triad_status st, int conn_fault);
+	/* The NIC refused req's remote keys: called before the lane breaks for
+	 * it, so that nothing else goes out with them. */
+	void (*refused)(struct triad_req *req);
+	/* l's send queue has room again, and req heads its queue (rmaq):
+	 * post what it takes of the operations queued there. */
+	void (*pump)(struct tr_lane *l);
+	/* The lane req was queued on broke before req was posted whole. */
+	void (*broken)(struct triad_req *req, enum triad_status st);
+	/* req, held by the redo fence (peer.c), may settle now: done again
+	 * or completed. */
+	void (*fenced)(struct triad_req *req);
+};
+struct tr_lput;
+struct tr_lput_ops {
+	/* The light put's WRITE is known complete (st OK), or never will be
+	 * (CANCELLED: its lane was released): the record is the callee's. */
+	void (*done)(struct tr_lput *lp, enum triad_status st);
+	/* Its WRITE failed: the request it stands for, as posted once on its
+	 * lane (its rma ops set), which then takes the general path. */
+	struct triad_req *(*failed)(struct tr_lput *lp);
+};
+
+/* Post one RDMA WRITE or READ for req (req->rma set): the number of work
+ * requests it took (a READ may take two: tr_fab_qp_read_wrs), each
+ * completing once, or -EAGAIN when the send queue must keep its room for
+ * messages. */
 int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
 		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
 		     struct triad_req *req);
-/* Post a light put's WRITE (its bytes inline, from the record): 1, or the
- * same errors. */
-struct tr_lput;
+/* Post a light put's WRITE (its bytes inline, from the record; lp->ops
+ * set): 1, or the same errors. */
 int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uint32_t rkey);
+/* Light-put records (ctx.h, struct tr_lput), light puts' and the lanes'
+ * fences: from a cache of free ones that keeps malloc off the path (NULL:
+ * no memory), given back, and the cache freed at close. */
+struct tr_lput *tr_lane_lput_new(struct triad_ctx *ctx);
+void tr_lane_lput_free(struct triad_ctx *ctx, struct tr_lput *lp);
+void tr_lane_lput_cache_free(struct triad_ctx *ctx);
 /* triad_flush: every light put posted on l so far is to come back, the
  * unsignalled ones at the end of its list too (a fence behind them, now
  * or as soon as the send queue has room). */
@@ -226,7 +262,7 @@ void tr_lane_lput_fence(struct tr_lane *l);
 void tr_lane_count(struct tr_lane *l, const struct triad_req *req, int done);
 void tr_lane_count_drop(struct tr_lane *l, int am_unknown);
 
-/* The fabric's events (ops table, registered by ctx.c). */
+/* The fabric's events (the ops table of ctx.c). */
 void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc);
 void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc);
 void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,

@@ -727,6 +727,13 @@ static void await_msgs_send(struct triad_ctx *ctx, struct tr_peer *p)
 	}
 }
 
+/* What the features keep waiting for p's connection (their await hooks). */
+static void await_hooks(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st)
+{
+	for (unsigned i = 0; i < ctx->nawait; i++)
+		ctx->await[i](ctx, p, all, st);
+}
+
 static void await_fail(struct triad_ctx *ctx, struct tr_peer *p, enum triad_status st)
 {
 	if (p->nawait_msgs || !tr_list_empty(&p->await_rma))
@@ -734,9 +741,10 @@ static void await_fail(struct triad_ctx *ctx, struct tr_peer *p, enum triad_stat
 			"waiting for it fail (%s)", p->rank, p->nawait_msgs, triad_status_str(st));
 	while (!tr_list_empty(&p->await_msgs))
 		await_msg_lost(p, tr_list_first(&p->await_msgs, struct tr_await_msg, link), st);
-	tr_rma_await_flush(ctx, p, 1, st);
+	await_hooks(ctx, p, 1, st);
 	if (!tr_peer_reachable(ctx, p->rank))
-		tr_win_peer_lost(ctx, p->rank, st); /* lookups whose query waited */
+		for (unsigned i = 0; i < ctx->nunreached; i++)
+			ctx->unreached[i](ctx, p->rank, st); /* lookups whose query waited */
 	p->awaiting = 0;
 }
 
@@ -749,7 +757,7 @@ static void await_settle(struct triad_ctx *ctx, struct tr_peer *p)
 	p->await_settling = 1; /* sending may break a lane, which calls in again */
 	if (tr_peer_reachable(ctx, p->rank))
 		await_msgs_send(ctx, p);
-	tr_rma_await_flush(ctx, p, 0, TRIAD_S_OK);
+	await_hooks(ctx, p, 0, TRIAD_S_OK);
 	if (!tr_peer_coming(ctx, p)) {
 		if (p->nawait_msgs || !tr_list_empty(&p->await_rma) ||
 		    !tr_peer_reachable(ctx, p->rank))
@@ -760,15 +768,12 @@ static void await_settle(struct triad_ctx *ctx, struct tr_peer *p)
 }
 
 /* ---- rejoin ----------------------------------------------------------------------*/
-/* A peer no lane reaches any more: its windows' lookups, the copies and
- * broadcasts that need it fail. */
+/* A peer no lane reaches any more: what the features do that needs it
+ * fails (its windows' lookups, copies, broadcasts). */
 static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
 {
-	tr_win_peer_lost(ctx, peer, st);
-	if (ctx->initialized && !ctx->closing) {
-		tr_copy_peer_lost(ctx, peer);
-		tr_bcast_peer_lost(ctx, peer);
-	}
+	for (unsigned i = 0; i < ctx->nlost; i++)
+		ctx->lost[i](ctx, peer, st);
 }
 
 /* l, the last lane up to p, left UP by a fault (a peer that closes says
@@ -852,12 +857,12 @@ void tr_peer_await_cancel(struct triad_ctx *ctx)
 		while (!tr_list_empty(&p->await_msgs))
 			await_msg_lost(p, tr_list_first(&p->await_msgs, struct tr_await_msg, link),
 				       TRIAD_S_CANCELLED);
-		tr_rma_await_flush(ctx, p, 1, TRIAD_S_CANCELLED);
+		await_hooks(ctx, p, 1, TRIAD_S_CANCELLED);
 		p->awaiting = 0;
 	}
 }
 
-void tr_peer_free(struct tr_peer *p)
+void tr_peer_free(struct triad_ctx *ctx, struct tr_peer *p)
 {
 	while (!tr_list_empty(&p->fenceq)) { /* settled at close: messages only */
 		struct tr_fence_wait *e = tr_list_first(&p->fenceq, struct tr_fence_wait, link);
@@ -874,7 +879,8 @@ void tr_peer_free(struct tr_peer *p)
 			free(e); /* its buffer, if any, is taken back with the lane's */
 		}
 	p->nparked = 0;
-	tr_am_peer_free(p);
+	for (unsigned i = 0; i < ctx->nfreed; i++)
+		ctx->freed[i](p);
 }
 
 /* ---- arrivals beyond the window ------------------------------------------------*/
@@ -1029,7 +1035,7 @@ void tr_peer_fence_settle(struct triad_ctx *ctx, struct tr_peer *p)
 		tr_list_del(&e->link);
 		p->nfenced--;
 		if (e->req)
-			tr_rma_fenced(e->req);
+			e->req->rma->fenced(e->req);
 		else
 			msg_resend(&p->lane[e->plane], e->data, e->len, e->prio, NULL);
 		free(e);
@@ -1069,17 +1075,99 @@ static void on_plane_down(struct triad_ctx *ctx, struct tr_peer *p,
 			 d->plane, strerror(-ret));
 }
 
+/* ---- the peer layer's own messages --------------------------------------------------*/
+/* A clean exit: its disconnects follow; rebuilding them would retry until
+ * we close. */
+static int on_bye(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
+{
+	struct tr_peer *p = &l->ctx->peers[l->peer];
+
+	(void)m;
+	(void)b;
+	tr_info("peer %d: closing", l->peer);
+	p->gone = 1;
+	tr_peer_fence_settle(l->ctx, p);
+	return 0;
+}
+
+static int on_plane_drain(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
+{
+	struct triad_ctx *ctx = l->ctx;
+	struct tr_peer *p = &ctx->peers[l->peer];
+
+	(void)b;
+	if ((int)m->u.plane_drain.plane < ctx->nplanes) {
+		unsigned bit = 1u << m->u.plane_drain.plane;
+
+		tr_info("peer %d asks %s plane %u", l->peer,
+			m->u.plane_drain.on ? "to leave" : "to use again", m->u.plane_drain.plane);
+		p->peer_drained = m->u.plane_drain.on ? p->peer_drained | bit
+						      : p->peer_drained & ~bit;
+		tr_peer_plane_event(ctx, p, (int)m->u.plane_drain.plane);
+	}
+	return 0;
+}
+
+static int on_plane_down_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
+{
+	struct triad_ctx *ctx = l->ctx;
+
+	(void)b;
+	if ((int)m->u.plane_down.plane < ctx->nplanes)
+		on_plane_down(ctx, &ctx->peers[l->peer], &m->u.plane_down);
+	return 0;
+}
+
+void tr_peer_setup(struct triad_ctx *ctx)
+{
+	tr_peer_handle(ctx, TR_MSG_BYE, on_bye);
+	tr_peer_handle(ctx, TR_MSG_PLANE_DRAIN, on_plane_drain);
+	tr_peer_handle(ctx, TR_MSG_PLANE_DOWN, on_plane_down_msg);
+}
+
+void tr_peer_handle(struct triad_ctx *ctx, enum tr_msg_type type, tr_msg_fn fn)
+{
+	ctx->on_msg[type] = fn;
+}
+
+int tr_peer_hooks_add(struct triad_ctx *ctx, const struct tr_peer_hooks *h)
+{
+	if (ctx->nrx_moved == TR_PEER_HOOKS_MAX || ctx->nunreached == TR_PEER_HOOKS_MAX ||
+	    ctx->nlost == TR_PEER_HOOKS_MAX || ctx->nfreed == TR_PEER_HOOKS_MAX ||
+	    ctx->nawait == TR_PEER_HOOKS_MAX)
+		return -ENOSPC;
+	if (h->rx_moved)
+		ctx->rx_moved[ctx->nrx_moved++] = h->rx_moved;
+	if (h->unreached)
+		ctx->unreached[ctx->nunreached++] = h->unreached;
+	if (h->lost)
+		ctx->lost[ctx->nlost++] = h->lost;
+	if (h->freed)
+		ctx->freed[ctx->nfreed++] = h->freed;
+	if (h->await)
+		ctx->await[ctx->nawait++] = h->await;
+	return 0;
+}
+
+/* p's receive stream of prio moved on: the features' rx_moved hooks. */
+static void rx_moved(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
+{
+	for (unsigned i = 0; i < ctx->nrx_moved; i++)
+		ctx->rx_moved[i](ctx, p, prio);
+}
+
 /* ---- lane events ----------------------------------------------------------------*/
 int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
 	struct triad_ctx *ctx = l->ctx;
 	struct tr_peer *p = &ctx->peers[l->peer];
 	enum tr_stream_verdict v;
+	tr_msg_fn fn;
 	int kept = 0;
 
 	if (m->type == TR_MSG_SEQ_SKIP) { /* carries no number of its own */
 		skip_receive(l, m);
-		tr_am_ready(ctx, p, m->prio);
+		rx_moved(ctx, p, m->prio);
 		unpark(p, m->prio);
 		return 0;
 	}
@@ -1108,59 +1196,10 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		tr_lane_fail(l, TRIAD_S_TRANSPORT);
 		return 0;
 	}
-	switch (m->type) {
-	case TR_MSG_WIN_QUERY:
-		tr_win_on_query(ctx, l->peer, m);
-		break;
-	case TR_MSG_WIN_INFO:
-		tr_win_on_info(ctx, l->peer, m);
-		break;
-	case TR_MSG_WIN_GONE:
-		tr_win_on_gone(ctx, l->peer, m);
-		break;
-	case TR_MSG_BARRIER:
-	case TR_MSG_BARRIER_REL:
-	case TR_MSG_BARRIER_FAIL:
-		tr_barrier_on_msg(ctx, l->peer, m);
-		break;
-	case TR_MSG_AM:
-		kept = tr_am_deliver(ctx, l, m, b);
-		break;
-	case TR_MSG_COPY:
-		tr_copy_on_msg(ctx, l->peer, m);
-		break;
-	case TR_MSG_BCAST_DONE:
-		tr_bcast_on_msg(ctx, l->peer, m);
-		break;
-	case TR_MSG_BNODE:
-		tr_bcast_on_bnode(ctx, l->peer, m);
-		break;
-	case TR_MSG_BYE:
-		/* A clean exit: its disconnects follow; rebuilding them would
-		 * retry until we close. */
-		tr_info("peer %d: closing", l->peer);
-		p->gone = 1;
-		tr_peer_fence_settle(ctx, p);
-		break;
-	case TR_MSG_PLANE_DRAIN:
-		if ((int)m->u.plane_drain.plane < ctx->nplanes) {
-			unsigned bit = 1u << m->u.plane_drain.plane;
-
-			tr_info("peer %d asks %s plane %u", l->peer,
-				m->u.plane_drain.on ? "to leave" : "to use again", m->u.plane_drain.plane);
-			p->peer_drained = m->u.plane_drain.on ? p->peer_drained | bit
-							      : p->peer_drained & ~bit;
-			tr_peer_plane_event(ctx, p, (int)m->u.plane_drain.plane);
-		}
-		break;
-	case TR_MSG_PLANE_DOWN:
-		if ((int)m->u.plane_down.plane < ctx->nplanes)
-			on_plane_down(ctx, p, &m->u.plane_down);
-		break;
-	default:
-		break;
-	}
-	tr_am_ready(ctx, p, m->prio); /* this number may be what some waited for */
+	fn = ctx->on_msg[m->type]; /* the decoder knows every type */
+	if (fn)
+		kept = fn(l, m, b);
+	rx_moved(ctx, p, m->prio); /* this number may be what some waited for */
 	if (!tr_list_empty(&p->parked[m->prio]))
 		unpark(p, m->prio);
 	tr_ctx_signal(ctx);
@@ -1284,10 +1323,12 @@ void tr_peer_lane_changed(struct tr_lane *l)
 		skip_flush(l);
 	if (l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED) {
 		/* Operations not yet posted whole on it are done again elsewhere
-		 * or fail (rma.c); posted ones come back flushed. */
-		while (!tr_list_empty(&l->rmaq))
-			tr_rma_lane_broken(tr_list_first(&l->rmaq, struct triad_req, link),
-					   l->down_status);
+		 * or fail (their rma ops); posted ones come back flushed. */
+		while (!tr_list_empty(&l->rmaq)) {
+			struct triad_req *req = tr_list_first(&l->rmaq, struct triad_req, link);
+
+			req->rma->broken(req, l->down_status);
+		}
 		/* A window query in flight on it goes again on another lane with
 		 * the lane's other messages (the same query number, so its
 		 * answer is still the one expected); its lookups fail only once

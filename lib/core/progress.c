@@ -39,10 +39,20 @@ int tr_progress(struct triad_ctx *ctx)
 
 	for (int i = 0; i < ctx->nplanes; i++)
 		n += tr_fab_plane_poll(ctx->fab, i);
-	if (ctx->nqueries)
-		tr_win_check_timeouts(ctx);
-	tr_copy_progress(ctx);
+	for (unsigned i = 0; i < ctx->ntick; i++)
+		ctx->tick[i](ctx);
 	return n;
+}
+
+int tr_progress_hooks_add(struct triad_ctx *ctx, const struct tr_progress_hooks *h)
+{
+	if (ctx->ntick == TR_PROGRESS_HOOKS_MAX || ctx->nawaited == TR_PROGRESS_HOOKS_MAX)
+		return -ENOSPC;
+	if (h->tick)
+		ctx->tick[ctx->ntick++] = h->tick;
+	if (h->awaited)
+		ctx->awaited[ctx->nawaited++] = h->awaited;
+	return 0;
 }
 
 static void app_call(struct triad_ctx *ctx);
@@ -51,6 +61,16 @@ void tr_progress_app(struct triad_ctx *ctx)
 {
 	app_call(ctx);
 	tr_progress(ctx);
+}
+
+int triad_progress(triad_ctx_t *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	tr_ctx_lock(ctx);
+	tr_progress_app(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
 }
 
 /* Dates the application threads' call count if it moved since last seen. */
@@ -223,12 +243,14 @@ static int plane_of(const ev_io *w, const ev_io *arr)
 	return (int)(w - arr);
 }
 
-/* Does an answer to a copy this rank initiated or serves as the source
- * still have to come (the copy engine's tables hold the op: START's RESP
- * or DONE, a WRITE's completion)? */
-static int copy_awaited(const struct triad_ctx *ctx)
+/* Does an answer to something of a feature's still have to come (a copy
+ * this rank initiated or serves as the source, say)? */
+static int awaited(const struct triad_ctx *ctx)
 {
-	return ctx->copy.ilive + ctx->copy.slive > 0;
+	for (unsigned i = 0; i < ctx->nawaited; i++)
+		if (ctx->awaited[i](ctx))
+			return 1;
+	return 0;
 }
 
 /* Whether the progress thread, having served a wake-up that received rx
@@ -244,7 +266,7 @@ static int copy_awaited(const struct triad_ctx *ctx)
  * a window's owner) sleeps at once. */
 static int spin_wanted(const struct triad_ctx *ctx, uint64_t rx)
 {
-	return copy_awaited(ctx) || rx > 1;
+	return awaited(ctx) || rx > 1;
 }
 
 /* Between two polls of a spin: no system call, and a sibling hardware
@@ -311,7 +333,7 @@ static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 			rx0 = ctx->rx_msgs;
 			if (tr_progress(ctx) > 0) {
 				tr_ctx_signal(ctx); /* a sleeper let in at once */
-				if (ctx->rx_msgs != rx0 || copy_awaited(ctx))
+				if (ctx->rx_msgs != rx0 || awaited(ctx))
 					from = tr_now_ns();
 			}
 		}
@@ -542,7 +564,7 @@ static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	/* One poll of every plane per period, whatever the events say: a
 	 * completion nobody asked an event for (a wake-up missed) waits one
 	 * period at most, not until other traffic comes. */
-	tr_progress(ctx); /* copies' deadlines too (tr_copy_progress) */
+	tr_progress(ctx); /* the features' deadlines too (their ticks) */
 	each_lane(ctx, tr_lane_fc_tick);
 	tr_peer_await_tick(ctx);
 	tr_ctx_signal(ctx);

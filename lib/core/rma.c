@@ -1,4 +1,4 @@
-/* One-sided operations (put, get) and requests.
+/* One-sided operations (put, get) and their flush.
  *
  * An operation goes: argument checks -> plane choice -> window lookup
  * (cached after the first) -> bounds and access checks -> registration of
@@ -29,13 +29,21 @@ static void rc_dereg(void *arg, void *handle)
 
 static const struct tr_rc_ops rc_ops = { rc_reg, rc_dereg };
 
-void tr_rma_cache_setup(struct triad_ctx *ctx)
+static void rma_complete(struct triad_req *req, enum triad_status st);
+static void await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st);
+
+int tr_rma_setup(struct triad_ctx *ctx)
 {
+	static const struct tr_peer_hooks hooks = { .await = await_flush };
+
 	for (int p = 0; p < ctx->nplanes; p++) {
 		ctx->rcache[p].ctx = ctx;
 		ctx->rcache[p].plane = p;
 		tr_rc_init(&ctx->rcache[p].rc, ctx->cfg.reg_cache, &rc_ops, &ctx->rcache[p]);
 	}
+	tr_req_kind_done(ctx, TR_REQ_PUT, rma_complete);
+	tr_req_kind_done(ctx, TR_REQ_GET, rma_complete);
+	return tr_peer_hooks_add(ctx, &hooks);
 }
 
 void tr_rma_teardown(struct triad_ctx *ctx)
@@ -43,13 +51,6 @@ void tr_rma_teardown(struct triad_ctx *ctx)
 	for (int p = 0; p < ctx->nplanes; p++)
 		if (ctx->rcache[p].ctx) /* set up */
 			tr_rc_fini(&ctx->rcache[p].rc);
-	while (ctx->lputs) {
-		struct tr_lput *lp = ctx->lputs;
-
-		ctx->lputs = lp->next;
-		free(lp);
-	}
-	ctx->nlputs = 0;
 }
 
 /* The registration of req's buffer on its lane's plane: from the cache
@@ -83,6 +84,26 @@ static void unregister(struct triad_req *req)
 	}
 }
 
+/* A put or get is complete (its kinds' completion, req.c): its
+ * registration released, then the operation complete before any flush
+ * that waits for it is: a thread that sees the flush done then sees it
+ * done too.  (Once done, the request may be freed at once: its epoch is
+ * kept here.) */
+static void rma_complete(struct triad_req *req, enum triad_status st)
+{
+	struct triad_ctx *ctx = req->ctx;
+	struct tr_epoch *ep = req->ep;
+	int peer = req->peer;
+	enum triad_status err = req->flags & TR_F_NO_REQ ? st : TRIAD_S_OK;
+
+	unregister(req);
+	req->ep = NULL;
+	tr_req_finish(req, st);
+	if (ep)
+		tr_epoch_done(ctx, peer, ep, err);
+	tr_ctx_signal(ctx);
+}
+
 int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len)
 {
 	unsigned n = 0;
@@ -94,67 +115,6 @@ int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len)
 		n += tr_rc_invalidate(&ctx->rcache[p].rc, addr, len);
 	pthread_mutex_unlock(&ctx->lock);
 	return (int)n;
-}
-
-/* A message given back by a broken lane rode on req (then_raw) to follow
- * the WRITEs queued before it: req is posted whole, or done with (failed
- * before it was).  A copy's COPY_DATA behind its own chunk that failed is
- * skipped (the copy fails, as when its first one is never sent); behind
- * anything else, everything before it on the lane is posted, and it goes
- * now.  Either way its number is delivered or skipped, never left. */
-static void raw_unride(struct triad_req *req, int failed)
-{
-	struct tr_raw_msg *r = req->then_raw;
-	struct tr_lane *l = req->lane ? req->lane : &req->ctx->peers[req->peer].lane[0];
-	struct tr_msg m;
-
-	req->then_raw = NULL;
-	if (failed && req->kind == TR_REQ_CHUNK && !tr_msg_decode(r->data, (size_t)r->len, &m) &&
-	    m.type == TR_MSG_COPY && m.u.copy.hdr.initiator == req->c_init &&
-	    m.u.copy.hdr.op_id == req->c_op)
-		tr_peer_msg_skip(l, r->data, r->len);
-	else if (l->state != TR_LANE_UP || tr_lane_send(l, r->data, r->len, r->prio, NULL, 0))
-		tr_peer_msg_lost(l, r->data, r->len, r->prio, NULL);
-	free(r);
-}
-
-void tr_req_complete(struct triad_req *req, enum triad_status st)
-{
-	struct triad_ctx *ctx = req->ctx;
-	enum triad_status err;
-	struct tr_epoch *ep;
-	int peer;
-
-	if (req->then) { /* never posted: its op fails with this request */
-		free(req->then);
-		req->then = NULL;
-	}
-	if (req->then_raw)
-		raw_unride(req, st != TRIAD_S_OK);
-	if (st == TRIAD_S_OK && req->lane)
-		tr_lane_count(req->lane, req, 1);
-	if (req->kind == TR_REQ_CHUNK || req->kind == TR_REQ_LOOKUP) {
-		tr_copy_req_done(req, st); /* reports to the copy engine, frees req */
-		return;
-	}
-	unregister(req);
-	req->status = st;
-	/* The operation is complete before any flush that waits for it is:
-	 * a thread that sees the flush done then sees it done too.  (Once
-	 * done, the request may be freed at once: its epoch is kept here.) */
-	ep = req->ep;
-	peer = req->peer;
-	err = req->flags & TR_F_NO_REQ ? st : TRIAD_S_OK;
-	req->ep = NULL;
-	if (req->on_done) /* internal: the owner takes it from here */
-		req->on_done(req);
-	else if (req->flags & TR_F_NO_REQ) /* nobody holds it: a flush reports its error */
-		tr_req_free(req);
-	else
-		atomic_store_explicit(&req->done, 1, memory_order_release);
-	if (ep)
-		tr_epoch_done(ctx, peer, ep, err);
-	tr_ctx_signal(ctx);
 }
 
 /* Posts req's next n bytes on l: 0, or tr_lane_post_rma's error.  Each of
@@ -204,6 +164,9 @@ static int rides_inline(const struct triad_req *req, const struct tr_lane *l)
 static int may_redo(const struct triad_req *req);
 static void redo(struct triad_req *req);
 
+static const struct tr_rma_ops rma_ops;
+static void pump(struct tr_lane *l);
+
 void tr_rma_start(struct triad_req *req)
 {
 	struct tr_rwin *rw = req->rwin;
@@ -246,13 +209,15 @@ void tr_rma_start(struct triad_req *req)
 		tr_req_complete(req, TRIAD_S_NO_MEMORY);
 		return;
 	}
+	req->rma = &rma_ops;
 	if (tr_list_empty(&l->rmaq) && post_whole(l, req))
 		return;
 	tr_list_add_tail(&l->rmaq, &req->link);
-	tr_rma_pump(l);
+	pump(l);
 }
 
-void tr_rma_pump(struct tr_lane *l)
+/* Posts what l's send queue takes of the operations queued on it. */
+static void pump(struct tr_lane *l)
 {
 	uint64_t chunk = l->ctx->cfg.chunk_size;
 
@@ -294,7 +259,7 @@ void tr_rma_pump(struct tr_lane *l)
 			free(m);
 		}
 		if (req->then_raw) /* given back by a broken lane, sent again */
-			raw_unride(req, 0);
+			tr_req_unride(req, 0);
 	}
 }
 
@@ -360,6 +325,8 @@ static void redo(struct triad_req *req)
 	tr_win_lookup(ctx, req);
 }
 
+static void fenced(struct triad_req *req);
+
 /* Every WRITE and READ of req is back: done again, or complete.  A
  * WRITE that a break flushed may still be on its way to the peer (RC
  * cannot tell a flushed WRITE from one executed, or from one delayed on
@@ -369,10 +336,10 @@ static void settle(struct triad_req *req)
 {
 	if (req->fence_planes && tr_peer_fence_hold(req))
 		return;
-	tr_rma_fenced(req);
+	fenced(req);
 }
 
-void tr_rma_fenced(struct triad_req *req)
+static void fenced(struct triad_req *req)
 {
 	req->fence_planes = 0;
 	if (req->redo && req->status == TRIAD_S_OK && !req->ctx->closing)
@@ -381,7 +348,7 @@ void tr_rma_fenced(struct triad_req *req)
 		tr_req_complete(req, req->redo && !req->status ? TRIAD_S_CANCELLED : req->status);
 }
 
-void tr_rma_lane_broken(struct triad_req *req, enum triad_status st)
+static void lane_broken(struct triad_req *req, enum triad_status st)
 {
 	tr_list_del(&req->link);
 	req->posted = req->len; /* post nothing more here */
@@ -394,7 +361,7 @@ void tr_rma_lane_broken(struct triad_req *req, enum triad_status st)
 	settle(req);
 }
 
-void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault)
+static void rma_done(struct triad_req *req, enum triad_status st, int conn_fault)
 {
 	req->inflight--;
 	if (st != TRIAD_S_OK && conn_fault && req->kind != TR_REQ_GET)
@@ -413,6 +380,22 @@ void tr_rma_done(struct triad_req *req, enum triad_status st, int conn_fault)
 		return;
 	settle(req);
 }
+
+/* The NIC refused req's keys: the owner destroyed the window and its
+ * notice is still on the way.  Nothing else goes to it with them; the next
+ * access asks the owner again. */
+static void refused(struct triad_req *req)
+{
+	tr_win_stale(req->ctx, req->rwin);
+}
+
+static const struct tr_rma_ops rma_ops = {
+	.done = rma_done,
+	.refused = refused,
+	.pump = pump,
+	.broken = lane_broken,
+	.fenced = fenced,
+};
 
 /* Operations on this rank's own windows are memory copies. */
 static void rma_self(struct triad_ctx *ctx, struct triad_req *req)
@@ -576,7 +559,8 @@ static int still_waits(struct triad_ctx *ctx, struct tr_peer *p, const struct tr
 	return tr_peer_coming(ctx, p);
 }
 
-void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st)
+/* The peer hook: what waits for p's connection goes, waits or fails. */
+static void await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st)
 {
 	struct tr_list todo;
 
@@ -604,39 +588,11 @@ void tr_rma_await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum 
 }
 
 /* ---- light puts ------------------------------------------------------------------*/
-/* A cache of free records keeps malloc off the path; bounded like the
- * request cache, freed at close. */
-#define LPUT_CACHE 256
-
-static void lput_free(struct triad_ctx *ctx, struct tr_lput *lp)
-{
-	if (ctx->nlputs >= LPUT_CACHE) {
-		free(lp);
-		return;
-	}
-	lp->next = ctx->lputs;
-	ctx->lputs = lp;
-	ctx->nlputs++;
-}
-
-struct tr_lput *tr_rma_lput_new(struct triad_ctx *ctx)
-{
-	struct tr_lput *lp = ctx->lputs;
-
-	if (lp) {
-		ctx->lputs = lp->next;
-		ctx->nlputs--;
-	} else if (!(lp = malloc(sizeof(*lp)))) {
-		return NULL;
-	}
-	lp->ep = NULL;
-	lp->fence = 0;
-	return lp;
-}
+static const struct tr_lput_ops lput_ops;
 
 static void lput_req_done(struct triad_req *req)
 {
-	lput_free(req->ctx, tr_container_of(req, struct tr_lput, req));
+	tr_lane_lput_free(req->ctx, tr_container_of(req, struct tr_lput, req));
 }
 
 /* The common small put of a request-less stream, posted here with no
@@ -656,8 +612,9 @@ static int lput_post(struct triad_ctx *ctx, const void *buf, uint32_t len, int r
 	rw = tr_rwin_ready(ctx, rank, win);
 	if (!rw || !(rw->access & TRIAD_WIN_WRITE) || !tr_range_ok(rw->len, off, len))
 		return 0;
-	if (!(lp = tr_rma_lput_new(ctx)))
+	if (!(lp = tr_lane_lput_new(ctx)))
 		return 0;
+	lp->ops = &lput_ops;
 	lp->lane = l;
 	lp->rwin = rw;
 	lp->off = off;
@@ -666,25 +623,28 @@ static int lput_post(struct triad_ctx *ctx, const void *buf, uint32_t len, int r
 	lp->flags = flags;
 	memcpy(lp->data, buf, len);
 	if (tr_lane_post_lput(l, lp, rw->base + off, rw->rkey[l->plane]) < 0) {
-		lput_free(ctx, lp); /* no room, or the post failed: the general path decides */
+		tr_lane_lput_free(ctx, lp); /* no room, or the post failed: the general path decides */
 		return 0;
 	}
 	lp->ep = tr_epoch_take(ctx, rank); /* its completion comes under this lock */
 	return 1;
 }
 
-void tr_rma_lput_done(struct tr_lput *lp, enum triad_status st)
+/* Its WRITE is complete (or never will be): its epoch counts it done. */
+static void lput_done(struct tr_lput *lp, enum triad_status st)
 {
 	struct triad_ctx *ctx = lp->lane->ctx;
 	struct tr_epoch *ep = lp->ep;
 	int peer = lp->lane->peer;
 
-	lput_free(ctx, lp);
+	tr_lane_lput_free(ctx, lp);
 	if (ep)
 		tr_epoch_done(ctx, peer, ep, st);
 }
 
-struct triad_req *tr_rma_lput_req(struct tr_lput *lp)
+/* Its WRITE failed: the request-less put it stands for, as posted once on
+ * its lane (then rma_done, as for any). */
+static struct triad_req *lput_failed(struct tr_lput *lp)
 {
 	struct triad_req *req = &lp->req;
 	struct tr_lane *l = lp->lane;
@@ -702,8 +662,11 @@ struct triad_req *tr_rma_lput_req(struct tr_lput *lp)
 	req->posted = lp->len;
 	req->inflight = 1;
 	req->on_done = lput_req_done;
+	req->rma = &rma_ops;
 	return req;
 }
+
+static const struct tr_lput_ops lput_ops = { .done = lput_done, .failed = lput_failed };
 
 /* Small operations are looked for among the send completions right after
  * their post: rxe does a small READ or WRITE, its answer included, inside
@@ -920,61 +883,4 @@ void tr_rma_peer_free(struct tr_peer *p)
 		}
 		free(ep);
 	}
-}
-
-/* ---- requests ---------------------------------------------------------------------*/
-static int req_done(void *arg)
-{
-	struct triad_req *req = arg;
-
-	return atomic_load_explicit(&req->done, memory_order_acquire);
-}
-
-int triad_test(triad_req_t *req)
-{
-	if (!req)
-		return -EINVAL;
-	if (req_done(req))
-		return 1;
-	tr_ctx_lock(req->ctx);
-	tr_progress_app(req->ctx);
-	pthread_mutex_unlock(&req->ctx->lock);
-	return req_done(req);
-}
-
-int triad_progress(triad_ctx_t *ctx)
-{
-	if (!ctx)
-		return -EINVAL;
-	tr_ctx_lock(ctx);
-	tr_progress_app(ctx);
-	pthread_mutex_unlock(&ctx->lock);
-	return 0;
-}
-
-int triad_wait(triad_req_t *req, int timeout_ms)
-{
-	if (!req)
-		return -EINVAL;
-	if (req_done(req))
-		return 0;
-	return tr_wait_until(req->ctx, req_done, req, timeout_ms);
-}
-
-enum triad_status triad_req_status(const triad_req_t *req)
-{
-	if (!req)
-		return TRIAD_S_PENDING;
-	return atomic_load_explicit(&((triad_req_t *)req)->done, memory_order_acquire)
-		       ? req->status : TRIAD_S_PENDING;
-}
-
-int triad_req_free(triad_req_t *req)
-{
-	if (!req)
-		return 0;
-	if (!req_done(req))
-		return -EBUSY;
-	tr_req_free(req);
-	return 0;
 }

@@ -160,11 +160,14 @@ void tr_wins_destroy_all(struct triad_ctx *ctx)
 }
 
 /* ---- the owner's side --------------------------------------------------------------*/
-void tr_win_on_query(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+static int on_query(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
+	struct triad_ctx *ctx = l->ctx;
+	int peer = l->peer;
 	struct triad_win *w = tr_win_find(ctx, m->u.win_query.win);
 	struct tr_msg r = { .type = TR_MSG_WIN_INFO };
 
+	(void)b;
 	r.u.win_info.qid = m->u.win_query.qid;
 	r.u.win_info.win = m->u.win_query.win;
 	if (!w) {
@@ -181,6 +184,7 @@ void tr_win_on_query(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 			r.u.win_info.rkey[p] = tr_fab_mr_rkey(w->mr[p]);
 	}
 	tr_peer_send(ctx, peer, &r, TR_FC_HIGH, NULL);
+	return 0;
 }
 
 /* ---- the initiator's side ------------------------------------------------------------*/
@@ -256,26 +260,29 @@ void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 		rwin_fail(ctx, rw, TRIAD_S_UNREACHABLE);
 }
 
-void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+static int on_info(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
+	struct triad_ctx *ctx = l->ctx;
+	int peer = l->peer;
 	struct tr_peer *p = &ctx->peers[peer];
 	struct tr_rwin **slot = rwin_slot(p, m->u.win_info.win), *rw = *slot;
 
+	(void)b;
 	if (!rw || rw->state != TR_RWIN_QUERYING || rw->qid != m->u.win_info.qid) {
 		tr_warn("rank %d: unexpected WIN_INFO for window %u (query %u): dropped", peer,
 			m->u.win_info.win, m->u.win_info.qid);
-		return;
+		return 0;
 	}
 	if (m->u.win_info.status != TRIAD_S_OK) {
 		/* Not cached: the window may be created later. */
 		rwin_fail(ctx, rw, (enum triad_status)m->u.win_info.status);
-		return;
+		return 0;
 	}
 	if (m->u.win_info.nplanes != ctx->nplanes) {
 		tr_error("rank %d describes window %u on %u planes, this world has %d", peer,
 			 rw->id, m->u.win_info.nplanes, ctx->nplanes);
 		rwin_fail(ctx, rw, TRIAD_S_TRANSPORT);
-		return;
+		return 0;
 	}
 	rw->state = TR_RWIN_READY;
 	ctx->nqueries--;
@@ -289,19 +296,25 @@ void tr_win_on_info(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
 		tr_list_del(&req->link);
 		tr_rma_start(req);
 	}
+	return 0;
 }
 
-void tr_win_peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
+/* No plane to peer is left (or none could be connected): its lookups fail with st. */
+static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
 {
 	for (struct tr_rwin *rw = ctx->peers[peer].rwins; rw; rw = rw->next)
 		if (rw->state == TR_RWIN_QUERYING)
 			rwin_fail(ctx, rw, st);
 }
 
-void tr_win_check_timeouts(struct triad_ctx *ctx)
+/* The progress tick: lookups whose query was not answered in time fail. */
+static void check_timeouts(struct triad_ctx *ctx)
 {
-	uint64_t now = tr_now_ns();
+	uint64_t now;
 
+	if (!ctx->nqueries)
+		return;
+	now = tr_now_ns();
 	for (int r = 0; r < ctx->size; r++) {
 		for (struct tr_rwin *rw = ctx->peers[r].rwins; rw; rw = rw->next) {
 			if (rw->state == TR_RWIN_QUERYING && now > rw->deadline_ns) {
@@ -322,9 +335,14 @@ void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw)
 	}
 }
 
-void tr_win_on_gone(struct triad_ctx *ctx, int peer, const struct tr_msg *m)
+static int on_gone(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
+	struct triad_ctx *ctx = l->ctx;
+	int peer = l->peer;
+
+	(void)b;
 	tr_win_stale(ctx, *rwin_slot(&ctx->peers[peer], m->u.win_gone.win));
+	return 0;
 }
 
 void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p)
@@ -336,4 +354,17 @@ void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p)
 		p->rwins = rw->next;
 		free(rw);
 	}
+}
+
+int tr_win_setup(struct triad_ctx *ctx)
+{
+	static const struct tr_peer_hooks hooks = { .unreached = peer_lost, .lost = peer_lost };
+	static const struct tr_progress_hooks progress = { .tick = check_timeouts };
+
+	tr_peer_handle(ctx, TR_MSG_WIN_QUERY, on_query);
+	tr_peer_handle(ctx, TR_MSG_WIN_INFO, on_info);
+	tr_peer_handle(ctx, TR_MSG_WIN_GONE, on_gone);
+	if (tr_peer_hooks_add(ctx, &hooks))
+		return -ENOSPC;
+	return tr_progress_hooks_add(ctx, &progress);
 }

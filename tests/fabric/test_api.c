@@ -192,7 +192,7 @@ static int keep_handler(void *arg, int src, const void *data, size_t len, triad_
 /* How long triad_fini may take with requests pending: it lets what was sent
  * be acknowledged for as long as the transport takes to give up on a plane
  * ((TRIAD_RETRY_COUNT + 2) tries of 4.096 us x 2^TRIAD_ACK_TIMEOUT) plus one
- * second once nothing moves (ctx.c, flush_messages), then cancels; 1.5 s
+ * second once nothing moves (init.c, flush_messages), then cancels; 1.5 s
  * more for the cancel and the teardown.  At the defaults (14, 6) that is
  * 3.0 s; the lazy tests' TRIAD_ACK_TIMEOUT=16 makes it 4.6 s. */
 static double fini_bound_s(void)

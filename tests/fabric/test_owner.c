@@ -5,10 +5,10 @@
  * out, so this test goes around it: it is linked with the library's own
  * objects (not libtriad.so) and rank 0 hands hand-made messages to the
  * peer layer (tr_peer_send), as a buggy or hostile peer library would
- * send them.  What comes back is seen through the linker: calls from the
- * peer layer into the copy and window handlers are wrapped (-Wl,--wrap,
- * see meson.build), so every rank records what arrived and then lets the
- * library handle it as always.  The shipped library has no hook for this.
+ * send them.  What comes back is seen through the context's table of
+ * message handlers (tr_peer_handle): every rank puts a watcher in place of
+ * the copy and window handlers, which lets the library handle what arrived
+ * as always and then records it.
  *
  * Ranks 1 and 2 own windows filled with a pattern: RW (read and write),
  * RO, WO, and GONE (destroyed after rank 0 used it).  Rank 0 sends:
@@ -63,7 +63,7 @@
 static triad_ctx_t *ctx;
 static int rank;
 
-/* ---- what arrived: recorded by the wrapped handlers --------------------------------*/
+/* ---- what arrived: recorded by the watched handlers --------------------------------*/
 struct seen {
 	int peer;
 	enum tr_msg_type type;
@@ -80,31 +80,29 @@ static void record(int peer, const struct tr_msg *m)
 		seen[nseen++] = (struct seen){ .peer = peer, .type = m->type, .m = *m };
 }
 
-void __real_tr_copy_on_msg(struct triad_ctx *c, int peer, const struct tr_msg *m);
-void __real_tr_win_on_info(struct triad_ctx *c, int peer, const struct tr_msg *m);
-void __real_tr_win_on_gone(struct triad_ctx *c, int peer, const struct tr_msg *m);
-void __wrap_tr_copy_on_msg(struct triad_ctx *c, int peer, const struct tr_msg *m);
-void __wrap_tr_win_on_info(struct triad_ctx *c, int peer, const struct tr_msg *m);
-void __wrap_tr_win_on_gone(struct triad_ctx *c, int peer, const struct tr_msg *m);
+/* The library's handlers of the watched types, as registered. */
+static tr_msg_fn lib_on_msg[TR_MSG_TYPE_MAX];
 
 /* Recorded after the library handled it: whoever sees the record sees
  * the handling done. */
-void __wrap_tr_copy_on_msg(struct triad_ctx *c, int peer, const struct tr_msg *m)
+static int watch(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
-	__real_tr_copy_on_msg(c, peer, m);
-	record(peer, m);
+	int kept = lib_on_msg[m->type](l, m, b);
+
+	record(l->peer, m);
+	return kept;
 }
 
-void __wrap_tr_win_on_info(struct triad_ctx *c, int peer, const struct tr_msg *m)
+static void watch_handlers(void)
 {
-	__real_tr_win_on_info(c, peer, m);
-	record(peer, m);
-}
+	static const enum tr_msg_type types[] = { TR_MSG_COPY, TR_MSG_WIN_INFO, TR_MSG_WIN_GONE };
 
-void __wrap_tr_win_on_gone(struct triad_ctx *c, int peer, const struct tr_msg *m)
-{
-	__real_tr_win_on_gone(c, peer, m);
-	record(peer, m);
+	pthread_mutex_lock(&ctx->lock);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		lib_on_msg[types[i]] = ctx->on_msg[types[i]];
+		tr_peer_handle(ctx, types[i], watch);
+	}
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 typedef int (*seen_match)(const struct seen *s, uint64_t key);
@@ -605,6 +603,7 @@ int main(void)
 		triad_fini(ctx);
 		return 1;
 	}
+	watch_handlers();
 	snprintf(flag_dir, sizeof(flag_dir), "%s/test_owner.%d", out && *out ? out : "/tmp",
 		 (int)getppid());
 	if (rank == 0 && mkdir(flag_dir, 0700) && errno != EEXIST)
