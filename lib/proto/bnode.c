@@ -470,45 +470,59 @@ static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 	}
 }
 
-/* TWOTREE: every WRITE the children may have now. */
+/* TWOTREE: every WRITE the children may have now, lowest chunk first (a
+ * child whose chunk comes earlier in the buffer goes first, and the
+ * children of one tree take turns per chunk): the root alternates between
+ * the two trees and a rank holding several chunks at once does not make
+ * its second child wait for all of them. */
 static void twotree_pump(struct tr_bnode *b, struct out *o)
 {
 	bool carried = b->cfg.chunk <= b->cfg.inline_max;
 
-	for (uint32_t i = 0; i < b->nkids; i++) {
-		struct tr_bnode_kid *k = &b->kids[i];
-		unsigned t = k->tree;
-		uint64_t avail = b->have[t], total = chunks_in(b, t);
+	while (o->cap - o->n >= 2) {
+		struct tr_bnode_kid *k = NULL;
+		uint64_t kc = UINT64_MAX;
 
-		while (!(k->flags & K_CUT) && k->sent < avail && k->sent < total &&
-		       k->sent - k->done < b->cfg.window && o->cap - o->n >= 2) {
-			uint64_t c = 2 * k->sent + t, off = c * b->cfg.chunk;
-			uint64_t len = b->cfg.len - off < b->cfg.chunk ? b->cfg.len - off : b->cfg.chunk;
-			struct tr_bnode_act *a;
+		for (uint32_t i = 0; i < b->nkids; i++) {
+			struct tr_bnode_kid *x = &b->kids[i];
+			uint64_t c = 2 * x->sent + x->tree;
 
-			if (!carried) {
-				a = out_add(o, TR_BNODE_ACT_WRITE);
-				a->to = k->rank;
-				a->k = c;
-				a->off = off;
-				a->len = len;
-				b->inflight++;
-				b->stats.writes++;
+			if (!(x->flags & K_CUT) && x->sent < b->have[x->tree] &&
+			    x->sent < chunks_in(b, x->tree) && x->sent - x->done < b->cfg.window &&
+			    c < kc) {
+				k = x;
+				kc = c;
 			}
-			a = out_add(o, TR_BNODE_ACT_ORDER);
+		}
+		if (!k)
+			break;
+
+		uint64_t c = kc, off = c * b->cfg.chunk;
+		uint64_t len = b->cfg.len - off < b->cfg.chunk ? b->cfg.len - off : b->cfg.chunk;
+		struct tr_bnode_act *a;
+
+		if (!carried) {
+			a = out_add(o, TR_BNODE_ACT_WRITE);
 			a->to = k->rank;
 			a->k = c;
 			a->off = off;
 			a->len = len;
-			a->ord = order_of(b);
-			a->ord.k = c;
-			a->ord.carried = carried;
-			k->sent++;
-			/* Carried: the bytes were copied into the message. */
-			if (carried)
-				k->done++;
-			b->stats.orders++;
+			b->inflight++;
+			b->stats.writes++;
 		}
+		a = out_add(o, TR_BNODE_ACT_ORDER);
+		a->to = k->rank;
+		a->k = c;
+		a->off = off;
+		a->len = len;
+		a->ord = order_of(b);
+		a->ord.k = c;
+		a->ord.carried = carried;
+		k->sent++;
+		/* Carried: the bytes were copied into the message. */
+		if (carried)
+			k->done++;
+		b->stats.orders++;
 	}
 }
 
