@@ -608,8 +608,26 @@ static bool aborts_left(const struct tr_bnode *b)
 	return false;
 }
 
+/* TWOTREE: a chunk some child may have now (more than one call's array
+ * holds when carried chunks, which hold no window, pile up). */
+static bool twotree_sendable(const struct tr_bnode *b)
+{
+	if (b->aborted)
+		return false;
+	for (uint32_t i = 0; i < b->nkids; i++) {
+		const struct tr_bnode_kid *x = &b->kids[i];
+
+		if (!(x->flags & K_CUT) && x->sent < b->have[x->tree] &&
+		    x->sent < chunks_in(b, x->tree) && x->sent - x->done < b->cfg.window)
+			return true;
+	}
+	return false;
+}
+
 bool tr_bnode_pending(const struct tr_bnode *b)
 {
+	if (b->shape == TR_BNODE_TWOTREE)
+		return twotree_sendable(b);
 	return b->shape == TR_BNODE_TREE && aborts_left(b);
 }
 

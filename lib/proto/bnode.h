@@ -89,8 +89,9 @@
  *
  * Pure: no clock, no I/O, no allocation, no locks; the caller serialises
  * the calls on one engine.  A call emits at most tr_bnode_acts_max()
- * actions but ABORTs, which wait for tr_bnode_poll() when the array is
- * full (tr_bnode_pending()).  A negative errno means the caller broke the
+ * actions but ABORTs and TWOTREE's chunks (carried ones hold no window, so
+ * a rank may have more to send than an array takes), which wait for
+ * tr_bnode_poll() when the array is full (tr_bnode_pending()).  A negative errno means the caller broke the
  * interface or the event is not one this rank can have been sent
  * (-ENOENT, counted in stats.unexpected): nothing happened. */
 #ifndef TRIAD_PROTO_BNODE_H

@@ -1531,6 +1531,22 @@ static void test_deleg_all_sizes_all_roots(void **state)
 			}
 }
 
+static void test_deleg_many_carried_chunks(void **state)
+{
+	static const uint32_t ns[] = { 2, 3, 8, 9, 33 };
+
+	(void)state;
+	/* Carried chunks hold no window: the root has more ORDERs at once
+	 * than one call's array takes, and says so (tr_bnode_pending). */
+	for (unsigned i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		struct dn *d = dn_new(ns[i], ns[i] - 1, 100000, TR_BNODE_TWOTREE, 512, 1024);
+
+		dn_run(d);
+		dn_check_ok(d);
+		dn_free(d);
+	}
+}
+
 static void test_deleg_auto_and_root_events(void **state)
 {
 	struct tr_bnode_cost c = { .lat_us = 1.5, .o_us = 0.5, .gap_us = 0.1, .bw = 12500,
@@ -1760,6 +1776,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_deleg_all_sizes_all_roots),
+		cmocka_unit_test(test_deleg_many_carried_chunks),
 		cmocka_unit_test(test_deleg_auto_and_root_events),
 		cmocka_unit_test(test_deleg_twotree_shape),
 		cmocka_unit_test(test_deleg_greedy_latency),
