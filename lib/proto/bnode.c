@@ -527,6 +527,28 @@ static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 	}
 }
 
+/* TWOTREE: WRITEs in flight to child k at most: cfg.window, or with link
+ * latencies (cfg.lat) as many as cover the time from a WRITE's post to its
+ * completion on that link, so that a far child's WRITEs keep the NIC busy. */
+static uint64_t kid_window(const struct tr_bnode *b, const struct tr_bnode_kid *k)
+{
+	const struct tr_bnode_cost *c = &b->cfg.cost;
+	double xfer, rtt, w;
+
+	if (!b->cfg.lat || b->cfg.chunk <= b->cfg.inline_max || c->bw <= 0)
+		return b->cfg.window;
+	xfer = (double)b->cfg.chunk / c->bw;
+	if (xfer < c->gap_us)
+		xfer = c->gap_us;
+	if (xfer <= 0)
+		return b->cfg.window;
+	rtt = 2 * b->cfg.lat(b->cfg.lat_arg, b->cfg.rank, k->rank) + 3 * c->o_us + xfer;
+	w = rtt / xfer + 2;
+	if (w <= b->cfg.window)
+		return b->cfg.window;
+	return w >= TR_BNODE_MAX_WINDOW ? TR_BNODE_MAX_WINDOW : (uint64_t)w;
+}
+
 /* TWOTREE: every WRITE the children may have now, lowest chunk first (a
  * child whose chunk comes earlier in the buffer goes first, and the
  * children of one tree take turns per chunk): the root alternates between
@@ -545,7 +567,7 @@ static void twotree_pump(struct tr_bnode *b, struct out *o)
 			uint64_t c = 2 * x->sent + x->tree;
 
 			if (!(x->flags & K_CUT) && x->sent < b->have[x->tree] &&
-			    x->sent < chunks_in(b, x->tree) && x->sent - x->done < b->cfg.window &&
+			    x->sent < chunks_in(b, x->tree) && x->sent - x->done < kid_window(b, x) &&
 			    c < kc) {
 				k = x;
 				kc = c;
@@ -618,7 +640,7 @@ static bool twotree_sendable(const struct tr_bnode *b)
 		const struct tr_bnode_kid *x = &b->kids[i];
 
 		if (!(x->flags & K_CUT) && x->sent < b->have[x->tree] &&
-		    x->sent < chunks_in(b, x->tree) && x->sent - x->done < b->cfg.window)
+		    x->sent < chunks_in(b, x->tree) && x->sent - x->done < kid_window(b, x))
 			return true;
 	}
 	return false;

@@ -1657,20 +1657,27 @@ static double random_lat(void *arg, uint32_t a, uint32_t b)
 static void test_deleg_latency_models(void **state)
 {
 	static const uint32_t ns[] = { 2, 3, 5, 9, 17, 33, 64, 100, 257, 700 };
-	static const uint64_t lens[] = { 8, 5000 };
+	static const uint64_t lens[] = { 8, 5000, 70000 };
 
 	(void)state;
-	/* Pieces cut for each link (heads moved to fast links, sizes for the
-	 * latency inside): still every byte once, every rank released once,
-	 * the root's events and children bounded, from any root. */
+	/* TREE: pieces cut for each link (heads moved to fast links, sizes
+	 * for the latency inside); TWOTREE: far children get wider windows
+	 * (2 KiB chunks written, up to TR_BNODE_MAX_WINDOW in flight).  Still
+	 * every byte once, every rank released once, the root's events and
+	 * children bounded, from any root. */
 	for (unsigned i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
-		for (unsigned l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+		for (unsigned l = 0; l < 2 * sizeof(lens) / sizeof(lens[0]); l++)
 			for (unsigned m = 0; m < 3; m++) {
 				uint32_t roots[3] = { 0, ns[i] / 2, ns[i] - 1 };
+				bool two = l >= sizeof(lens) / sizeof(lens[0]);
+				uint64_t len = lens[l % (sizeof(lens) / sizeof(lens[0]))];
 
+				if ((!two && len > 5000) || (two && ns[i] > 100))
+					continue;
 				for (unsigned ri = 0; ri < 3; ri++) {
-					struct dn *d = dn_new(ns[i], roots[ri], lens[l], TR_BNODE_TREE,
-							      0, 1024);
+					struct dn *d = dn_new(ns[i], roots[ri], len,
+							      two ? TR_BNODE_TWOTREE : TR_BNODE_TREE,
+							      two ? 2048 : 0, 1024);
 
 					for (uint32_t r = 0; r < ns[i]; r++) {
 						struct tr_bnode_cfg cfg = d->bn[r].cfg;
