@@ -386,70 +386,128 @@ static struct tr_bnode_order order_of(const struct tr_bnode *b)
 					.chunk = b->cfg.chunk };
 }
 
-/* TREE: with t steps, do pieces sized for each child's link cover (v, hi)? */
-static bool tree_covers(const struct tr_bnode *b, const struct budget *bu, const uint32_t *f,
-			uint32_t t, uint32_t hi)
+/* TREE with link latencies (cfg.lat): a piece's head is its first rank,
+ * and the cut before piece i (i >= 2) may move back by up to HEAD_WINDOW
+ * ranks, into piece i - 1 (which only gets smaller): the cut takes the
+ * rank whose link from this rank is the fastest, so that children sit
+ * behind fast links where there is a choice. */
+#define HEAD_WINDOW 8u
+#define LAT_SAMPLES 32u
+
+static double lat_of(const struct tr_bnode *b, uint32_t a, uint32_t c)
 {
-	uint32_t n = b->cfg.nranks, p = b->v + 1;
+	uint32_t n = b->cfg.nranks;
+	double l = b->cfg.lat(b->cfg.lat_arg, abs_of(n, b->cfg.root, a), abs_of(n, b->cfg.root, c));
 
-	for (uint32_t i = 1; p < hi && i <= bu->kmax; i++) {
-		double l = b->cfg.lat(b->cfg.lat_arg, b->cfg.rank, abs_of(n, b->cfg.root, p));
-		uint64_t back = (uint64_t)i * bu->s +
-				steps(bu, l > b->cfg.cost.lat_us ? l : b->cfg.cost.lat_us);
-		uint32_t size = back <= t ? f[t - back] : 0;
+	return l > b->cfg.cost.lat_us ? l : b->cfg.cost.lat_us;
+}
 
-		if (size == 0)
-			return false;
-		p = size >= hi - p ? hi : p + size;
+/* The latency the ranks of [lo, hi) will meet among themselves: the mean
+ * over a fixed sample of their pairs (what F's pieces are sized with). */
+static double lat_inside(const struct tr_bnode *b, uint32_t lo, uint32_t hi)
+{
+	uint64_t m = (uint64_t)hi - lo;
+	double sum = 0;
+	unsigned cnt = 0;
+
+	if (m < 2)
+		return b->cfg.cost.lat_us;
+	for (uint64_t j = 0; j < LAT_SAMPLES; j++) {
+		uint32_t x = (uint32_t)(lo + (j * 7919u) % m);
+		uint32_t y = (uint32_t)(lo + (j * 104729u + m / 2) % m);
+
+		if (x == y)
+			continue;
+		sum += lat_of(b, x, y);
+		cnt++;
 	}
-	return p >= hi;
+	return cnt ? sum / cnt : b->cfg.cost.lat_us;
+}
+
+/* TREE: the pieces of (v, hi) for t steps, child i + 1's piece [ends[i],
+ * ends[i + 1]) (ends[0] = v + 1), every rank in one (the last piece takes
+ * what is left).  Returns how many; *fits: each piece within what F says
+ * its child covers in the time left to it. */
+static uint32_t tree_plan(const struct tr_bnode *b, const struct budget *bu, const uint32_t *f,
+			  uint32_t base, uint32_t t, uint32_t hi, uint32_t *ends, bool *fits)
+{
+	uint32_t v = b->v, p = v + 1, k = 0;
+
+	*fits = true;
+
+	ends[0] = p;
+	while (p < hi && k < bu->kmax) {
+		uint32_t d = base, size;
+		uint64_t back;
+
+		if (b->cfg.lat) {
+			double best = lat_of(b, v, p);
+			uint32_t lo = k == 0 ? p : ends[k - 1] + 1;
+
+			/* The fastest head among the last ranks of the piece before. */
+			for (uint32_t c = p; c > lo && p - c < HEAD_WINDOW;) {
+				double l = lat_of(b, v, --c);
+
+				if (l < best) {
+					best = l;
+					ends[k] = c;
+				}
+			}
+			p = ends[k];
+			d = steps(bu, best);
+		}
+		back = (uint64_t)(k + 1) * bu->s + d;
+		size = back <= t ? f[t - back] : 0;
+		if (size == 0)
+			size = 1;
+		if (size > hi - p || k + 1 == bu->kmax)
+			size = hi - p;
+		if (back > t || f[t - back] < size)
+			*fits = false;
+		p += size;
+		ends[++k] = p;
+	}
+	return k;
 }
 
 /* TREE: this rank holds the data: cut (v, hi) into the children's pieces. */
 static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 {
-	uint32_t n = b->cfg.nranks, v = b->v, p = v + 1;
-	bool carried = b->cfg.len <= b->cfg.inline_max;
-	uint32_t f[TR_BNODE_TMAX];
+	uint32_t n = b->cfg.nranks, v = b->v;
+	bool carried = b->cfg.len <= b->cfg.inline_max, fits;
+	uint32_t f[TR_BNODE_TMAX], ends[TR_BNODE_MAX_KIDS + 1];
 	struct budget bu;
-	uint32_t t, base;
+	uint32_t t, base, k;
 
-	if (p >= hi)
+	if (v + 1 >= hi)
 		return;
 	budget_of(&bu, &b->cfg.cost, b->cfg.len, carried, b->cfg.max_kids);
-	base = steps(&bu, b->cfg.cost.lat_us);
+	/* F's pieces with the latency their ranks meet inside (with no
+	 * latencies given: the model's one). */
+	base = steps(&bu, b->cfg.lat ? lat_inside(b, v + 1, hi) : b->cfg.cost.lat_us);
 	budget_table(&bu, base, f);
 	t = budget_need(f, (uint64_t)hi - v);
 	if (b->cfg.lat) {
-		/* Slower links give smaller pieces: the least t whose pieces,
-		 * each sized for its own link, cover the range. */
-		uint32_t lo = t, top = TR_BNODE_TMAX - 1;
+		/* Each child's link sizes its piece: the least t that fits. */
+		uint32_t lo = 0, top = TR_BNODE_TMAX - 1;
 
 		while (lo < top) {
 			uint32_t mid = (lo + top) / 2;
 
-			if (tree_covers(b, &bu, f, mid, hi))
+			tree_plan(b, &bu, f, base, mid, hi, ends, &fits);
+			if (fits)
 				top = mid;
 			else
 				lo = mid + 1;
 		}
 		t = lo;
 	}
-	for (uint32_t i = 1; p < hi; i++) {
-		uint32_t head = abs_of(n, b->cfg.root, p), d = base, size;
+	k = tree_plan(b, &bu, f, base, t, hi, ends, &fits);
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t head = abs_of(n, b->cfg.root, ends[i]);
 		struct tr_bnode_act *a;
-		uint64_t back;
 
-		if (b->cfg.lat) {
-			double l = b->cfg.lat(b->cfg.lat_arg, b->cfg.rank, head);
-
-			d = steps(&bu, l > b->cfg.cost.lat_us ? l : b->cfg.cost.lat_us);
-		}
-		back = (uint64_t)i * bu.s + d;
-		size = back <= t ? f[t - back] : 1;
-		if (size > hi - p || i == bu.kmax)
-			size = hi - p;
-		kid_add(b, head, p + size, 0, true);
+		kid_add(b, head, ends[i + 1], 0, true);
 		if (!carried) {
 			a = out_add(o, TR_BNODE_ACT_WRITE);
 			a->to = head;
@@ -461,54 +519,89 @@ static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 		a = out_add(o, TR_BNODE_ACT_ORDER);
 		a->to = head;
 		a->ord = order_of(b);
-		a->ord.hi = p + size;
+		a->ord.hi = ends[i + 1];
 		a->ord.carried = carried;
 		if (carried)
 			a->len = b->cfg.len;
 		b->stats.orders++;
-		p += size;
 	}
 }
 
-/* TWOTREE: every WRITE the children may have now. */
+/* TWOTREE: WRITEs in flight to child k at most: cfg.window, or with link
+ * latencies (cfg.lat) as many as cover the time from a WRITE's post to its
+ * completion on that link, so that a far child's WRITEs keep the NIC busy. */
+static uint64_t kid_window(const struct tr_bnode *b, const struct tr_bnode_kid *k)
+{
+	const struct tr_bnode_cost *c = &b->cfg.cost;
+	double xfer, rtt, w;
+
+	if (!b->cfg.lat || b->cfg.chunk <= b->cfg.inline_max || c->bw <= 0)
+		return b->cfg.window;
+	xfer = (double)b->cfg.chunk / c->bw;
+	if (xfer < c->gap_us)
+		xfer = c->gap_us;
+	if (xfer <= 0)
+		return b->cfg.window;
+	rtt = 2 * b->cfg.lat(b->cfg.lat_arg, b->cfg.rank, k->rank) + 3 * c->o_us + xfer;
+	w = rtt / xfer + 2;
+	if (w <= b->cfg.window)
+		return b->cfg.window;
+	return w >= TR_BNODE_MAX_WINDOW ? TR_BNODE_MAX_WINDOW : (uint64_t)w;
+}
+
+/* TWOTREE: every WRITE the children may have now, lowest chunk first (a
+ * child whose chunk comes earlier in the buffer goes first, and the
+ * children of one tree take turns per chunk): the root alternates between
+ * the two trees and a rank holding several chunks at once does not make
+ * its second child wait for all of them. */
 static void twotree_pump(struct tr_bnode *b, struct out *o)
 {
 	bool carried = b->cfg.chunk <= b->cfg.inline_max;
 
-	for (uint32_t i = 0; i < b->nkids; i++) {
-		struct tr_bnode_kid *k = &b->kids[i];
-		unsigned t = k->tree;
-		uint64_t avail = b->have[t], total = chunks_in(b, t);
+	while (o->cap - o->n >= 2) {
+		struct tr_bnode_kid *k = NULL;
+		uint64_t kc = UINT64_MAX;
 
-		while (!(k->flags & K_CUT) && k->sent < avail && k->sent < total &&
-		       k->sent - k->done < b->cfg.window && o->cap - o->n >= 2) {
-			uint64_t c = 2 * k->sent + t, off = c * b->cfg.chunk;
-			uint64_t len = b->cfg.len - off < b->cfg.chunk ? b->cfg.len - off : b->cfg.chunk;
-			struct tr_bnode_act *a;
+		for (uint32_t i = 0; i < b->nkids; i++) {
+			struct tr_bnode_kid *x = &b->kids[i];
+			uint64_t c = 2 * x->sent + x->tree;
 
-			if (!carried) {
-				a = out_add(o, TR_BNODE_ACT_WRITE);
-				a->to = k->rank;
-				a->k = c;
-				a->off = off;
-				a->len = len;
-				b->inflight++;
-				b->stats.writes++;
+			if (!(x->flags & K_CUT) && x->sent < b->have[x->tree] &&
+			    x->sent < chunks_in(b, x->tree) && x->sent - x->done < kid_window(b, x) &&
+			    c < kc) {
+				k = x;
+				kc = c;
 			}
-			a = out_add(o, TR_BNODE_ACT_ORDER);
+		}
+		if (!k)
+			break;
+
+		uint64_t c = kc, off = c * b->cfg.chunk;
+		uint64_t len = b->cfg.len - off < b->cfg.chunk ? b->cfg.len - off : b->cfg.chunk;
+		struct tr_bnode_act *a;
+
+		if (!carried) {
+			a = out_add(o, TR_BNODE_ACT_WRITE);
 			a->to = k->rank;
 			a->k = c;
 			a->off = off;
 			a->len = len;
-			a->ord = order_of(b);
-			a->ord.k = c;
-			a->ord.carried = carried;
-			k->sent++;
-			/* Carried: the bytes were copied into the message. */
-			if (carried)
-				k->done++;
-			b->stats.orders++;
+			b->inflight++;
+			b->stats.writes++;
 		}
+		a = out_add(o, TR_BNODE_ACT_ORDER);
+		a->to = k->rank;
+		a->k = c;
+		a->off = off;
+		a->len = len;
+		a->ord = order_of(b);
+		a->ord.k = c;
+		a->ord.carried = carried;
+		k->sent++;
+		/* Carried: the bytes were copied into the message. */
+		if (carried)
+			k->done++;
+		b->stats.orders++;
 	}
 }
 
@@ -537,8 +630,26 @@ static bool aborts_left(const struct tr_bnode *b)
 	return false;
 }
 
+/* TWOTREE: a chunk some child may have now (more than one call's array
+ * holds when carried chunks, which hold no window, pile up). */
+static bool twotree_sendable(const struct tr_bnode *b)
+{
+	if (b->aborted)
+		return false;
+	for (uint32_t i = 0; i < b->nkids; i++) {
+		const struct tr_bnode_kid *x = &b->kids[i];
+
+		if (!(x->flags & K_CUT) && x->sent < b->have[x->tree] &&
+		    x->sent < chunks_in(b, x->tree) && x->sent - x->done < kid_window(b, x))
+			return true;
+	}
+	return false;
+}
+
 bool tr_bnode_pending(const struct tr_bnode *b)
 {
+	if (b->shape == TR_BNODE_TWOTREE)
+		return twotree_sendable(b);
 	return b->shape == TR_BNODE_TREE && aborts_left(b);
 }
 

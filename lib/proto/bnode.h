@@ -26,9 +26,13 @@
  *     it can finish in the time left).  The rank takes the least t that
  *     covers its range and gives child i F(t - i s - d_i) of it, the
  *     biggest piece first; no more than K children (cfg.max_kids, default
- *     ceil(log2 N) + 8, so the root's work grows as log2 N).  Up to
- *     cfg.inline_max bytes travel in the ORDER itself, else a WRITE of the
- *     whole buffer precedes it.
+ *     ceil(log2 N) + 8, so the root's work grows as log2 N).  With cfg.lat,
+ *     F is built with the mean latency of a fixed sample of the range's
+ *     pairs (what the ranks inside a piece will meet), and each cut may
+ *     move back up to 8 ranks to the rank with the fastest link from this
+ *     one, the next child (bnode.c, tree_plan()).  Up to cfg.inline_max
+ *     bytes travel in the ORDER itself, else a WRITE of the whole buffer
+ *     precedes it.
  *
  *   TWOTREE (large buffers; Sanders, Speck and Traeff's two-tree
  *     broadcast).  The buffer is cut into chunks of cfg.chunk bytes; even
@@ -38,9 +42,12 @@
  *     time approaches S / B plus a depth's worth of chunks.  Each chunk is a
  *     WRITE followed by an ORDER naming it; a rank forwards chunk k to its
  *     children as soon as it holds it (cut-through: chunk k goes on while
- *     k + 1 arrives), at most cfg.window WRITEs in flight per child.  The
- *     shape is a pure function of (N, root, rank): every rank computes its
- *     own parents and children, nothing is carried.  Reports go up T0.
+ *     k + 1 arrives), the lowest chunk first across its children (the
+ *     root alternates between the trees), at most cfg.window WRITEs in
+ *     flight per child (with cfg.lat: as many as cover the child's link's
+ *     round trip, up to TR_BNODE_MAX_WINDOW).  The shape is a pure
+ *     function of (N, root, rank): every rank computes its own parents and
+ *     children, nothing is carried.  Reports go up T0.
  *
  *   AUTO (the root only): the shape whose estimate from cfg.cost (the
  *     measured L, o, g, B) is lower for this N and S, and for TWOTREE the
@@ -89,8 +96,9 @@
  *
  * Pure: no clock, no I/O, no allocation, no locks; the caller serialises
  * the calls on one engine.  A call emits at most tr_bnode_acts_max()
- * actions but ABORTs, which wait for tr_bnode_poll() when the array is
- * full (tr_bnode_pending()).  A negative errno means the caller broke the
+ * actions but ABORTs and TWOTREE's chunks (carried ones hold no window, so
+ * a rank may have more to send than an array takes), which wait for
+ * tr_bnode_poll() when the array is full (tr_bnode_pending()).  A negative errno means the caller broke the
  * interface or the event is not one this rank can have been sent
  * (-ENOENT, counted in stats.unexpected): nothing happened. */
 #ifndef TRIAD_PROTO_BNODE_H
@@ -248,7 +256,8 @@ int tr_bnode_rank_failed(struct tr_bnode *b, uint32_t rank, enum triad_status st
 
 int tr_bnode_poll(struct tr_bnode *b, struct tr_bnode_act *acts, unsigned cap);
 
-/* ABORTs are waiting for tr_bnode_poll(). */
+/* ABORTs, or TWOTREE chunks the last call had no room for, are waiting
+ * for tr_bnode_poll(). */
 bool tr_bnode_pending(const struct tr_bnode *b);
 
 /* TWOTREE's trees, for tests and tools: rank r's parent in tree t

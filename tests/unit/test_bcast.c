@@ -1531,6 +1531,22 @@ static void test_deleg_all_sizes_all_roots(void **state)
 			}
 }
 
+static void test_deleg_many_carried_chunks(void **state)
+{
+	static const uint32_t ns[] = { 2, 3, 8, 9, 33 };
+
+	(void)state;
+	/* Carried chunks hold no window: the root has more ORDERs at once
+	 * than one call's array takes, and says so (tr_bnode_pending). */
+	for (unsigned i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		struct dn *d = dn_new(ns[i], ns[i] - 1, 100000, TR_BNODE_TWOTREE, 512, 1024);
+
+		dn_run(d);
+		dn_check_ok(d);
+		dn_free(d);
+	}
+}
+
 static void test_deleg_auto_and_root_events(void **state)
 {
 	struct tr_bnode_cost c = { .lat_us = 1.5, .o_us = 0.5, .gap_us = 0.1, .bw = 12500,
@@ -1617,6 +1633,66 @@ static void test_deleg_greedy_latency(void **state)
 		dn_free(d);
 	}
 	dn_free(eq);
+}
+
+/* Link latencies as triad-sim's models give them: racks of arg ranks with
+ * 10 x L between racks, or a fixed draw per link in [L, 10 L]. */
+static double racks_lat(void *arg, uint32_t a, uint32_t b)
+{
+	uint32_t rack = (uint32_t)(uintptr_t)arg;
+
+	return a / rack == b / rack ? 1.5 : 15.0;
+}
+
+static double random_lat(void *arg, uint32_t a, uint32_t b)
+{
+	uint64_t lo = a < b ? a : b, hi = a < b ? b : a, z = (lo << 32 | hi) ^ (uintptr_t)arg;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return 1.5 + 13.5 * (double)(z >> 11) / 9007199254740992.0;
+}
+
+static void test_deleg_latency_models(void **state)
+{
+	static const uint32_t ns[] = { 2, 3, 5, 9, 17, 33, 64, 100, 257, 700 };
+	static const uint64_t lens[] = { 8, 5000, 70000 };
+
+	(void)state;
+	/* TREE: pieces cut for each link (heads moved to fast links, sizes
+	 * for the latency inside); TWOTREE: far children get wider windows
+	 * (2 KiB chunks written, up to TR_BNODE_MAX_WINDOW in flight).  Still
+	 * every byte once, every rank released once, the root's events and
+	 * children bounded, from any root. */
+	for (unsigned i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		for (unsigned l = 0; l < 2 * sizeof(lens) / sizeof(lens[0]); l++)
+			for (unsigned m = 0; m < 3; m++) {
+				uint32_t roots[3] = { 0, ns[i] / 2, ns[i] - 1 };
+				bool two = l >= sizeof(lens) / sizeof(lens[0]);
+				uint64_t len = lens[l % (sizeof(lens) / sizeof(lens[0]))];
+
+				if ((!two && len > 5000) || (two && ns[i] > 100))
+					continue;
+				for (unsigned ri = 0; ri < 3; ri++) {
+					struct dn *d = dn_new(ns[i], roots[ri], len,
+							      two ? TR_BNODE_TWOTREE : TR_BNODE_TREE,
+							      two ? 2048 : 0, 1024);
+
+					for (uint32_t r = 0; r < ns[i]; r++) {
+						struct tr_bnode_cfg cfg = d->bn[r].cfg;
+
+						cfg.lat = m == 2 ? random_lat : racks_lat;
+						cfg.lat_arg = (void *)(uintptr_t)(m == 0 ? 4
+									  : m == 1 ? 32
+										   : 7 + i);
+						assert_int_equal(tr_bnode_init(&d->bn[r], &cfg), 0);
+					}
+					dn_run(d);
+					dn_check_ok(d);
+					dn_free(d);
+				}
+			}
 }
 
 static void test_deleg_failures(void **state)
@@ -1707,9 +1783,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_deleg_all_sizes_all_roots),
+		cmocka_unit_test(test_deleg_many_carried_chunks),
 		cmocka_unit_test(test_deleg_auto_and_root_events),
 		cmocka_unit_test(test_deleg_twotree_shape),
 		cmocka_unit_test(test_deleg_greedy_latency),
+		cmocka_unit_test(test_deleg_latency_models),
 		cmocka_unit_test(test_deleg_failures),
 		cmocka_unit_test(test_deleg_bad_events),
 		cmocka_unit_test(test_init_validation),
