@@ -20,15 +20,26 @@
  *         the adaptive choice (TRIAD_ADAPTIVE=occ, the default) must give
  *         the slow plane less of the pair's traffic than the other while
  *         it lasts (skipped with TRIAD_ADAPTIVE=off);
+ *   freeze  rank 1's whole process is stopped (SIGSTOP) for --freeze-ms,
+ *         and meanwhile rank 0 fails every plane: rank 0 cannot reconnect
+ *         to it, gives it up after TRIAD_REJOIN_MS (which must be shorter)
+ *         and fails what it sends it; once rank 1 runs again they
+ *         reconnect and the stream goes on past the lost numbers
+ *         (SEQ_SKIP).  The streams are paced over the freeze;
  *   none  no fault.
  * Each receiver checks: every message arrives exactly once with its
  * payload intact; in strict order, the messages of each priority arrive
  * in the order sent; every notification arrives once and finds its put's
- * bytes in place.  Rank 0 checks that, while the fault lasted, the
+ * bytes in place.  With freeze, a message or put to rank 1 may fail as
+ * unreachable (every message then carries a request): rank 1 checks that
+ * every message arrived or its sender was told it failed, none twice,
+ * none overtaken, and that the stream did not stop.  Rank 0 checks that, while the fault lasted, the
  * pair's messages moved to another plane (down, fail) and that, once the
  * plane is back, its messages take the home plane again (the per-plane
  * counters show both). */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <strings.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -51,8 +62,11 @@ struct payload {
 };
 #define MAGIC 0x0d3d3e55u
 
-enum fault { F_NONE, F_DOWN, F_FAIL, F_LOSS, F_DELAY, F_FAIL_ALL, F_NFAULTS };
-static const char *const fault_names[] = { "none", "down", "fail", "loss", "delay", "fail-all" };
+#define AM_FAILED 10 /* freeze: how many of the sender's messages failed, per priority */
+
+enum fault { F_NONE, F_DOWN, F_FAIL, F_LOSS, F_DELAY, F_FAIL_ALL, F_FREEZE, F_NFAULTS };
+static const char *const fault_names[] = { "none",  "down",     "fail",  "loss",
+					   "delay", "fail-all", "freeze" };
 
 static struct {
 	int count;
@@ -63,10 +77,21 @@ static struct {
 	/* received, per priority */
 	uint8_t *seen[3];
 	uint32_t next[3];
-	unsigned got, dups, reordered, corrupt;
+	unsigned got, dups, reordered, gaps, corrupt;
 	uint8_t *notified;
 	unsigned notes, note_dups, note_bad;
+	/* freeze */
+	int freeze_ms;
+	double t0;				/* after the first barrier: the schedule's start */
+	triad_req_t **reqs;			/* every message's request */
+	unsigned failed[3], told_failed[3]; /* ours to the right; the left's, as told */
+	int told;
 } st;
+
+/* With freeze: the stream is spread over the freeze and 3 s after it, so
+ * that it is running on both sides of it. */
+#define FREEZE_AT_S 1.0	  /* rank 1 stops itself */
+#define FREEZE_FAIL_AT_S 1.5 /* rank 0 fails its planes */
 
 static uint32_t per_prio(int count, unsigned prio)
 {
@@ -97,8 +122,11 @@ static int on_data(void *arg, int src, const void *data, size_t len, triad_am_ms
 		return TRIAD_AM_DONE;
 	}
 	st.seen[h->prio][h->idx] = 1;
-	if (h->idx != st.next[h->prio])
+	/* Overtaken: an older one after a newer one (a lost one leaves a gap). */
+	if (h->idx < st.next[h->prio])
 		st.reordered++;
+	else
+		st.gaps += h->idx - st.next[h->prio];
 	st.next[h->prio] = h->idx + 1;
 	st.got++;
 	return TRIAD_AM_DONE;
@@ -124,6 +152,18 @@ static int on_notify(void *arg, int src, const void *data, size_t len, triad_am_
 		st.note_dups++;
 	else
 		st.notes++;
+	return TRIAD_AM_DONE;
+}
+
+static int on_failed(void *arg, int src, const void *data, size_t len, triad_am_msg_t *msg)
+{
+	(void)arg;
+	(void)msg;
+	if (len != sizeof(st.told_failed) || src != st.left || st.told++) {
+		st.corrupt++;
+		return TRIAD_AM_DONE;
+	}
+	memcpy(st.told_failed, data, sizeof(st.told_failed));
 	return TRIAD_AM_DONE;
 }
 
@@ -181,6 +221,7 @@ static void fault(triad_ctx_t *ctx, int plane, int on)
 			ret = triad_plane_fail(ctx, plane);
 		break;
 	case F_FAIL_ALL: /* rank 0 is left with no connection at all */
+	case F_FREEZE:
 		for (int p = 0; on && !ret && p < triad_nplanes(ctx); p++)
 			ret = triad_plane_fail(ctx, p);
 		break;
@@ -198,6 +239,54 @@ static void fault(triad_ctx_t *ctx, int plane, int on)
 	printf("rank 0: fault %s %s on plane %d\n", fault_names[st.fault], on ? "on" : "off",
 	       plane);
 	fflush(stdout);
+}
+
+/* freeze: rank 1 stops itself for --freeze-ms from FREEZE_AT_S on (a
+ * child of its own sends the signals: a stopped process sends nothing). */
+static void freeze_me_later(void)
+{
+	pid_t self = getpid(), pid = fork();
+
+	FT_CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		usleep((useconds_t)(FREEZE_AT_S * 1e6));
+		kill(self, SIGSTOP);
+		usleep((useconds_t)st.freeze_ms * 1000);
+		kill(self, SIGCONT);
+		_exit(0);
+	}
+}
+
+/* freeze: rank 0 fails its planes once rank 1 is stopped, by the clock. */
+static void freeze_tick(triad_ctx_t *ctx)
+{
+	static int done;
+
+	if (ft_rank == 0 && !done && ft_now_s() >= st.t0 + FREEZE_FAIL_AT_S) {
+		done = 1;
+		fault(ctx, 0, 1);
+	}
+}
+
+/* freeze: every message's request; what failed, told to the receiver. */
+static void freeze_settle(triad_ctx_t *ctx, int right)
+{
+	triad_req_t *req;
+	int ret;
+
+	for (int i = 0; i < st.count; i++) {
+		enum triad_status s = ft_wait(st.reqs[i], 120000);
+
+		FT_CHECK(s == TRIAD_S_OK || (right == 1 && s == TRIAD_S_UNREACHABLE),
+			 "message %d to rank %d: %s", i, right, triad_status_str(s));
+		st.failed[i % 3] += s != TRIAD_S_OK;
+	}
+	ret = triad_am_send(ctx, right, AM_FAILED, st.failed, sizeof(st.failed), TRIAD_PRIO_HIGH,
+			    &req);
+	FT_CHECK(ret == 0 && ft_wait(req, 120000) == TRIAD_S_OK, "telling rank %d what failed",
+		 right);
+	printf("rank %d: %u/%u/%u messages to rank %d failed (priority 0/1/2)\n", ft_rank,
+	       st.failed[0], st.failed[1], st.failed[2], right);
 }
 
 struct puts {
@@ -246,6 +335,21 @@ static void send_one(triad_ctx_t *ctx, int right, int i, char *buf)
 
 	*h = (struct payload){ .magic = MAGIC, .prio = prio, .idx = idx, .len = msg_len(prio, idx) };
 	ft_fill(buf + sizeof(*h), h->len - sizeof(*h), (uint32_t)ft_rank * 3 + prio, idx);
+	if (st.fault == F_FREEZE) {
+		/* Every message's outcome is counted at the end; a stream to a
+		 * peer that does not take it says -EAGAIN beyond its bound. */
+		for (double end = ft_now_s() + 120;;) {
+			ret = triad_am_send(ctx, right, AM_DATA, buf, h->len, (enum triad_prio)prio,
+					    &st.reqs[i]);
+			if (ret != -EAGAIN || ft_now_s() > end)
+				break;
+			freeze_tick(ctx);
+			triad_progress(ctx);
+			usleep(1000);
+		}
+		FT_CHECK(ret == 0, "am_send %d: %s", i, strerror(-ret));
+		return;
+	}
 	/* Every 64th waits for its request: the stream is paced by the peer. */
 	ret = triad_am_send(ctx, right, AM_DATA, buf, h->len, (enum triad_prio)prio,
 			    i % 64 == 63 ? &req : NULL);
@@ -259,7 +363,9 @@ static void send_one(triad_ctx_t *ctx, int right, int i, char *buf)
 
 static void usage(const char *prog)
 {
-	fprintf(stderr, "usage: %s [--count N] [--fault none|down|fail|loss|delay|fail-all]\n",
+	fprintf(stderr,
+		"usage: %s [--count N] [--fault none|down|fail|loss|delay|fail-all|freeze]\n"
+		"       [--freeze-ms MS (freeze: longer than TRIAD_REJOIN_MS + 1500)]\n",
 		prog);
 	exit(2);
 }
@@ -269,6 +375,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "count", required_argument, NULL, 'n' },
 		{ "fault", required_argument, NULL, 'f' },
+		{ "freeze-ms", required_argument, NULL, 'z' },
 		{ NULL, 0, NULL, 0 },
 	};
 	triad_ctx_t *ctx;
@@ -276,12 +383,13 @@ int main(int argc, char **argv)
 	struct puts puts = { .n = 0 };
 	size_t winlen;
 	int opt, n, right, home, alt = -1, nplanes;
-	unsigned notes_due;
+	unsigned notes_due, told_failed = 0;
 	uint64_t home0 = 0, home1 = 0, alt0 = 0, alt1 = 0;
 	char buf[1024];
 	double t0;
 
 	st.count = 10000;
+	st.freeze_ms = 6000;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (opt == 'n') {
 			st.count = atoi(optarg);
@@ -295,9 +403,24 @@ int main(int argc, char **argv)
 			if (k == F_NFAULTS)
 				usage(argv[0]);
 			st.fault = (enum fault)k;
+		} else if (opt == 'z') {
+			st.freeze_ms = atoi(optarg);
 		} else {
 			usage(argv[0]);
 		}
+	}
+	if (st.fault == F_FREEZE) {
+		const char *rejoin = getenv("TRIAD_REJOIN_MS");
+
+		/* Rank 0 must have given rank 1 up before it runs again. */
+		if (st.freeze_ms < (rejoin ? atoi(rejoin) : 10000) + 1500) {
+			fprintf(stderr, "test_order: --freeze-ms %d is not longer than "
+				"TRIAD_REJOIN_MS (%s) + 1500\n", st.freeze_ms, rejoin ? rejoin : "10000");
+			usage(argv[0]);
+		}
+		st.reqs = calloc((size_t)st.count, sizeof(*st.reqs));
+		if (!st.reqs)
+			return 1;
 	}
 	/* The library's default is strict. */
 	st.strict = !getenv("TRIAD_ORDER") || strcasecmp(getenv("TRIAD_ORDER"), "any");
@@ -322,12 +445,23 @@ int main(int argc, char **argv)
 	FT_CHECK(triad_am_register(ctx, AM_DATA, on_data, NULL) == 0, "am_register");
 	FT_CHECK(triad_am_register(ctx, AM_NOTIFY, on_notify, NULL) == 0, "am_register");
 	FT_CHECK(triad_am_register(ctx, AM_PROBE, on_probe, NULL) == 0, "am_register");
+	FT_CHECK(triad_am_register(ctx, AM_FAILED, on_failed, NULL) == 0, "am_register");
 	FT_CHECK(triad_win_create(ctx, WIN_ID, st.win, winlen, NULL, &win) == 0, "win_create");
 	ft_barrier(ctx);
 
-	t0 = ft_now_s();
+	t0 = st.t0 = ft_now_s();
+	if (st.fault == F_FREEZE && ft_rank == 1)
+		freeze_me_later();
 	for (int i = 0; i < st.count; i++) {
-		if (ft_rank == 0 && i == st.count / 3) {
+		if (st.fault == F_FREEZE) { /* paced over the freeze and 3 s after it */
+			double due = t0 + (FREEZE_AT_S + st.freeze_ms / 1000.0 + 3.0) * i / st.count;
+
+			while (ft_now_s() < due) {
+				freeze_tick(ctx);
+				usleep(500);
+			}
+		}
+		if (ft_rank == 0 && i == st.count / 3 && st.fault != F_FREEZE) {
 			home0 = msgs_on(ctx, right, home);
 			fault(ctx, home, 1);
 			if (st.fault == F_DOWN || st.fault == F_FAIL || st.fault == F_DELAY) {
@@ -335,28 +469,33 @@ int main(int argc, char **argv)
 				alt0 = others_on(ctx, right, home, alt);
 			}
 		}
-		if (ft_rank == 0 && i == 2 * st.count / 3) {
+		if (ft_rank == 0 && i == 2 * st.count / 3 && st.fault != F_FREEZE) {
 			if (alt >= 0)
 				alt1 = others_on(ctx, right, home, alt);
 			home1 = msgs_on(ctx, right, home);
 			fault(ctx, home, 0);
 		}
 		send_one(ctx, right, i, buf);
-		if (i % PUT_EVERY == 0)
+		if (i % PUT_EVERY == 0 && st.fault != F_FREEZE)
 			put_block(ctx, &puts, right, (uint32_t)(i / PUT_EVERY));
 	}
 	while (puts.n)
 		put_retire(ctx, &puts, right);
 	printf("rank %d: %d messages sent in %.1f s\n", ft_rank, st.count, ft_now_s() - t0);
+	if (st.fault == F_FREEZE)
+		freeze_settle(ctx, right);
 
 	/* Everything sent to us arrives: every message, and a notification
 	 * for every PUT_EVERY-th.  A rank that waits here says so now and
 	 * then: when it waits long, its right neighbour times out in the final
 	 * barrier first, and this line names the cause. */
-	notes_due = (unsigned)(st.count - 1) / PUT_EVERY + 1;
+	notes_due = st.fault == F_FREEZE ? 0 : (unsigned)(st.count - 1) / PUT_EVERY + 1;
 	for (double start = ft_now_s(), end = start + 120, said = start;
-	     (st.got < (unsigned)st.count || st.notes < notes_due) && ft_now_s() < end;) {
+	     (st.got + told_failed < (unsigned)st.count || st.notes < notes_due ||
+	      (st.fault == F_FREEZE && !st.told)) &&
+	     ft_now_s() < end;) {
 		triad_progress(ctx);
+		told_failed = st.told_failed[0] + st.told_failed[1] + st.told_failed[2];
 		if (ft_now_s() - said >= 20) {
 			said = ft_now_s();
 			printf("rank %d: still waiting after %.0f s: %u of %d messages, %u of %u "
@@ -365,8 +504,23 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 	}
-	FT_CHECK(st.got == (unsigned)st.count, "%u of %d messages from rank %d arrived", st.got,
-		 st.count, st.left);
+	if (st.fault == F_FREEZE) {
+		/* Every message arrived or its sender was told it failed (one can
+		 * do both: it arrived, and its acknowledgement was lost with the
+		 * connection); every gap is one that failed. */
+		FT_CHECK(st.told, "rank %d never said what failed", st.left);
+		FT_CHECK(st.got + told_failed >= (unsigned)st.count,
+			 "%u of %d messages from rank %d arrived and %u failed: %u lost unseen",
+			 st.got, st.count, st.left, told_failed,
+			 st.count - st.got - told_failed);
+		FT_CHECK(st.gaps <= told_failed, "%u messages from rank %d missing, %u failed",
+			 st.gaps, st.left, told_failed);
+		printf("rank %d: %u of %d messages from rank %d arrived, %u failed (freeze)\n",
+		       ft_rank, st.got, st.count, st.left, told_failed);
+	} else {
+		FT_CHECK(st.got == (unsigned)st.count, "%u of %d messages from rank %d arrived",
+			 st.got, st.count, st.left);
+	}
 	FT_CHECK(st.notes == notes_due, "%u of %u notifications arrived", st.notes, notes_due);
 	FT_CHECK(st.dups == 0 && st.note_dups == 0, "%u messages and %u notifications twice",
 		 st.dups, st.note_dups);
@@ -418,5 +572,6 @@ int main(int argc, char **argv)
 	free(st.win);
 	free(st.notified);
 	free(puts.src);
+	free(st.reqs);
 	return ft_finish(ctx, "order");
 }
