@@ -310,7 +310,8 @@ static const char *inside_fault(triad_ctx_t *ctx, int kind, int plane, int *hold
  * STALL_S is stalled (chaos seed 6015: a rank's library silent for over
  * 10 s, its peers declaring it lost).  Once per stall, every thread's
  * name, kernel wait channel, system call and kernel stack go to stderr,
- * so that the run names the call it is stuck in. */
+ * and twice, STALL_S apart, the user stacks (gdb), so that the run names
+ * the call or the loop it is stuck in. */
 #define STALL_S 4
 
 static void dump_file(const char *path, const char *what, const char *tid)
@@ -349,6 +350,28 @@ static void dump_threads(void)
 	closedir(d);
 }
 
+/* Every thread's user stack, from gdb where the machine has it (the VM's
+ * guest sees the host's); written to a file first, since gdb stops this
+ * thread too while it prints. */
+static void user_stacks(void)
+{
+	char cmd[256], path[64], line[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/test_chaos-gdb.%d", (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "gdb -q -batch -p %d -ex 'thread apply all bt 30' >%s 2>&1 </dev/null",
+		 (int)getpid(), path);
+	if (system(cmd) == -1 || !(f = fopen(path, "r")))
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (line[0] == '#' || !strncmp(line, "Thread", 6))
+			fprintf(stderr, "rank %d: watchdog: gdb: %s%s", rank, line,
+				strchr(line, '\n') ? "" : "\n");
+	fclose(f);
+	unlink(path);
+}
+
 static void *watchdog(void *arg)
 {
 	long last = -1;
@@ -363,11 +386,14 @@ static void *watchdog(void *arg)
 			last = now;
 			since = ft_now_s();
 			told = 0;
-		} else if (!told && ft_now_s() - since >= STALL_S) {
+		} else if (told < 2 && ft_now_s() - since >= STALL_S * (told + 1)) {
+			/* Twice: where a loop is, and whether it is still there. */
 			fprintf(stderr, "rank %d: watchdog: no ordered message handled for %d s; "
-				"its threads:\n", rank, STALL_S);
-			dump_threads();
-			told = 1;
+				"its threads:\n", rank, STALL_S * (told + 1));
+			if (!told)
+				dump_threads();
+			user_stacks();
+			told++;
 		}
 		usleep(200000);
 	}
