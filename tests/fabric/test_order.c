@@ -167,6 +167,11 @@ static int on_failed(void *arg, int src, const void *data, size_t len, triad_am_
 	return TRIAD_AM_DONE;
 }
 
+static unsigned told_failed(void)
+{
+	return st.told_failed[0] + st.told_failed[1] + st.told_failed[2];
+}
+
 static int on_probe(void *arg, int src, const void *data, size_t len, triad_am_msg_t *msg)
 {
 	(void)arg;
@@ -236,8 +241,12 @@ static void fault(triad_ctx_t *ctx, int plane, int on)
 	}
 	FT_CHECK(ret == 0, "fault %s %s on plane %d: %d", fault_names[st.fault], on ? "on" : "off",
 		 plane, ret);
-	printf("rank 0: fault %s %s on plane %d\n", fault_names[st.fault], on ? "on" : "off",
-	       plane);
+	if (st.fault == F_FAIL_ALL || st.fault == F_FREEZE)
+		printf("rank 0: fault %s %s on every plane\n", fault_names[st.fault],
+		       on ? "on" : "off");
+	else
+		printf("rank 0: fault %s %s on plane %d\n", fault_names[st.fault],
+		       on ? "on" : "off", plane);
 	fflush(stdout);
 }
 
@@ -383,7 +392,7 @@ int main(int argc, char **argv)
 	struct puts puts = { .n = 0 };
 	size_t winlen;
 	int opt, n, right, home, alt = -1, nplanes;
-	unsigned notes_due, told_failed = 0;
+	unsigned notes_due;
 	uint64_t home0 = 0, home1 = 0, alt0 = 0, alt1 = 0;
 	char buf[1024];
 	double t0;
@@ -491,11 +500,10 @@ int main(int argc, char **argv)
 	 * barrier first, and this line names the cause. */
 	notes_due = st.fault == F_FREEZE ? 0 : (unsigned)(st.count - 1) / PUT_EVERY + 1;
 	for (double start = ft_now_s(), end = start + 120, said = start;
-	     (st.got + told_failed < (unsigned)st.count || st.notes < notes_due ||
+	     (st.got + told_failed() < (unsigned)st.count || st.notes < notes_due ||
 	      (st.fault == F_FREEZE && !st.told)) &&
 	     ft_now_s() < end;) {
 		triad_progress(ctx);
-		told_failed = st.told_failed[0] + st.told_failed[1] + st.told_failed[2];
 		if (ft_now_s() - said >= 20) {
 			said = ft_now_s();
 			printf("rank %d: still waiting after %.0f s: %u of %d messages, %u of %u "
@@ -509,14 +517,14 @@ int main(int argc, char **argv)
 		 * do both: it arrived, and its acknowledgement was lost with the
 		 * connection); every gap is one that failed. */
 		FT_CHECK(st.told, "rank %d never said what failed", st.left);
-		FT_CHECK(st.got + told_failed >= (unsigned)st.count,
+		FT_CHECK(st.got + told_failed() >= (unsigned)st.count,
 			 "%u of %d messages from rank %d arrived and %u failed: %u lost unseen",
-			 st.got, st.count, st.left, told_failed,
-			 st.count - st.got - told_failed);
-		FT_CHECK(st.gaps <= told_failed, "%u messages from rank %d missing, %u failed",
-			 st.gaps, st.left, told_failed);
+			 st.got, st.count, st.left, told_failed(),
+			 st.count - st.got - told_failed());
+		FT_CHECK(st.gaps <= told_failed(), "%u messages from rank %d missing, %u failed",
+			 st.gaps, st.left, told_failed());
 		printf("rank %d: %u of %d messages from rank %d arrived, %u failed (freeze)\n",
-		       ft_rank, st.got, st.count, st.left, told_failed);
+		       ft_rank, st.got, st.count, st.left, told_failed());
 	} else {
 		FT_CHECK(st.got == (unsigned)st.count, "%u of %d messages from rank %d arrived",
 			 st.got, st.count, st.left);
