@@ -2,9 +2,11 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 
 int tr_log_level = TR_LOG_WARN;
 int tr_log_rank = -1;
+int tr_log_time;
 
 static const char *const level_names[] = {
 	[TR_LOG_ERROR] = "ERROR", [TR_LOG_WARN] = "WARN",   [TR_LOG_INFO] = "INFO",
@@ -20,6 +22,14 @@ void tr_log(int level, const char *func, int line, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	/* One fprintf per line so that ranks sharing a terminal do not interleave. */
+	if (tr_log_time) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		fprintf(stderr, "%ld.%06ld triad[%d] %s %s:%d: %s\n", (long)ts.tv_sec,
+			ts.tv_nsec / 1000, tr_log_rank, level_names[level], func, line, msg);
+		return;
+	}
 	fprintf(stderr, "triad[%d] %s %s:%d: %s\n", tr_log_rank, level_names[level],
 		func, line, msg);
 }

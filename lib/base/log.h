@@ -13,6 +13,9 @@ enum tr_log_level {
 
 extern int tr_log_level; /* messages above it are dropped */
 extern int tr_log_rank;	 /* printed in the prefix; -1 before init */
+/* Nonzero: each line starts with CLOCK_MONOTONIC seconds, the clock the
+ * kernel's log is close to, so that a line lines up with dmesg. */
+extern int tr_log_time;
 
 void tr_log(int level, const char *func, int line, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -39,6 +39,9 @@ static const struct var vars[] = {
 	  "path of the world file: ranks and their per-plane addresses", NULL, TR_CONFIG_AT_START },
 	{ "TRIAD_LOG", "warn", VAR_ENUM, F(log_level), 0, 0,
 	  "log level: error, warn, info, debug, trace", level_names, TR_CONFIG_AT_START },
+	{ "TRIAD_LOG_TIME", "off", VAR_ENUM, F(log_time), 0, 0,
+	  "on: each log line starts with the CLOCK_MONOTONIC time in seconds (the\n"
+	  "    clock dmesg's timestamps are close to)", onoff_names, TR_CONFIG_AT_START },
 	{ "TRIAD_ORDER", "strict", VAR_ENUM, F(order), 0, 0,
 	  "strict: active messages of one priority from one rank are handled in the\n"
 	  "    order sent, across plane changes and faults; any: as they arrive (only\n"

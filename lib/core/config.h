@@ -26,6 +26,7 @@ struct tr_config {
 	int rank;		  /* TRIAD_RANK (-1: not given) */
 	char world[TR_CONFIG_STR];	  /* TRIAD_WORLD */
 	int log_level;		  /* TRIAD_LOG */
+	int log_time;		  /* TRIAD_LOG_TIME: 1 on */
 	uint64_t chunk_size;	  /* TRIAD_CHUNK_SIZE */
 	int connect_timeout_ms;	  /* TRIAD_CONNECT_TIMEOUT_MS */
 	int rejoin_ms;		  /* TRIAD_REJOIN_MS */

@@ -360,6 +360,7 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 		goto err;
 	}
 	tr_log_level = ctx->cfg.log_level;
+	tr_log_time = ctx->cfg.log_time;
 	ctx->incarnation = new_incarnation();
 	ret = open_world(ctx, attr);
 	if (!ret)

@@ -327,6 +327,65 @@ static void dump_file(const char *path, const char *what, const char *tid)
 	fclose(f);
 }
 
+/* Every thread's state, CPU, CPU time so far (user and system) and, from
+ * schedstat, its time on a CPU and waiting for one; then the CPUs' own
+ * counts.  Taken at both dumps: a thread that loops shows which side of
+ * the system call boundary it loops on, one starved of a CPU shows its
+ * wait, and the CPUs whether softirq work took them. */
+static void dump_cpu(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	double tick = (double)sysconf(_SC_CLK_TCK);
+	struct dirent *e;
+	char path[300], line[1024];
+	FILE *f;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		unsigned long long on = 0, wait = 0;
+		char *p, *tok, *save;
+		const char *state = "?";
+		unsigned long ut = 0, st = 0;
+		int cpu = -1, i = 0;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		/* After the name's closing parenthesis, field 3 (state) on;
+		 * utime, stime and processor are fields 14, 15 and 39 (proc(5)). */
+		if (fgets(line, sizeof(line), f) && (p = strrchr(line, ')')))
+			for (tok = strtok_r(p + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save), i++) {
+				if (i == 0)
+					state = tok;
+				else if (i == 14 - 3)
+					ut = strtoul(tok, NULL, 10);
+				else if (i == 15 - 3)
+					st = strtoul(tok, NULL, 10);
+				else if (i == 39 - 3)
+					cpu = atoi(tok);
+			}
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
+		if ((f = fopen(path, "r"))) {
+			if (fscanf(f, "%llu %llu", &on, &wait) != 2)
+				on = wait = 0;
+			fclose(f);
+		}
+		fprintf(stderr, "rank %d: watchdog: thread %s state %s on cpu %d: user %.2f s, "
+			"system %.2f s; on a cpu %.3f s, waiting for one %.3f s\n", rank, e->d_name,
+			state, cpu, ut / tick, st / tick, on * 1e-9, wait * 1e-9);
+	}
+	closedir(d);
+	if ((f = fopen("/proc/stat", "r"))) {
+		while (fgets(line, sizeof(line), f) && !strncmp(line, "cpu", 3))
+			fprintf(stderr, "rank %d: watchdog: /proc/stat %s", rank, line);
+		fclose(f);
+	}
+}
+
 static void dump_threads(void)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -388,10 +447,11 @@ static void *watchdog(void *arg)
 			told = 0;
 		} else if (told < 2 && ft_now_s() - since >= STALL_S * (told + 1)) {
 			/* Twice: where a loop is, and whether it is still there. */
-			fprintf(stderr, "rank %d: watchdog: no ordered message handled for %d s; "
-				"its threads:\n", rank, STALL_S * (told + 1));
+			fprintf(stderr, "rank %d: watchdog: no ordered message handled for %d s "
+				"(at %.3f); its threads:\n", rank, STALL_S * (told + 1), ft_now_s());
 			if (!told)
 				dump_threads();
+			dump_cpu();
 			user_stacks();
 			told++;
 		}
@@ -413,12 +473,14 @@ static void *nemesis(void *arg)
 		int node = (int)(rnd(&s) % (uint64_t)size), plane = (int)(rnd(&s) % (uint64_t)nplanes);
 		int kind = (int)(rnd(&s) % (NOUTSIDE + 4)), hold = 100 + (int)(rnd(&s) % 900);
 		const char *what;
+		double t0;
 
 		if (rank)
 			kind = NOUTSIDE + (int)(rnd(&s) % 4);
 		nap_ms(gap / 2 + (int)(rnd(&s) % (uint64_t)gap));
 		if (atomic_load(&stop))
 			break;
+		t0 = ft_now_s();
 		if (kind < NOUTSIDE) {
 			what = outside[kind].what;
 			ft_ctl(outside[kind].on, node, plane);
@@ -429,8 +491,9 @@ static void *nemesis(void *arg)
 			what = inside_fault(ctx, kind - NOUTSIDE, plane, &hold);
 		}
 		atomic_fetch_add(&faults, 1);
-		printf("chaos: fault %ld of rank %d: %s, node %d plane %d, %d ms\n",
-		       atomic_load(&faults), rank, what, node, plane, hold);
+		printf("chaos: fault %ld of rank %d: %s, node %d plane %d, %d ms "
+		       "(from %.3f to %.3f)\n",
+		       atomic_load(&faults), rank, what, node, plane, hold, t0, ft_now_s());
 		fflush(stdout);
 	}
 	return NULL;
@@ -599,6 +662,9 @@ int main(int argc, char **argv)
 	}
 	if (!seed)
 		seed = 1; /* xorshift's one bad state */
+	/* The library's lines carry the time the watchdog's and the faults'
+	 * do, and dmesg's is close to: a stall can be laid beside a link event. */
+	setenv("TRIAD_LOG_TIME", "on", 0);
 	ctx = ft_init();
 	rank = triad_rank(ctx);
 	size = triad_size(ctx);

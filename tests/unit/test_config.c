@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "base/log.h"
 
-#define NVARS 33
+#define NVARS 34
 #define TRIAD_MAX_PLANES_TEST 9
 
 static const char *const all_vars[NVARS] = {
@@ -27,7 +27,7 @@ static const char *const all_vars[NVARS] = {
 	"TRIAD_BG_SPIN_US", "TRIAD_BCAST_PIPELINE", "TRIAD_TRACE", "TRIAD_ORDER",
 	"TRIAD_STRIPE_MIN", "TRIAD_ADAPTIVE", "TRIAD_ADAPTIVE_T", "TRIAD_ADAPTIVE_ALPHA",
 	"TRIAD_DAEMON",	     "TRIAD_DEVICES", "TRIAD_REG_CACHE", "TRIAD_CONNECT",
-	"TRIAD_COPY_EAGER", "TRIAD_REJOIN_MS", "TRIAD_BARE_AM",
+	"TRIAD_COPY_EAGER", "TRIAD_REJOIN_MS", "TRIAD_BARE_AM", "TRIAD_LOG_TIME",
 };
 
 struct fake_env {
@@ -70,6 +70,7 @@ static void assert_defaults(const struct tr_config *c)
 	assert_int_equal(c->query_timeout_ms, 30000);
 	assert_int_equal(c->order, TR_ORDER_STRICT);
 	assert_int_equal(c->bare_am, 1);
+	assert_int_equal(c->log_time, 0);
 	assert_true(c->stripe_min == 256 * 1024);
 	assert_true(c->reg_cache == 0);
 	assert_true(c->copy_eager == 2048);
@@ -346,6 +347,9 @@ static void test_bare_am(void **state)
 	assert_int_equal(load1("TRIAD_BARE_AM", "OFF").bare_am, 0);
 	load_bad("TRIAD_BARE_AM", "1", "TRIAD_BARE_AM=1: not one of off, on");
 	load_bad("TRIAD_BARE_AM", "", "TRIAD_BARE_AM=: not one of off, on");
+	assert_int_equal(load1("TRIAD_LOG_TIME", "on").log_time, 1);
+	assert_int_equal(load1("TRIAD_LOG_TIME", "off").log_time, 0);
+	load_bad("TRIAD_LOG_TIME", "yes", "TRIAD_LOG_TIME=yes: not one of off, on");
 }
 
 static void test_connect(void **state)
