@@ -369,7 +369,7 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	pthread_mutex_lock(&cl->ctx->lock);
+	tr_ctx_lock_progress(cl->ctx);
 	ret = tr_ctl_rx_read(cl->sock, cl->rx);
 	if (ret == 0 || (ret < 0 && ret != -EAGAIN)) {
 		disconnect(cl, ret ? strerror(-ret) : "closed the connection");
@@ -440,7 +440,7 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	pthread_mutex_lock(&cl->ctx->lock);
+	tr_ctx_lock_progress(cl->ctx);
 	if (cl->sock < 0 && try_connect(cl))
 		retry_later(cl);
 	pthread_mutex_unlock(&cl->ctx->lock);
@@ -452,7 +452,7 @@ static void count_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	pthread_mutex_lock(&cl->ctx->lock);
+	tr_ctx_lock_progress(cl->ctx);
 	apply(cl); /* re-reads the table too: a NOTIFY lost to a full socket is no loss */
 	pthread_mutex_unlock(&cl->ctx->lock);
 }

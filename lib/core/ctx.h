@@ -22,7 +22,9 @@
  *    nothing happens, serves what nobody waits on (window lookups, copy
  *    orders, barrier messages) and wakes a sleeper when its condition holds.
  * Application threads take the lock with tr_ctx_lock, which counts those
- * that queue for it: the progress thread, when it spins, stops for them.
+ * that queue for it: the progress thread, when it spins, stops for them;
+ * the progress thread takes it with tr_ctx_lock_progress, and application
+ * threads coming in let it go first (base/gate.h).
  * Only the progress thread touches libev watchers after start-up.  A
  * third thread, the reaper (ctx->reaper, lib/base/reaper.h), takes no lock
  * of the context: it releases the QPs and buffers of lanes that broke,
@@ -34,6 +36,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "base/gate.h"
 #include "base/list.h"
 #include "base/reaper.h"
 #include "base/time.h"
@@ -326,9 +329,9 @@ struct triad_ctx {
 	struct tr_pmix *pmix; /* launched by PMIx (pmix.c), or NULL */
 
 	pthread_mutex_t lock;
-	/* Application threads queued for the lock (tr_ctx_lock): a spinning
-	 * progress thread stops and leaves it to them (cq_cb). */
-	atomic_uint lock_wanted;
+	/* Who queues for the lock, application threads or the progress
+	 * thread: each lets the other in (base/gate.h). */
+	struct tr_gate gate;
 	struct tr_list waiters; /* threads asleep in tr_wait_until */
 
 	struct ev_loop *loop;
@@ -612,15 +615,17 @@ void tr_conn_priv_ours(const struct triad_ctx *ctx, int plane, int peer,
 
 /* The context lock, as an application thread takes it: when another
  * thread holds it, it says so while it queues, and a progress thread
- * spinning on the lock's CPU (cq_cb) stops and lets it in.  The progress
- * thread's own callbacks take the lock directly. */
+ * spinning on the lock's CPU (cq_cb) stops and lets it in; when the
+ * progress thread queues for it, it goes first (base/gate.h). */
 static inline void tr_ctx_lock(struct triad_ctx *ctx)
 {
-	if (pthread_mutex_trylock(&ctx->lock) == 0)
-		return;
-	atomic_fetch_add_explicit(&ctx->lock_wanted, 1, memory_order_relaxed);
-	pthread_mutex_lock(&ctx->lock);
-	atomic_fetch_sub_explicit(&ctx->lock_wanted, 1, memory_order_relaxed);
+	tr_gate_lock_app(&ctx->gate, &ctx->lock);
+}
+
+/* The context lock, as the progress thread's callbacks take it. */
+static inline void tr_ctx_lock_progress(struct triad_ctx *ctx)
+{
+	tr_gate_lock_progress(&ctx->gate, &ctx->lock);
 }
 
 /* Does this rank take bare active messages (proto/wire.h; TRIAD_BARE_AM)? */

@@ -405,7 +405,7 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock_progress(ctx);
 	if (l->state == TR_LANE_CONNECTING && !ctx->closing) /* the watchdog */
 		attempt_failed(l, "no answer to the connection request");
 	else if (l->state == TR_LANE_DOWN && !ctx->closing && ctx->peers[l->peer].gone)

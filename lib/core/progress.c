@@ -291,7 +291,7 @@ static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock_progress(ctx);
 	which = tr_fab_plane_events(ctx->fab, plane);
 	TR_EV(ctx, "cq_wake", plane, which);
 	if (which) {
@@ -329,7 +329,7 @@ static void cq_cb(struct ev_loop *loop, ev_io *w, int revents)
 		while (tr_now_ns() - from < budget && !app_polling(ctx) && !app_wants_in(ctx)) {
 			pthread_mutex_unlock(&ctx->lock);
 			cpu_relax();
-			pthread_mutex_lock(&ctx->lock);
+			tr_ctx_lock_progress(ctx);
 			rx0 = ctx->rx_msgs;
 			if (tr_progress(ctx) > 0) {
 				tr_ctx_signal(ctx); /* a sleeper let in at once */
@@ -349,7 +349,7 @@ static void async_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock_progress(ctx);
 	tr_fab_async_dispatch(ctx->fab, plane_of(w, ctx->async_w));
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);
@@ -361,7 +361,7 @@ static void cm_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock_progress(ctx);
 	tr_fab_cm_dispatch(ctx->fab);
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);
@@ -396,7 +396,7 @@ void tr_ctx_signal(struct triad_ctx *ctx)
  * (tr_ctx_lock), or woken from tr_wait_until and not yet back in? */
 static int app_wants_in(struct triad_ctx *ctx)
 {
-	if (atomic_load_explicit(&ctx->lock_wanted, memory_order_relaxed))
+	if (tr_gate_app_waits(&ctx->gate))
 		return 1;
 	for (struct tr_list *l = ctx->waiters.next; l != &ctx->waiters; l = l->next)
 		if (tr_container_of(l, struct tr_waiter, link)->woken)
@@ -533,7 +533,7 @@ static void linger_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock_progress(ctx);
 	ctx->linger_on = 0;
 	each_lane(ctx, tr_lane_bsm_flush);
 	pthread_mutex_unlock(&ctx->lock);
@@ -545,7 +545,7 @@ static void kick_cb(struct ev_loop *loop, ev_async *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock_progress(ctx);
 	each_lane(ctx, tr_lane_reconnect);
 	each_lane(ctx, tr_lane_connect_wanted); /* first uses (TRIAD_CONNECT=lazy) */
 	if (ctx->linger_wanted)
@@ -559,7 +559,7 @@ static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	pthread_mutex_lock(&ctx->lock);
+	tr_ctx_lock_progress(ctx);
 	ctx->fc_ticks++;
 	/* One poll of every plane per period, whatever the events say: a
 	 * completion nobody asked an event for (a wake-up missed) waits one
