@@ -29,6 +29,7 @@ extern "C" {
 typedef struct triad_ctx triad_ctx_t;
 typedef struct triad_win triad_win_t;
 typedef struct triad_req triad_req_t;
+typedef struct triad_group triad_group_t;
 
 /* Largest number of planes (devices/ports) a context can drive. */
 #define TRIAD_MAX_PLANES 8
@@ -250,8 +251,41 @@ enum triad_bcast_algo {
 
 int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t len,
 		enum triad_bcast_algo algo, triad_req_t **req_p);
-/* The first rank a failed broadcast did not reach (root only), or -1. */
+/* The first rank a failed broadcast did not reach (root only), or -1: a
+ * world rank for triad_bcast, a group rank for triad_group_bcast. */
 int triad_req_failed_rank(const triad_req_t *req);
+
+/*
+ * A broadcast group: ranks[0 .. n-1], distinct world ranks among which this
+ * rank is, are group ranks 0 .. n-1 (an MPI communicator's ranks, as UCC
+ * creates a team).  Every member creates it, with the same id and the same
+ * ranks in the same order; the call is local (it waits for nobody), and a
+ * broadcast message of the group that arrives before it waits for it.  The
+ * id names the group's broadcasts on the wire: unique among this rank's
+ * live groups (-EEXIST otherwise), not 0 (the world's).  -EINVAL: no ctx,
+ * ranks or group_p, n < 1, a rank outside the world or given twice, this
+ * rank not among them; -ENOMEM.
+ */
+int triad_group_create(triad_ctx_t *ctx, uint32_t id, const int *ranks, int n,
+		       triad_group_t **group_p);
+/* Frees the group here; its id may be used again.  Broadcasts of it still
+ * under way here complete as if it lived.  Groups still alive at
+ * triad_fini are freed with the context.  -EINVAL for NULL. */
+int triad_group_destroy(triad_group_t *group);
+/* This rank's group rank; the number of members.  -EINVAL for NULL. */
+int triad_group_rank(const triad_group_t *group);
+int triad_group_size(const triad_group_t *group);
+/*
+ * triad_bcast over the group: every member calls it, in the same order for
+ * a given root, with the same window id, offset, length and algorithm;
+ * root is a group rank; ranks outside the group take no part (their
+ * windows are not touched and their application threads make no call).
+ * Broadcasts of different groups are told apart by the group id, so
+ * members may call those of different groups in different orders.
+ * -EINVAL: no group or req_p, root not a group rank, an unknown algorithm.
+ */
+int triad_group_bcast(triad_group_t *group, int root, uint32_t win, uint64_t off,
+		      uint64_t len, enum triad_bcast_algo algo, triad_req_t **req_p);
 
 /* ---- active messages ---------------------------------------------------------*/
 /*

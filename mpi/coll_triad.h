@@ -3,12 +3,13 @@
  *
  * triad starts once per process, from the launcher's PMIx (lib/core/pmix.c),
  * at the first communicator that spans the whole world (MPI_COMM_WORLD in
- * MPI_Init); every rank then agrees whether it started everywhere.  A
- * communicator whose group is the world in any order gets a module: its
- * broadcasts of at least coll_triad_min_size bytes go through triad, the
- * others to the module that served MPI_Bcast before this one was enabled.
- * Communicators that are a proper subset of the world and
- * intercommunicators get no module (Open MPI's own choice serves them).
+ * MPI_Init); every rank then agrees whether it started everywhere.  Every
+ * intra-communicator of two ranks or more gets a module once triad is up
+ * (a proper subset of the world gets a triad group, triad_group_create,
+ * freed with the module): its broadcasts of at least coll_triad_min_size
+ * bytes go through triad, the others to the module that served MPI_Bcast
+ * before this one was enabled.  Intercommunicators and a subset of one
+ * rank get no module (Open MPI's own choice serves them).
  *
  * triad_bcast moves a window's range, under one window id at every rank,
  * so the data is staged: every rank exposes one window (coll_triad_stage_size
@@ -27,6 +28,10 @@
 
 /* The window id of the staging window: not for the application's own. */
 #define TRIAD_COLL_WIN_ID 0x74434f4cu /* "tCOL" */
+/* The triad group id of a communicator: its context id, which all its
+ * members share, with the top bit set (ids below 2^31 are the
+ * application's own). */
+#define TRIAD_COLL_GROUP_ID(cid) (0x80000000u | (uint32_t)(cid))
 
 enum triad_coll_state {
 	TRIAD_COLL_UNTRIED, /* triad not started yet */
@@ -62,6 +67,7 @@ extern struct triad_coll_component mca_coll_triad_component;
 struct triad_coll_module {
 	mca_coll_base_module_t super;
 	int *world_rank; /* communicator rank -> triad (world) rank */
+	triad_group_t *group; /* a proper subset of the world: its group; NULL: the world */
 	int agree;	 /* enable must agree on triad's start (first world communicator) */
 	mca_coll_base_module_bcast_fn_t prev_bcast;
 	mca_coll_base_module_t *prev_bcast_module;

@@ -1,11 +1,14 @@
-/* MPI_Bcast through triad_bcast, staged in the process's window.
+/* MPI_Bcast through triad_bcast (triad_group_bcast on a proper subset of
+ * the world), staged in the process's window.
  *
- * Per segment of at most coll_triad_stage_size bytes: a triad barrier (no
- * copy of the previous broadcast still reads or writes a staging window:
- * a rank enters only once its previous broadcast completed, and the
- * previous root's completes once every rank holds the data), the root
- * packs its part into its window, triad_bcast, every other rank unpacks
- * it.  Every rank takes the same path for a broadcast: the size in bytes
+ * Per segment of at most coll_triad_stage_size bytes: a barrier of the
+ * communicator (no copy of the previous broadcast still reads or writes a
+ * staging window: a rank enters only once its previous broadcast, on any
+ * communicator, completed, and the previous root's completes once every
+ * rank holds the data; triad's own barrier on a world communicator, the
+ * barrier Open MPI selected on a subset, whose other ranks triad's would
+ * wait for), the root packs its part into its window, the broadcast, every
+ * other rank unpacks it.  Every rank takes the same path for a broadcast: the size in bytes
  * is the same everywhere (matching type signatures), and so are the
  * parameters. */
 #include "coll_triad.h"
@@ -72,12 +75,16 @@ static void data_move(struct user_data *d, int root, char *win, size_t off, size
 		opal_convertor_unpack(&d->conv, &iov, &n, &moved);
 }
 
-static int segment(struct triad_coll_component *c, int wroot, size_t len)
+/* One segment from comm rank root (world ranks in the log). */
+static int segment(struct triad_coll_component *c, triad_coll_module_t *m, int root, size_t len)
 {
 	triad_req_t *req = NULL;
 	enum triad_status st;
-	int ret = triad_bcast(c->ctx, wroot, TRIAD_COLL_WIN_ID, 0, len,
-			      (enum triad_bcast_algo)c->algo, &req);
+	int wroot = m->world_rank[root];
+	int ret = m->group ? triad_group_bcast(m->group, root, TRIAD_COLL_WIN_ID, 0, len,
+					       (enum triad_bcast_algo)c->algo, &req)
+			   : triad_bcast(c->ctx, wroot, TRIAD_COLL_WIN_ID, 0, len,
+					 (enum triad_bcast_algo)c->algo, &req);
 
 	if (ret) {
 		opal_output(0, "coll/triad: triad_bcast of %zu bytes from rank %d: %s", len, wroot,
@@ -92,9 +99,15 @@ static int segment(struct triad_coll_component *c, int wroot, size_t len)
 		return OMPI_ERROR;
 	}
 	st = triad_req_status(req);
-	if (st != TRIAD_S_OK)
+	if (st != TRIAD_S_OK) {
+		/* A group's broadcast names a group rank: the communicator's. */
+		int failed = triad_req_failed_rank(req);
+
+		if (m->group && failed >= 0)
+			failed = m->world_rank[failed];
 		opal_output(0, "coll/triad: a broadcast of %zu bytes from rank %d: %s (rank %d)", len,
-			    wroot, triad_status_str(st), triad_req_failed_rank(req));
+			    wroot, triad_status_str(st), failed);
+	}
 	triad_req_free(req);
 	return st == TRIAD_S_OK ? OMPI_SUCCESS : OMPI_ERROR;
 }
@@ -121,15 +134,20 @@ int triad_coll_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int ro
 	for (off = 0; off < total && ret == OMPI_SUCCESS; off += c->stage_size) {
 		size_t len = total - off < c->stage_size ? total - off : c->stage_size;
 
-		ret = triad_barrier(c->ctx, c->timeout_ms);
-		if (ret) {
+		if (m->group) {
+			ret = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
+			if (ret != OMPI_SUCCESS) {
+				opal_output(0, "coll/triad: the barrier of %s: %d", comm->c_name, ret);
+				break;
+			}
+		} else if ((ret = triad_barrier(c->ctx, c->timeout_ms))) {
 			opal_output(0, "coll/triad: triad_barrier: %s", strerror(-ret));
 			ret = OMPI_ERROR;
 			break;
 		}
 		if (is_root)
 			data_move(&d, 1, c->stage, off, len);
-		ret = segment(c, m->world_rank[root], len);
+		ret = segment(c, m, root, len);
 		if (ret == OMPI_SUCCESS && !is_root)
 			data_move(&d, 0, c->stage, off, len);
 	}

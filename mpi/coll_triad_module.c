@@ -1,8 +1,10 @@
-/* coll/triad's module: which communicators it serves, and the functions it
- * saves from the module selected before it. */
+/* coll/triad's module: which communicators it serves, the triad group of
+ * one that is a proper subset of the world, and the functions it saves
+ * from the module selected before it. */
 #include "coll_triad.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "ompi/communicator/communicator.h"
 #include "ompi/group/group.h"
@@ -11,6 +13,7 @@
 static void module_construct(triad_coll_module_t *m)
 {
 	m->world_rank = NULL;
+	m->group = NULL;
 	m->agree = 0;
 	m->prev_bcast = NULL;
 	m->prev_bcast_module = NULL;
@@ -23,6 +26,9 @@ static void module_destruct(triad_coll_module_t *m)
 {
 	if (m->prev_bcast_module)
 		OBJ_RELEASE(m->prev_bcast_module);
+	/* triad_fini freed it if triad stopped first (the component closed). */
+	if (m->group && mca_coll_triad_component.ctx)
+		triad_group_destroy(m->group);
 	free(m->world_rank);
 	if (--mca_coll_triad_component.modules == 0)
 		triad_coll_stop();
@@ -77,15 +83,14 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
 	return OMPI_SUCCESS;
 }
 
-/* The world rank of every rank of comm, when its group is the world's in
- * some order; NULL otherwise (a proper subset, or processes of another
- * job). */
+/* The world rank of every rank of comm; NULL when one is not in the
+ * world (processes of another job). */
 static int *world_ranks(struct ompi_communicator_t *comm)
 {
 	int n = ompi_comm_size(comm);
 	int *in = malloc(sizeof(int) * (size_t)n), *out = malloc(sizeof(int) * (size_t)n);
 
-	if (!in || !out || n < 1 || n != ompi_comm_size(&ompi_mpi_comm_world.comm))
+	if (!in || !out || n < 1)
 		goto no;
 	for (int i = 0; i < n; i++)
 		in[i] = i;
@@ -103,26 +108,67 @@ no:
 	return NULL;
 }
 
+/* The triad group of comm, a proper subset of the world whose world ranks
+ * are wr (comm rank i is group rank i), named by comm's context id, which
+ * every member shares; NULL (said why) when it cannot be made. */
+static triad_group_t *subset_group(struct ompi_communicator_t *comm, const int *wr)
+{
+	struct triad_coll_component *c = &mca_coll_triad_component;
+	uint32_t id = TRIAD_COLL_GROUP_ID(ompi_comm_get_cid(comm));
+	triad_group_t *g = NULL;
+	int ret;
+
+	if (c->state != TRIAD_COLL_UP) {
+		opal_output_verbose(2, c->output, "coll/triad: triad is not up: %s not served",
+				    comm->c_name);
+		return NULL;
+	}
+	ret = triad_group_create(c->ctx, id, wr, ompi_comm_size(comm), &g);
+	if (ret) {
+		opal_output_verbose(1, c->output, "coll/triad: triad_group_create of %s (%d ranks, "
+				    "id %#x): %s: not served", comm->c_name, ompi_comm_size(comm),
+				    id, strerror(-ret));
+		return NULL;
+	}
+	return g;
+}
+
 mca_coll_base_module_t *triad_coll_comm_query(struct ompi_communicator_t *comm, int *priority)
 {
 	struct triad_coll_component *c = &mca_coll_triad_component;
+	int world_size = ompi_comm_size(&ompi_mpi_comm_world.comm);
+	int n = ompi_comm_size(comm);
+	triad_group_t *g = NULL;
 	triad_coll_module_t *m;
 	int *wr;
 
 	if (c->priority <= 0 || OMPI_COMM_IS_INTER(comm) || c->state == TRIAD_COLL_FAILED)
 		return NULL;
-	wr = world_ranks(comm);
-	if (!wr) {
-		opal_output_verbose(2, c->output, "coll/triad: %s is not the world: not served",
+	if (n < world_size && n < 2) {
+		opal_output_verbose(2, c->output, "coll/triad: %s has one rank: not served",
 				    comm->c_name);
+		return NULL;
+	}
+	wr = world_ranks(comm);
+	if (!wr || n > world_size) {
+		opal_output_verbose(2, c->output, "coll/triad: %s holds ranks of another job: not "
+				    "served", comm->c_name);
+		free(wr);
+		return NULL;
+	}
+	if (n < world_size && !(g = subset_group(comm, wr))) {
+		free(wr);
 		return NULL;
 	}
 	m = OBJ_NEW(triad_coll_module_t);
 	if (!m) {
+		if (g)
+			triad_group_destroy(g);
 		free(wr);
 		return NULL;
 	}
 	m->world_rank = wr;
+	m->group = g;
 	c->modules++;
 	if (c->state == TRIAD_COLL_UNTRIED) {
 		/* Every rank is here, at the same communicator: start triad, and

@@ -22,12 +22,21 @@
  * their turn (another plane) wait in the broadcast's stash.  A non-root's
  * triad_bcast only waits for the engine's RELEASE.
  *
- * Broadcasts are matched by (root, sequence number): every rank counts the
- * broadcasts it called per root, so the calls must come in the same order
- * everywhere (as MPI collectives); a BCAST_DONE that arrives before the
- * local call waits in bc_early, a BNODE message makes the broadcast's
- * state at once. */
+ * Groups (triad_group_create): a broadcast runs over a group of world
+ * ranks, triad_bcast's over the world's own group (id 0).  The engines
+ * number the group's ranks 0 .. n-1 (group ranks); the glue sends to the
+ * world rank of each group rank they name (proto/group.h) and gives them
+ * the group rank of each member a message comes from.  A broadcast's root
+ * is kept as its world rank (BCAST_DONE comes from it).
+ *
+ * Broadcasts are matched by (group, root, sequence number): every rank
+ * counts the broadcasts it called per group and root, so the calls must
+ * come in the same order everywhere within a group (as MPI collectives
+ * within a communicator); a BCAST_DONE that arrives before the local call
+ * waits in bc_early, a BNODE message makes the broadcast's state at once,
+ * or, when its group is not created here yet, waits for it in grp_early. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +45,7 @@
 #include "proto/bcast.h"
 #include "proto/bnode.h"
 #include "proto/chunk.h"
+#include "proto/group.h"
 
 _Static_assert((int)TRIAD_BCAST_PIPELINED == (int)TR_BCAST_PIPELINE &&
 		       (int)TRIAD_BCAST_BINOMIAL == (int)TR_BCAST_BINOMIAL,
@@ -43,9 +53,19 @@ _Static_assert((int)TRIAD_BCAST_PIPELINED == (int)TR_BCAST_PIPELINE &&
 
 struct tr_dbc;
 
+struct triad_group {
+	struct tr_list link; /* ctx->groups, while created (not the world's) */
+	struct triad_ctx *ctx;
+	uint32_t id;
+	struct tr_group_map map;
+	uint32_t *seq; /* broadcasts called so far, per root (group rank) */
+	int refs;      /* the creator's until destroyed, and one per broadcast state */
+};
+
 struct tr_bc {
 	struct tr_list link;
-	int root;
+	struct triad_group *g; /* its group (a reference) */
+	int root;	       /* world rank */
 	uint32_t seq;
 	uint32_t win;
 	uint64_t off;
@@ -63,6 +83,7 @@ struct tr_bc {
 
 struct tr_bc_early {
 	struct tr_list link;
+	uint32_t group;
 	int root;
 	uint32_t seq;
 	enum triad_status status;
@@ -72,14 +93,84 @@ static int on_bcast_done(struct tr_lane *l, const struct tr_msg *m, struct tr_bu
 static int on_bnode(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
 static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st);
 
+/* A group of the map's ranks (taken over), one reference; NULL: no memory
+ * (the map is freed). */
+static struct triad_group *group_new(struct triad_ctx *ctx, uint32_t id, struct tr_group_map *map)
+{
+	struct triad_group *g = calloc(1, sizeof(*g));
+	uint32_t *seq = calloc((size_t)map->n, sizeof(*seq));
+
+	if (!g || !seq) {
+		free(g);
+		free(seq);
+		tr_group_map_free(map);
+		return NULL;
+	}
+	g->ctx = ctx;
+	g->id = id;
+	g->map = *map;
+	g->seq = seq;
+	g->refs = 1;
+	tr_list_init(&g->link);
+	return g;
+}
+
+static void group_put(struct triad_group *g)
+{
+	if (!g || --g->refs > 0)
+		return;
+	tr_group_map_free(&g->map);
+	free(g->seq);
+	free(g);
+}
+
+/* The group rank of world rank w in bc's group, -1 outside. */
+static int grank(const struct tr_bc *bc, int w)
+{
+	return tr_group_index(&bc->g->map, w);
+}
+
+/* The world rank of group rank r of bc's group. */
+static int wrank(const struct tr_bc *bc, uint32_t r)
+{
+	return bc->g->map.world[r];
+}
+
+/* Frees every record of list h, each malloc'd with its link at offset off. */
+static void list_free_all(struct tr_list *h, size_t off)
+{
+	while (!tr_list_empty(h)) {
+		struct tr_list *l = h->next;
+
+		tr_list_del(l);
+		free((char *)l - off);
+	}
+}
+
+static struct triad_group *group_find(struct triad_ctx *ctx, uint32_t id)
+{
+	if (id == 0)
+		return ctx->world_group;
+	for (struct tr_list *l = ctx->groups.next; l != &ctx->groups; l = l->next) {
+		struct triad_group *g = tr_container_of(l, struct triad_group, link);
+
+		if (g->id == id)
+			return g;
+	}
+	return NULL;
+}
+
 int tr_bcast_setup(struct triad_ctx *ctx)
 {
 	static const struct tr_peer_hooks hooks = { .lost = peer_lost };
+	struct tr_group_map map;
 
 	tr_list_init(&ctx->bcasts);
 	tr_list_init(&ctx->bc_early);
-	ctx->bc_seq = calloc((size_t)ctx->size, sizeof(*ctx->bc_seq));
-	if (!ctx->bc_seq)
+	tr_list_init(&ctx->groups);
+	tr_list_init(&ctx->grp_early);
+	if (tr_group_map_world(&map, ctx->size, ctx->rank) ||
+	    !(ctx->world_group = group_new(ctx, 0, &map)))
 		return -ENOMEM;
 	tr_peer_handle(ctx, TR_MSG_BCAST_DONE, on_bcast_done);
 	tr_peer_handle(ctx, TR_MSG_BNODE, on_bnode);
@@ -91,15 +182,24 @@ static void dbc_free(struct tr_dbc *d);
 static void bc_free(struct tr_bc *bc)
 {
 	tr_list_del(&bc->link);
+	group_put(bc->g);
 	dbc_free(bc->d);
 	free(bc->ranks);
 	free(bc->acts);
 	free(bc);
 }
 
+/* A BNODE message of a group not created here yet, with its data. */
+struct tr_grp_early {
+	struct tr_list link;
+	int peer;
+	struct tr_wire_bnode w;
+	unsigned char data[];
+};
+
 void tr_bcast_teardown(struct triad_ctx *ctx)
 {
-	if (!ctx->bc_seq)
+	if (!ctx->world_group)
 		return;
 	while (!tr_list_empty(&ctx->bcasts)) {
 		struct tr_bc *bc = tr_list_first(&ctx->bcasts, struct tr_bc, link);
@@ -108,14 +208,16 @@ void tr_bcast_teardown(struct triad_ctx *ctx)
 			tr_req_complete(bc->req, TRIAD_S_CANCELLED);
 		bc_free(bc);
 	}
-	while (!tr_list_empty(&ctx->bc_early)) {
-		struct tr_bc_early *e = tr_list_first(&ctx->bc_early, struct tr_bc_early, link);
+	list_free_all(&ctx->bc_early, offsetof(struct tr_bc_early, link));
+	list_free_all(&ctx->grp_early, offsetof(struct tr_grp_early, link));
+	while (!tr_list_empty(&ctx->groups)) {
+		struct triad_group *g = tr_list_first(&ctx->groups, struct triad_group, link);
 
-		tr_list_del(&e->link);
-		free(e);
+		tr_list_del(&g->link);
+		group_put(g);
 	}
-	free(ctx->bc_seq);
-	ctx->bc_seq = NULL;
+	group_put(ctx->world_group);
+	ctx->world_group = NULL;
 }
 
 /* ---- delegated: every rank's engine (proto/bnode) -----------------------------*/
@@ -161,30 +263,20 @@ static void dbc_free(struct tr_dbc *d)
 {
 	if (!d)
 		return;
-	while (!tr_list_empty(&d->writes)) {
-		struct tr_bwrite *w = tr_list_first(&d->writes, struct tr_bwrite, link);
-
-		tr_list_del(&w->link);
-		free(w);
-	}
-	while (!tr_list_empty(&d->stash)) {
-		struct tr_bstash *e = tr_list_first(&d->stash, struct tr_bstash, link);
-
-		tr_list_del(&e->link);
-		free(e);
-	}
+	list_free_all(&d->writes, offsetof(struct tr_bwrite, link));
+	list_free_all(&d->stash, offsetof(struct tr_bstash, link));
 	free(d->acts);
 	free(d);
 }
 
-/* bc's engine, for rank `root`'s broadcast (cfg: the root's, else only
- * the world's shape).  0 or -ENOMEM / -EINVAL. */
-static int dbc_new(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_bnode_cfg *root_cfg)
+/* bc's engine, for its root's broadcast (cfg: the root's, else only the
+ * group's shape).  0 or -ENOMEM / -EINVAL. */
+static int dbc_new(struct tr_bc *bc, const struct tr_bnode_cfg *root_cfg)
 {
 	struct tr_bnode_cfg cfg = {
-		.nranks = (uint32_t)ctx->size,
-		.root = (uint32_t)bc->root,
-		.rank = (uint32_t)ctx->rank,
+		.nranks = (uint32_t)bc->g->map.n,
+		.root = (uint32_t)grank(bc, bc->root),
+		.rank = (uint32_t)bc->g->map.me,
 		.cost = bnode_cost,
 	};
 	struct tr_dbc *d = calloc(1, sizeof(*d));
@@ -227,16 +319,17 @@ static void bnode_msg(struct tr_bc *bc, struct tr_msg *m, enum tr_wire_bnode_kin
 	m->u.bnode.shape = bc->d->eng.shape;
 	m->u.bnode.root = (uint32_t)bc->root;
 	m->u.bnode.seq = bc->seq;
+	m->u.bnode.group = bc->g->id;
 	m->u.bnode.win = bc->win;
 	m->u.bnode.off = bc->off;
 	m->u.bnode.failed = TR_BNODE_NO_RANK;
 }
 
-/* A message the engine asked for; one that cannot go tells the engine
- * its peer failed (the transport gave up on it). */
+/* A message the engine asked for, to group rank `to`; one that cannot go
+ * tells the engine its peer failed (the transport gave up on it). */
 static void bnode_send(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t to, struct tr_msg *m)
 {
-	int ret = tr_peer_send(ctx, (int)to, m, TR_FC_MEDIUM, NULL);
+	int ret = tr_peer_send(ctx, wrank(bc, to), m, TR_FC_MEDIUM, NULL);
 
 	if (ret) {
 		tr_warn("broadcast %u of rank %d: cannot send a %s to rank %u: %s", bc->seq,
@@ -324,7 +417,7 @@ static void act_bwrite(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_
 {
 	struct triad_win *w = tr_win_find(ctx, bc->win);
 	struct tr_bwrite *rec = calloc(1, sizeof(*rec));
-	struct triad_req *req = tr_req_new(ctx, TR_REQ_PUT, (int)a->to);
+	struct triad_req *req = tr_req_new(ctx, TR_REQ_PUT, wrank(bc, a->to));
 
 	if (!rec || !req) {
 		free(rec);
@@ -462,9 +555,9 @@ static void tell_rank(struct triad_ctx *ctx, struct tr_bc *bc, int rank, enum tr
 static int droot_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len)
 {
 	struct tr_bnode_cfg cfg = {
-		.nranks = (uint32_t)ctx->size,
-		.root = (uint32_t)ctx->rank,
-		.rank = (uint32_t)ctx->rank,
+		.nranks = (uint32_t)bc->g->map.n,
+		.root = (uint32_t)bc->g->map.me,
+		.rank = (uint32_t)bc->g->map.me,
 		.len = len,
 		.shape = TR_BNODE_AUTO,
 		.inline_max = bnode_inline_max(ctx),
@@ -472,15 +565,15 @@ static int droot_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len)
 	};
 
 	if (len == 0) {
-		for (int r = 0; r < ctx->size; r++)
-			if (r != ctx->rank)
-				tell_rank(ctx, bc, r, TRIAD_S_OK);
+		for (int r = 0; r < bc->g->map.n; r++)
+			if (r != bc->g->map.me)
+				tell_rank(ctx, bc, wrank(bc, (uint32_t)r), TRIAD_S_OK);
 		tr_req_complete(bc->req, TRIAD_S_OK);
 		bc->req = NULL;
 		bc_free(bc);
 		return 0;
 	}
-	if (dbc_new(ctx, bc, &cfg))
+	if (dbc_new(bc, &cfg))
 		return -ENOMEM;
 	tr_debug("broadcast %u: %llu B, delegated, %s", bc->seq, (unsigned long long)len,
 		 tr_bnode_shape_str(bc->d->eng.shape));
@@ -529,7 +622,8 @@ static void stash_retry(struct triad_ctx *ctx, struct tr_bc *bc)
 	}
 }
 
-static void on_order(struct triad_ctx *ctx, struct tr_bc *bc, int peer,
+/* An ORDER from group rank `from`. */
+static void on_order(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t from,
 		     const struct tr_wire_bnode *w)
 {
 	struct tr_dbc *d = bc->d;
@@ -543,14 +637,14 @@ static void on_order(struct triad_ctx *ctx, struct tr_bc *bc, int peer,
 		/* Nothing moves on from here; the parent hears it in the report. */
 		tr_error("broadcast %u of rank %d: window %u cannot take chunk %llu: %s", bc->seq,
 			 bc->root, bc->win, (unsigned long long)w->k, triad_status_str(st));
-		dexec(ctx, bc, tr_bnode_on_abort(&d->eng, (uint32_t)peer, st, (uint32_t)ctx->rank,
+		dexec(ctx, bc, tr_bnode_on_abort(&d->eng, from, st, (uint32_t)bc->g->map.me,
 						 w->shape, d->acts, d->cap));
 	}
-	n = tr_bnode_on_order(&d->eng, (uint32_t)peer, &ord, d->acts, d->cap);
+	n = tr_bnode_on_order(&d->eng, from, &ord, d->acts, d->cap);
 	if (n != -ENOENT || w->shape != TR_BNODE_TWOTREE) {
 		if (n < 0)
 			tr_warn("broadcast %u of rank %d: ORDER from rank %d refused: %s", bc->seq,
-				bc->root, peer, strerror(-n));
+				bc->root, wrank(bc, from), strerror(-n));
 		dexec(ctx, bc, n);
 		stash_retry(ctx, bc);
 		return;
@@ -562,91 +656,124 @@ static void on_order(struct triad_ctx *ctx, struct tr_bc *bc, int peer,
 			 (unsigned long long)w->k);
 		return;
 	}
-	e->from = (uint32_t)peer;
+	e->from = from;
 	e->ord = ord;
 	tr_list_add_tail(&d->stash, &e->link);
 }
 
-static struct tr_bc *bc_find(struct triad_ctx *ctx, int root, uint32_t seq, int uncalled)
+static struct tr_bc *bc_find(struct triad_ctx *ctx, const struct triad_group *g, int root,
+			     uint32_t seq, int uncalled)
 {
 	for (struct tr_list *l = ctx->bcasts.next; l != &ctx->bcasts; l = l->next) {
 		struct tr_bc *bc = tr_container_of(l, struct tr_bc, link);
 
-		if (bc->root == root && bc->seq == seq && (!uncalled || !bc->called))
+		if (bc->g == g && bc->root == root && bc->seq == seq && (!uncalled || !bc->called))
 			return bc;
 	}
 	return NULL;
 }
 
-static int on_bnode(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
+/* Keeps a BNODE message of a group not created here yet, data and all:
+ * triad_group_create hands it on. */
+static void grp_early_keep(struct triad_ctx *ctx, int peer, const struct tr_wire_bnode *w)
 {
-	struct triad_ctx *ctx = l->ctx;
-	int peer = l->peer;
-	const struct tr_wire_bnode *w = &m->u.bnode;
-	int root = (int)w->root;
+	struct tr_grp_early *e = malloc(sizeof(*e) + w->nbytes);
+
+	if (!e) {
+		tr_error("broadcast %u of rank %u: no memory to keep a message of group %u", w->seq,
+			 w->root, w->group);
+		return;
+	}
+	tr_debug("broadcast %u of rank %u: a message of group %u, not created here yet: kept",
+		 w->seq, w->root, w->group);
+	e->peer = peer;
+	e->w = *w;
+	if (w->nbytes)
+		memcpy(e->data, w->data, w->nbytes);
+	e->w.data = w->nbytes ? e->data : NULL;
+	tr_list_add_tail(&ctx->grp_early, &e->link);
+}
+
+/* A BNODE message from world rank peer. */
+static void bnode_in(struct triad_ctx *ctx, int peer, const struct tr_wire_bnode *w)
+{
+	struct triad_group *g = group_find(ctx, w->group);
+	int root = (int)w->root, groot, from;
 	struct tr_bc *bc;
 
-	(void)b;
-	if (w->root >= (uint32_t)ctx->size) {
-		tr_warn("rank %d: a broadcast message for root %u of %d ranks: dropped", peer,
-			w->root, ctx->size);
-		return 0;
+	if (!g) {
+		grp_early_keep(ctx, peer, w);
+		return;
 	}
-	bc = bc_find(ctx, root, w->seq, 0);
+	groot = w->root < (uint32_t)ctx->size ? tr_group_index(&g->map, root) : -1;
+	from = tr_group_index(&g->map, peer);
+	if (groot < 0 || from < 0) {
+		tr_warn("rank %d: a broadcast message of group %u for root %u: %s not a member: "
+			"dropped", peer, w->group, w->root, from < 0 ? "the sender is" : "the root is");
+		return;
+	}
+	bc = bc_find(ctx, g, root, w->seq, 0);
 	if (!bc || !bc->d) {
 		/* Over here already (a late ABORT, or the call took the broadcast
 		 * to be root-driven): nothing to do. */
-		if (!bc && (root == ctx->rank || (int32_t)(w->seq - ctx->bc_seq[root]) < 0)) {
+		if (!bc && (root == ctx->rank || (int32_t)(w->seq - g->seq[groot]) < 0)) {
 			tr_debug("broadcast %u of rank %d: a %u from rank %d after its end", w->seq,
 				 root, w->kind, peer);
-			return 0;
+			return;
 		}
 		if (!bc && (bc = calloc(1, sizeof(*bc)))) {
+			bc->g = g;
+			g->refs++;
 			bc->root = root;
 			bc->seq = w->seq;
 			tr_list_add_tail(&ctx->bcasts, &bc->link);
 		}
-		if (!bc || (bc->win = w->win, bc->off = w->off, dbc_new(ctx, bc, NULL))) {
+		if (!bc || (bc->win = w->win, bc->off = w->off, dbc_new(bc, NULL))) {
 			tr_error("broadcast %u of rank %d: no memory for its state", w->seq, root);
 			if (bc && !bc->called)
 				bc_free(bc);
-			return 0;
+			return;
 		}
 	}
 	bc->d->busy++;
 	switch (w->kind) {
 	case TR_WIRE_BNODE_ORDER:
-		on_order(ctx, bc, peer, w);
+		on_order(ctx, bc, (uint32_t)from, w);
 		break;
 	case TR_WIRE_BNODE_REPORT:
-		dexec(ctx, bc, tr_bnode_on_report(&bc->d->eng, (uint32_t)peer,
+		dexec(ctx, bc, tr_bnode_on_report(&bc->d->eng, (uint32_t)from,
 						  (enum triad_status)w->status, w->failed, w->shape,
 						  bc->d->acts, bc->d->cap));
 		break;
 	default:
-		dexec(ctx, bc, tr_bnode_on_abort(&bc->d->eng, (uint32_t)peer,
+		dexec(ctx, bc, tr_bnode_on_abort(&bc->d->eng, (uint32_t)from,
 						 (enum triad_status)w->status, w->failed, w->shape,
 						 bc->d->acts, bc->d->cap));
 		break;
 	}
 	bc->d->busy--;
 	dexec(ctx, bc, 0);
+}
+
+static int on_bnode(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
+{
+	(void)b;
+	bnode_in(l->ctx, l->peer, &m->u.bnode);
 	return 0;
 }
 
-/* A lost peer: a child the engine waits for, or the root whose broadcast
- * this rank has not all of (nobody is left to tell it). */
-static void dpeer_lost(struct triad_ctx *ctx, struct tr_bc *bc, int peer)
+/* A lost peer (group rank gp): a child the engine waits for, or the root
+ * whose broadcast this rank has not all of (nobody is left to tell it). */
+static void dpeer_lost(struct triad_ctx *ctx, struct tr_bc *bc, int peer, uint32_t gp)
 {
 	struct tr_dbc *d = bc->d;
 
 	d->busy++;
 	if (peer != ctx->rank)
-		dexec(ctx, bc, tr_bnode_rank_failed(&d->eng, (uint32_t)peer, TRIAD_S_UNREACHABLE,
+		dexec(ctx, bc, tr_bnode_rank_failed(&d->eng, gp, TRIAD_S_UNREACHABLE,
 						    d->acts, d->cap));
 	if (bc->root == peer && !d->eng.released)
-		dexec(ctx, bc, tr_bnode_on_abort(&d->eng, (uint32_t)peer, TRIAD_S_UNREACHABLE,
-						 (uint32_t)peer,
+		dexec(ctx, bc, tr_bnode_on_abort(&d->eng, gp, TRIAD_S_UNREACHABLE, gp,
 						 d->eng.shape ? d->eng.shape : TR_BNODE_TREE, d->acts,
 						 d->cap));
 	d->busy--;
@@ -674,8 +801,8 @@ static void xfer_done(struct triad_req *req)
 static void act_copy(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_bcast_act *a)
 {
 	struct tr_copy_hdr order = {
-		.source = a->src,
-		.destination = a->dst,
+		.source = (uint32_t)wrank(bc, a->src),
+		.destination = (uint32_t)wrank(bc, a->dst),
 		.src_win = bc->win,
 		.dst_win = bc->win,
 		.src_off = bc->off + a->off,
@@ -683,7 +810,7 @@ static void act_copy(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_bc
 		.len = a->len,
 		.mode = TR_COPY_TRANSPORT_ACK,
 	};
-	struct triad_req *req = tr_req_new(ctx, TR_REQ_COPY, (int)a->src);
+	struct triad_req *req = tr_req_new(ctx, TR_REQ_COPY, wrank(bc, a->src));
 	int ret;
 
 	if (req) {
@@ -706,11 +833,13 @@ static void act_copy(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_bc
 	}
 }
 
+/* Tells world rank `rank` the broadcast is over for it. */
 static void tell_rank(struct triad_ctx *ctx, struct tr_bc *bc, int rank, enum triad_status st)
 {
 	struct tr_msg m = { .type = TR_MSG_BCAST_DONE };
 
 	m.u.bcast_done.seq = bc->seq;
+	m.u.bcast_done.group = bc->g->id;
 	m.u.bcast_done.status = (uint16_t)st;
 	if (tr_peer_send(ctx, rank, &m, TR_FC_HIGH, NULL))
 		tr_warn("broadcast %u: cannot tell rank %d it is over", bc->seq, rank);
@@ -733,7 +862,7 @@ static void exec(struct triad_ctx *ctx, struct tr_bc *bc, int n)
 				act_copy(ctx, bc, a);
 				break;
 			case TR_BCAST_ACT_RANK_DONE:
-				tell_rank(ctx, bc, (int)a->dst, (enum triad_status)a->status);
+				tell_rank(ctx, bc, wrank(bc, a->dst), (enum triad_status)a->status);
 				break;
 			case TR_BCAST_ACT_DONE:
 				bc->req->failed_rank = a->failed == TR_BCAST_NO_RANK ? -1 : (int)a->failed;
@@ -758,8 +887,8 @@ static int root_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len,
 {
 	struct triad_win *w = tr_win_find(ctx, bc->win);
 	struct tr_bcast_cfg cfg = {
-		.nranks = (uint32_t)ctx->size,
-		.root = (uint32_t)ctx->rank,
+		.nranks = (uint32_t)bc->g->map.n,
+		.root = (uint32_t)bc->g->map.me,
 		.len = len,
 		.algo = (enum tr_bcast_algo)algo,
 		.chunk = ctx->cfg.chunk_size < (1u << 20) ? ctx->cfg.chunk_size : (1u << 20),
@@ -777,7 +906,7 @@ static int root_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len,
 			return 0;
 		st = TRIAD_S_NO_MEMORY;
 	}
-	bc->ranks = calloc((size_t)ctx->size, sizeof(*bc->ranks));
+	bc->ranks = calloc((size_t)bc->g->map.n, sizeof(*bc->ranks));
 	cfg.ranks = bc->ranks;
 	if (st == TRIAD_S_OK && (!bc->ranks || tr_bcast_init(&bc->eng, &cfg)))
 		st = TRIAD_S_NO_MEMORY;
@@ -792,10 +921,10 @@ static int root_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len,
 		tr_error("broadcast %u: the root's window %u cannot serve [%llu, +%llu): %s",
 			 bc->seq, bc->win, (unsigned long long)bc->off, (unsigned long long)len,
 			 triad_status_str(st));
-		for (int r = 0; r < ctx->size; r++)
-			if (r != ctx->rank)
-				tell_rank(ctx, bc, r, st);
-		bc->req->failed_rank = ctx->rank;
+		for (int r = 0; r < bc->g->map.n; r++)
+			if (r != bc->g->map.me)
+				tell_rank(ctx, bc, wrank(bc, (uint32_t)r), st);
+		bc->req->failed_rank = bc->g->map.me;
 		tr_req_complete(bc->req, st);
 		bc->req = NULL;
 		bc_free(bc);
@@ -816,13 +945,15 @@ static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
 		return; /* not while starting or closing (the teardown cancels) */
 	for (l = ctx->bcasts.next; l != &ctx->bcasts; l = next) {
 		struct tr_bc *bc = tr_container_of(l, struct tr_bc, link);
-		int n;
+		int gp = grank(bc, peer), n;
 
 		next = l->next;
+		if (gp < 0)
+			continue; /* not a member of its group */
 		if (bc->d) {
-			dpeer_lost(ctx, bc, peer); /* may free bc */
+			dpeer_lost(ctx, bc, peer, (uint32_t)gp); /* may free bc */
 		} else if (bc->root == ctx->rank) {
-			n = tr_bcast_rank_failed(&bc->eng, (uint32_t)peer, TRIAD_S_UNREACHABLE,
+			n = tr_bcast_rank_failed(&bc->eng, (uint32_t)gp, TRIAD_S_UNREACHABLE,
 						 bc->acts, bc->cap);
 			if (n > 0)
 				exec(ctx, bc, n); /* may free bc: next was taken before */
@@ -846,7 +977,8 @@ static int on_bcast_done(struct tr_lane *l, const struct tr_msg *m, struct tr_bu
 	for (i = ctx->bcasts.next; i != &ctx->bcasts; i = i->next) {
 		struct tr_bc *bc = tr_container_of(i, struct tr_bc, link);
 
-		if (bc->root == peer && bc->seq == m->u.bcast_done.seq && !bc->d) {
+		if (bc->g->id == m->u.bcast_done.group && bc->root == peer &&
+		    bc->seq == m->u.bcast_done.seq && !bc->d) {
 			tr_req_complete(bc->req, (enum triad_status)m->u.bcast_done.status);
 			bc->req = NULL;
 			bc_free(bc);
@@ -859,6 +991,7 @@ static int on_bcast_done(struct tr_lane *l, const struct tr_msg *m, struct tr_bu
 			 peer);
 		return 0;
 	}
+	e->group = m->u.bcast_done.group;
 	e->root = peer;
 	e->seq = m->u.bcast_done.seq;
 	e->status = (enum triad_status)m->u.bcast_done.status;
@@ -866,22 +999,16 @@ static int on_bcast_done(struct tr_lane *l, const struct tr_msg *m, struct tr_bu
 	return 0;
 }
 
-int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t len,
-		enum triad_bcast_algo algo, triad_req_t **req_p)
+/* A broadcast of group g from its group rank root (checked). */
+static int bcast_start(struct triad_ctx *ctx, struct triad_group *g, int root, uint32_t win,
+		       uint64_t off, uint64_t len, enum triad_bcast_algo algo, triad_req_t **req_p)
 {
-	struct triad_req *req;
-	struct tr_bc *bc, *early;
+	int wroot = g->map.world[root];
+	struct triad_req *req = tr_req_new(ctx, TR_REQ_BCAST, wroot);
+	struct tr_bc *bc = calloc(1, sizeof(*bc)), *early;
 	struct tr_list *l;
 	int ret = 0;
 
-	if (!ctx || !req_p || root < 0 || root >= ctx->size || (unsigned)algo > TRIAD_BCAST_TREE) {
-		if (ctx)
-			tr_debug("bcast: bad arguments (root %d of %d ranks, algorithm %d)", root,
-				 ctx->size, (int)algo);
-		return -EINVAL;
-	}
-	req = tr_req_new(ctx, TR_REQ_BCAST, root);
-	bc = calloc(1, sizeof(*bc));
 	if (!req || !bc) {
 		free(req);
 		free(bc);
@@ -889,15 +1016,15 @@ int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t
 	}
 	req->len = len;
 	req->failed_rank = -1;
-	bc->root = root;
+	bc->root = wroot;
 	bc->win = win;
 	bc->off = off;
 	bc->req = req;
 	bc->called = 1;
 	*req_p = req;
 	tr_ctx_lock(ctx);
-	bc->seq = ctx->bc_seq[root]++;
-	if (root != ctx->rank && (early = bc_find(ctx, root, bc->seq, 1))) {
+	bc->seq = g->seq[root]++;
+	if (wroot != ctx->rank && (early = bc_find(ctx, g, wroot, bc->seq, 1))) {
 		/* Its messages came first: the engine runs already. */
 		free(bc);
 		early->called = 1;
@@ -912,14 +1039,16 @@ int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t
 		pthread_mutex_unlock(&ctx->lock);
 		return 0;
 	}
+	bc->g = g;
+	g->refs++;
 	tr_list_add_tail(&ctx->bcasts, &bc->link);
-	if (root == ctx->rank) {
+	if (wroot == ctx->rank) {
 		ret = root_start(ctx, bc, len, algo);
 	} else {
 		for (l = ctx->bc_early.next; l != &ctx->bc_early; l = l->next) {
 			struct tr_bc_early *e = tr_container_of(l, struct tr_bc_early, link);
 
-			if (e->root == root && e->seq == bc->seq) {
+			if (e->group == g->id && e->root == wroot && e->seq == bc->seq) {
 				tr_req_complete(req, e->status);
 				bc->req = NULL;
 				bc_free(bc);
@@ -931,6 +1060,97 @@ int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
+}
+
+int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t len,
+		enum triad_bcast_algo algo, triad_req_t **req_p)
+{
+	if (!ctx || !req_p || root < 0 || root >= ctx->size || (unsigned)algo > TRIAD_BCAST_TREE) {
+		if (ctx)
+			tr_debug("bcast: bad arguments (root %d of %d ranks, algorithm %d)", root,
+				 ctx->size, (int)algo);
+		return -EINVAL;
+	}
+	return bcast_start(ctx, ctx->world_group, root, win, off, len, algo, req_p);
+}
+
+int triad_group_bcast(triad_group_t *group, int root, uint32_t win, uint64_t off,
+		      uint64_t len, enum triad_bcast_algo algo, triad_req_t **req_p)
+{
+	if (!group || !req_p || root < 0 || root >= group->map.n ||
+	    (unsigned)algo > TRIAD_BCAST_TREE) {
+		if (group)
+			tr_debug("group %u bcast: bad arguments (root %d of %d ranks, algorithm %d)",
+				 group->id, root, group->map.n, (int)algo);
+		return -EINVAL;
+	}
+	return bcast_start(group->ctx, group, root, win, off, len, algo, req_p);
+}
+
+int triad_group_create(triad_ctx_t *ctx, uint32_t id, const int *ranks, int n,
+		       triad_group_t **group_p)
+{
+	struct tr_group_map map;
+	struct triad_group *g;
+	struct tr_list *l, *next;
+	int ret;
+
+	if (!ctx || !group_p || id == 0)
+		return -EINVAL;
+	ret = tr_group_map_init(&map, ranks, n, ctx->size, ctx->rank);
+	if (ret) {
+		tr_debug("group %u: bad ranks (%d of them, in a world of %d)", id, n, ctx->size);
+		return ret;
+	}
+	g = group_new(ctx, id, &map);
+	if (!g)
+		return -ENOMEM;
+	tr_ctx_lock(ctx);
+	if (group_find(ctx, id)) {
+		pthread_mutex_unlock(&ctx->lock);
+		group_put(g);
+		return -EEXIST;
+	}
+	tr_list_add_tail(&ctx->groups, &g->link);
+	/* Messages of its broadcasts that came first, in their order. */
+	for (l = ctx->grp_early.next; l != &ctx->grp_early; l = next) {
+		struct tr_grp_early *e = tr_container_of(l, struct tr_grp_early, link);
+
+		next = l->next;
+		if (e->w.group != id)
+			continue;
+		tr_list_del(&e->link);
+		bnode_in(ctx, e->peer, &e->w);
+		free(e);
+		next = ctx->grp_early.next; /* the list may have changed */
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	*group_p = g;
+	return 0;
+}
+
+int triad_group_destroy(triad_group_t *group)
+{
+	struct triad_ctx *ctx;
+
+	if (!group)
+		return -EINVAL;
+	ctx = group->ctx;
+	tr_ctx_lock(ctx);
+	tr_list_del(&group->link);
+	group_put(group); /* its broadcasts under way keep it until they end */
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+int triad_group_rank(const triad_group_t *group)
+{
+	return group ? group->map.me : -EINVAL;
+}
+
+int triad_group_size(const triad_group_t *group)
+{
+	return group ? group->map.n : -EINVAL;
 }
 
 int triad_req_failed_rank(const triad_req_t *req)

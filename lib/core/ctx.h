@@ -413,7 +413,9 @@ struct triad_ctx {
 
 	struct tr_list bcasts;	  /* broadcasts in progress here */
 	struct tr_list bc_early;  /* BCAST_DONEs that came before the local call */
-	uint32_t *bc_seq;	  /* broadcasts called so far, per root */
+	struct triad_group *world_group; /* triad_bcast's: every rank, id 0 */
+	struct tr_list groups;	  /* the groups triad_group_create made, live */
+	struct tr_list grp_early; /* BNODE messages of a group not created here yet */
 
 	unsigned drained;	  /* planes drained on request (triad_plane_drain) */
 	struct tr_choice_cfg choice; /* adaptive plane choice (TRIAD_ADAPTIVE*) */
@@ -703,8 +705,8 @@ void tr_copy_teardown(struct triad_ctx *ctx);
 /* Submit a copy with a prepared request (lock held); 0, -EAGAIN, -EINVAL. */
 int tr_copy_submit(struct triad_ctx *ctx, const struct tr_copy_hdr *order, struct triad_req *req);
 
-/* Broadcasts (bcast.c).  Setup: BCAST_DONE, BNODE (a delegated
- * broadcast's ORDER, REPORT or ABORT), a lost peer's broadcasts. */
+/* Broadcasts (bcast.c).  Setup: the world's group, BCAST_DONE, BNODE (a
+ * delegated broadcast's ORDER, REPORT or ABORT), a lost peer's broadcasts. */
 int tr_bcast_setup(struct triad_ctx *ctx);
 void tr_bcast_teardown(struct triad_ctx *ctx);
 

@@ -83,7 +83,7 @@ static size_t body_len(const struct tr_msg *m)
 	case TR_MSG_PLANE_DOWN: return 16;
 	case TR_MSG_AM: return TR_WIRE_AM_HDR_LEN + (size_t)m->u.am.len;
 	case TR_MSG_COPY: return TR_WIRE_COPY_LEN + (size_t)m->u.copy.carried;
-	case TR_MSG_BCAST_DONE:
+	case TR_MSG_BCAST_DONE: return 12;
 	case TR_MSG_PLANE_DRAIN: return 8;
 	case TR_MSG_SEQ_SKIP: return 4 + 4 * (size_t)m->u.seq_skip.count;
 	case TR_MSG_BNODE: return TR_WIRE_BNODE_LEN + (size_t)m->u.bnode.nbytes;
@@ -266,6 +266,7 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		PUT32(&c, m->u.bcast_done.seq);
 		PUT16(&c, m->u.bcast_done.status);
 		PUT16(&c, 0);
+		PUT32(&c, m->u.bcast_done.group);
 		break;
 	case TR_MSG_COPY: {
 		const struct tr_copy_hdr *h = &m->u.copy.hdr;
@@ -305,7 +306,7 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		PUT32(&c, b->win);
 		PUT32(&c, b->hi);
 		PUT32(&c, b->failed);
-		PUT32(&c, 0);
+		PUT32(&c, b->group);
 		PUT64(&c, b->off);
 		PUT64(&c, b->len);
 		PUT64(&c, b->chunk);
@@ -453,6 +454,7 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		m.u.bcast_done.status = GET16(&c);
 		if (GET16(&c) != 0)
 			return -EBADMSG;
+		m.u.bcast_done.group = GET32(&c);
 		if (m.u.bcast_done.status >= TRIAD_S_MAX)
 			return -EPROTO;
 		break;
@@ -503,8 +505,7 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		b->win = GET32(&c);
 		b->hi = GET32(&c);
 		b->failed = GET32(&c);
-		if (GET32(&c) != 0)
-			return -EBADMSG;
+		b->group = GET32(&c);
 		b->off = GET64(&c);
 		b->len = GET64(&c);
 		b->chunk = GET64(&c);

@@ -25,7 +25,8 @@
 #include "triad.h"
 
 #define TR_WIRE_MAGIC 0x5472
-#define TR_WIRE_VERSION 4 /* 3: a COPY_DATA may carry the copy's data; 4: no AM ord */
+#define TR_WIRE_VERSION 5 /* 3: a COPY_DATA may carry the copy's data; 4: no AM ord;
+			    * 5: broadcasts name their group */
 #define TR_WIRE_HDR_LEN 32
 #define TR_WIRE_CTRL_LEN 256	/* every message but AM and a COPY_DATA with data fits */
 #define TR_WIRE_COPY_LEN 64	/* a copy message's body before the data it carries */
@@ -101,8 +102,9 @@ struct tr_msg {
 			uint32_t seq[TR_WIRE_SKIP_MAX];
 		} seq_skip;
 		struct {
-			uint32_t seq;	 /* the root's broadcast number */
+			uint32_t seq;	 /* the root's broadcast number in the group */
 			uint16_t status; /* enum triad_status */
+			uint32_t group;	 /* the broadcast's group id, 0: the world */
 		} bcast_done;
 		struct {
 			uint8_t kind; /* enum tr_copy_msg */
@@ -113,7 +115,7 @@ struct tr_msg {
 			const void *data; /* decode: points into the decoded buffer */
 		} copy;
 		/* The delegated broadcast's messages (proto/bnode.h), one
-		 * broadcast named by (root, seq).  An ORDER's fields are
+		 * broadcast named by (group, root, seq).  An ORDER's fields are
 		 * struct tr_bnode_order's, with the broadcast's window and
 		 * offset (the same on every rank); a carried one brings the
 		 * bytes of chunk k (TREE: all len bytes), exactly. */
@@ -125,6 +127,7 @@ struct tr_msg {
 			uint32_t root, seq, win;
 			uint32_t hi;	 /* ORDER, TREE */
 			uint32_t failed; /* REPORT, ABORT: first failed rank, or UINT32_MAX */
+			uint32_t group;	 /* the broadcast's group id, 0: the world */
 			uint64_t off;	 /* the broadcast's window offset */
 			uint64_t len, chunk, k;
 			uint32_t nbytes;  /* carried bytes following the body */
@@ -233,7 +236,9 @@ int tr_msg_decode_bare(uint32_t imm, const void *payload, size_t len,
  * the messages (a COPY_DATA may carry data), so a rank of the release
  * before is refused at connection time, not by its first such message.
  * Version 5 adds the flags, and with them bare active messages, and names
- * wire version 4 (an active message without its order number).  The job
+ * wire version 4 (an active message without its order number).  Version 6
+ * has version 5's layout and names wire version 5 (a broadcast's messages
+ * name its group: triad_group_create).  The job
  * key (0: none) must be the receiver's own: a request from another job is
  * refused.  An incarnation is a process's random
  * 64-bit name, never 0: two runs of one world file share its key but not
@@ -241,7 +246,7 @@ int tr_msg_decode_bare(uint32_t imm, const void *payload, size_t len,
  * run for its peer (proto/conn.h, tr_conn_same_run). */
 #define TR_WIRE_PRIV_MAGIC 0x74726978u	  /* "trix" */
 #define TR_WIRE_PRIV_MAGIC_V1 0x74726961u /* "tria" */
-#define TR_WIRE_PRIV_VERSION 5
+#define TR_WIRE_PRIV_VERSION 6
 #define TR_WIRE_PRIV_LEN 56 /* rdma_cm carries at most 56 in a request */
 #define TR_WIRE_PRIV_LEN_V1 24
 #define TR_CONN_F_BARE_AM 0x1u

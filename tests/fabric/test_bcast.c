@@ -10,6 +10,14 @@
  * different roots on different windows run at the same time.  Non-root
  * ranks only start the broadcast and wait for it.
  *
+ * Groups (triad_group_bcast), with 2 ranks or more: the even ranks in
+ * reverse order and the odd ranks, at the same time (disjoint groups under
+ * one id each), then every rank but the last, whose window must keep its
+ * bytes: every algorithm, sizes 1 B .. 1 MiB, group roots first, middle and
+ * last.  Then a group every rank but its root creates 200 ms late, so that
+ * its broadcast's messages come before the group (greedy and tree); then
+ * every argument error of triad_group_create and triad_group_bcast.
+ *
  * --fail-plane P: a 16 MiB broadcast of every algorithm from rank 0 (tree
  * also with 64 KiB, one WRITE per child), and 50 ms into each, ranks 1 and
  * the last (holders that forward, in the delegated one) force their
@@ -157,6 +165,169 @@ static int failed_plane_broadcasts(triad_ctx_t *ctx)
 	return ft_finish(ctx, "test_bcast --fail-plane");
 }
 
+/* One broadcast of group g from group root groot: members check every
+ * byte and the byte after; a rank outside (g NULL) checks its window kept
+ * its bytes. */
+static void group_one(triad_ctx_t *ctx, triad_group_t *g, char *buf, uint64_t buflen, int groot,
+		      uint64_t len, enum triad_bcast_algo algo, uint32_t seed)
+{
+	triad_req_t *req;
+	enum triad_status st;
+	int ret;
+
+	if (!g || triad_group_rank(g) == groot)
+		ft_fill(buf, buflen, seed, 0);
+	else
+		memset(buf, 0, buflen);
+	ft_barrier(ctx);
+	if (g) {
+		ret = triad_group_bcast(g, groot, WIN_A, 0, len, algo, &req);
+		FT_CHECK(ret == 0, "triad_group_bcast: %s", strerror(-ret));
+		st = ret ? TRIAD_S_TRANSPORT : ft_wait(req, 300000);
+		FT_CHECK(st == TRIAD_S_OK, "group broadcast of %llu B from group rank %d, "
+			 "algorithm %d: %s", (unsigned long long)len, groot, (int)algo,
+			 triad_status_str(st));
+		if (st == TRIAD_S_OK) {
+			int64_t bad = ft_verify(buf, len, seed, 0);
+
+			FT_CHECK(bad < 0, "group broadcast of %llu B from group rank %d, algorithm "
+				 "%d: byte %lld wrong", (unsigned long long)len, groot, (int)algo,
+				 (long long)bad);
+			if (triad_group_rank(g) != groot && len < buflen)
+				FT_CHECK(buf[len] == 0, "byte after the group broadcast was written");
+		}
+	}
+	ft_barrier(ctx); /* every member done: an outsider's window is final */
+	if (!g)
+		FT_CHECK(ft_verify(buf, buflen, seed, 0) < 0,
+			 "a rank outside the group: its window was written");
+}
+
+/* The group phases (above); returns the broadcasts made here. */
+static int groups(triad_ctx_t *ctx, char *buf, uint64_t buflen,
+		  const enum triad_bcast_algo *algos, unsigned nalgos)
+{
+	const uint64_t sizes[] = { 1, 64u << 10, 1 << 20 };
+	int rank = triad_rank(ctx), size = triad_size(ctx), count = 0;
+	int *ranks = calloc((size_t)size, sizeof(int)), n = 0;
+	triad_group_t *g = NULL, *g2;
+	triad_req_t *req;
+	int ret;
+
+	if (!ranks)
+		return 0;
+	for (int phase = 0; phase < 2; phase++) {
+		n = 0;
+		if (phase == 0 && rank % 2 == 0) /* even ranks, last first */
+			for (int r = (size - 1) / 2 * 2; r >= 0; r -= 2)
+				ranks[n++] = r;
+		else if (phase == 0) /* odd ranks */
+			for (int r = 1; r < size; r += 2)
+				ranks[n++] = r;
+		else
+			for (int r = 0; r < size - 1; r++)
+				ranks[n++] = r;
+		g = NULL;
+		if (phase == 0 || rank < size - 1) {
+			ret = triad_group_create(ctx, (uint32_t)(10 + phase), ranks, n, &g);
+			FT_CHECK(ret == 0, "triad_group_create of %d ranks: %s", n, strerror(-ret));
+			FT_CHECK(!g || (triad_group_size(g) == n && ranks[triad_group_rank(g)] == rank),
+				 "group rank %d of %d", g ? triad_group_rank(g) : -1, n);
+		}
+		for (unsigned ai = 0; ai < nalgos; ai++)
+			for (unsigned si = 0; si < sizeof(sizes) / sizeof(sizes[0]) &&
+					      sizes[si] <= buflen; si++)
+				/* Group roots first, middle and last (the largest group's:
+				 * every rank runs the same number of rounds). */
+				for (int ri = 0; ri < 3; ri++) {
+					int big = phase == 0 ? (size + 1) / 2 : size - 1;
+					int gn = g ? triad_group_size(g) : big;
+					int groot = ri == 0 ? 0 : ri == 1 ? big / 2 : big - 1;
+
+					group_one(ctx, g, buf, buflen, groot < gn ? groot : gn - 1,
+						  sizes[si], algos[ai],
+						  (uint32_t)(50000 + 1000 * phase + 100 * ai + 10 * si +
+							     (unsigned)ri));
+					count++;
+				}
+		if (g)
+			FT_CHECK(triad_group_destroy(g) == 0, "triad_group_destroy");
+		if (rank == 0)
+			printf("bcast: %s verified\n", phase == 0 ? "groups of the even ranks "
+			       "(reversed) and of the odd ranks" : "a group of every rank but the last");
+	}
+
+	/* Created late everywhere but at its root: the messages come first. */
+	for (int late = 0; late < 2; late++) {
+		enum triad_bcast_algo algo = late ? TRIAD_BCAST_TREE : TRIAD_BCAST_GREEDY;
+
+		for (int r = 0; r < size; r++)
+			ranks[r] = size - 1 - r; /* group rank 0 is the last rank */
+		if (rank == size - 1)
+			ft_fill(buf, buflen, 90 + (uint32_t)late, 0);
+		else
+			memset(buf, 0, buflen);
+		ft_barrier(ctx);
+		if (rank != size - 1)
+			usleep(200000);
+		ret = triad_group_create(ctx, 20, ranks, size, &g);
+		FT_CHECK(ret == 0, "late triad_group_create: %s", strerror(-ret));
+		if (ret)
+			continue;
+		ret = triad_group_bcast(g, 0, WIN_A, 0, buflen, algo, &req);
+		FT_CHECK(ret == 0 && ft_wait(req, 300000) == TRIAD_S_OK,
+			 "the broadcast of a group created late (algorithm %d)", (int)algo);
+		FT_CHECK(ft_verify(buf, buflen, 90 + (uint32_t)late, 0) < 0,
+			 "data of a group created late (algorithm %d)", (int)algo);
+		ft_barrier(ctx);
+		triad_group_destroy(g);
+		count++;
+	}
+
+	/* Argument errors. */
+	for (int r = 0; r < size; r++)
+		ranks[r] = r;
+	FT_CHECK(triad_group_create(ctx, 0, ranks, size, &g) == -EINVAL, "id 0 accepted");
+	FT_CHECK(triad_group_create(NULL, 30, ranks, size, &g) == -EINVAL, "NULL ctx accepted");
+	FT_CHECK(triad_group_create(ctx, 30, NULL, size, &g) == -EINVAL, "NULL ranks accepted");
+	FT_CHECK(triad_group_create(ctx, 30, ranks, size, NULL) == -EINVAL, "NULL group_p");
+	FT_CHECK(triad_group_create(ctx, 30, ranks, 0, &g) == -EINVAL, "no rank accepted");
+	ranks[size - 1] = size;
+	FT_CHECK(triad_group_create(ctx, 30, ranks, size, &g) == -EINVAL, "rank out of range");
+	ranks[size - 1] = size == 1 ? 0 : size - 2;
+	if (size > 1)
+		FT_CHECK(triad_group_create(ctx, 30, ranks, size, &g) == -EINVAL, "a rank twice");
+	ranks[0] = rank == 0 ? 1 : 0;
+	if (size > 1)
+		FT_CHECK(triad_group_create(ctx, 30, ranks, 1, &g) == -EINVAL, "self not a member");
+	ranks[0] = rank;
+	FT_CHECK(triad_group_create(ctx, 30, ranks, 1, &g) == 0, "a group of one");
+	FT_CHECK(triad_group_create(ctx, 30, ranks, 1, &g2) == -EEXIST, "an id twice");
+	FT_CHECK(triad_group_bcast(g, 1, WIN_A, 0, 1, TRIAD_BCAST_GREEDY, &req) == -EINVAL,
+		 "group root out of range");
+	FT_CHECK(triad_group_bcast(g, -1, WIN_A, 0, 1, TRIAD_BCAST_GREEDY, &req) == -EINVAL,
+		 "negative group root");
+	FT_CHECK(triad_group_bcast(g, 0, WIN_A, 0, 1, (enum triad_bcast_algo)5, &req) == -EINVAL,
+		 "bad algorithm");
+	FT_CHECK(triad_group_bcast(g, 0, WIN_A, 0, 1, TRIAD_BCAST_GREEDY, NULL) == -EINVAL,
+		 "NULL req_p");
+	FT_CHECK(triad_group_bcast(NULL, 0, WIN_A, 0, 1, TRIAD_BCAST_GREEDY, &req) == -EINVAL,
+		 "NULL group");
+	FT_CHECK(triad_group_rank(NULL) == -EINVAL && triad_group_size(NULL) == -EINVAL,
+		 "NULL group's rank or size");
+	FT_CHECK(triad_group_destroy(NULL) == -EINVAL, "destroying NULL");
+	/* A group of one: its broadcast completes at once, moving nothing. */
+	FT_CHECK(triad_group_bcast(g, 0, WIN_A, 0, 1, TRIAD_BCAST_GREEDY, &req) == 0 &&
+		 ft_wait(req, 10000) == TRIAD_S_OK, "the broadcast of a group of one");
+	FT_CHECK(triad_group_destroy(g) == 0, "destroy");
+	FT_CHECK(triad_group_create(ctx, 30, ranks, 1, &g) == 0, "an id used again after destroy");
+	triad_group_destroy(g);
+	if (rank == 0)
+		printf("bcast: groups created late verified; argument errors refused\n");
+	free(ranks);
+	return count;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "max-size", required_argument, NULL, 's' },
@@ -252,5 +423,9 @@ int main(int argc, char **argv)
 		FT_CHECK(triad_bcast(ctx, 0, WIN_A, 0, 1, (enum triad_bcast_algo)5, &q) == -EINVAL,
 			 "bad algorithm");
 	}
+	count = groups(ctx, a, 1 << 20 < alen ? 1 << 20 : alen, algos,
+		       sizeof(algos) / sizeof(algos[0]));
+	if (rank == 0)
+		printf("bcast: %d group broadcasts here\n", count);
 	return ft_finish(ctx, "test_bcast");
 }

@@ -1,18 +1,21 @@
 /* coll/triad under an unmodified MPI program: MPI_Bcast over communicators
  * that span the world (MPI_COMM_WORLD, a dup, a split that reorders every
- * rank), roots 0 and last, 0 B .. 16 MiB, MPI_BYTE and a vector type
- * (gaps must keep their bytes); and over a proper subset of the world,
- * which coll/triad must leave to Open MPI.  Every rank checks every byte of
- * its buffer, and the failures are summed.
+ * rank) and over proper subsets of it (splits: the two halves; odd and
+ * even ranks, each in reverse order; the last rank alone and the others
+ * together), roots first, middle and last of each, 0 B .. 64 MiB, MPI_BYTE
+ * and a vector type (gaps must keep their bytes).  Every rank checks every
+ * byte of its buffer, and the failures are summed.
  *
  *     mpirun --mca mca_component_path OMPI_PKGLIBDIR:BUILD/mpi \
  *            --mca coll_triad_priority 90 -np N test_mpi_coll --expect triad
  *
  * The program proves who served the broadcasts with coll/triad's MPI_T
  * counters (coll_triad_bcast_served, coll_triad_bcast_handed_back): with
- * --expect triad every broadcast over a world communicator of at least
- * --min-size bytes (coll_triad_min_size, default 262144) must have been
- * served by triad and every smaller one handed back; with --expect none
+ * --expect triad every broadcast over a communicator of two ranks or more
+ * (a world one, or a subset through a triad group) of at least --min-size
+ * bytes (coll_triad_min_size, default 262144) must have been served by
+ * triad and every smaller one handed back, and a communicator of one rank
+ * gets no module (nothing counted); with --expect none
  * (the component absent, or its priority 0) none served.  The bytes are
  * checked the same way in both runs, so their results are identical.
  * --max-size B leaves out the cases of more than B bytes (Open MPI's own
@@ -150,31 +153,45 @@ struct comm_case {
 	int world; /* its group is the world's */
 };
 
-/* The matrix of cases (above) over world, dup, reversed and subset;
+#define NCOMMS 6
+
+/* The communicators of the matrix (above); returns how many. */
+static int comms_make(struct comm_case *comms, int size)
+{
+	int n = 0;
+
+	comms[n++] = (struct comm_case){ "world", MPI_COMM_WORLD, 1 };
+	comms[n] = (struct comm_case){ "dup", MPI_COMM_NULL, 1 };
+	MPI_Comm_dup(MPI_COMM_WORLD, &comms[n++].comm);
+	comms[n] = (struct comm_case){ "reversed", MPI_COMM_NULL, 1 };
+	MPI_Comm_split(MPI_COMM_WORLD, 0, size - 1 - rank, &comms[n++].comm);
+	if (size > 1) {
+		comms[n] = (struct comm_case){ "half", MPI_COMM_NULL, 0 };
+		MPI_Comm_split(MPI_COMM_WORLD, rank < size / 2, rank, &comms[n++].comm);
+		comms[n] = (struct comm_case){ "odd-even-reversed", MPI_COMM_NULL, 0 };
+		MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &comms[n++].comm);
+		/* The last rank alone, the others together. */
+		comms[n] = (struct comm_case){ "last-apart", MPI_COMM_NULL, 0 };
+		MPI_Comm_split(MPI_COMM_WORLD, rank == size - 1, rank, &comms[n++].comm);
+	}
+	return n;
+}
+
+/* The matrix of cases (above) over the communicators of comms_make;
  * counts the broadcasts coll/triad must serve and hand back. */
 static void matrix(int size, unsigned long min_size, unsigned long max_size,
 		   unsigned long *want_served, unsigned long *want_back)
 {
 	static const size_t sizes[] = { 0, 1, 4095, 65536, 262143, 262144, 1 << 20,
-					(4 << 20) + 3, 16 << 20 };
+					(4 << 20) + 3, 16 << 20, 64 << 20 };
 	static const int vec_blocks[] = { 1, 4096, 131072, 1 << 20 };
-	struct comm_case comms[4];
-	int ncomms = 0, seed = 1;
+	struct comm_case comms[NCOMMS];
+	int ncomms = comms_make(comms, size), seed = 1;
 	size_t max = 0;
 	uint8_t *buf;
 
-	comms[ncomms++] = (struct comm_case){ "world", MPI_COMM_WORLD, 1 };
-	comms[ncomms] = (struct comm_case){ "dup", MPI_COMM_NULL, 1 };
-	MPI_Comm_dup(MPI_COMM_WORLD, &comms[ncomms++].comm);
-	comms[ncomms] = (struct comm_case){ "reversed", MPI_COMM_NULL, 1 };
-	MPI_Comm_split(MPI_COMM_WORLD, 0, size - 1 - rank, &comms[ncomms++].comm);
-	if (size > 1) {
-		/* The last rank alone, the others together: both proper subsets. */
-		comms[ncomms] = (struct comm_case){ "subset", MPI_COMM_NULL, 0 };
-		MPI_Comm_split(MPI_COMM_WORLD, rank == size - 1, rank, &comms[ncomms++].comm);
-	}
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-		max = sizes[i] > max ? sizes[i] : max;
+		max = sizes[i] > max && sizes[i] <= max_size ? sizes[i] : max;
 	buf = malloc(max > (size_t)(1 << 20) * VEC_STRIDE * sizeof(int)
 			     ? max : (size_t)(1 << 20) * VEC_STRIDE * sizeof(int));
 	if (!buf)
@@ -191,13 +208,14 @@ static void matrix(int size, unsigned long min_size, unsigned long max_size,
 					   : (int)(sizeof(sizes) / sizeof(sizes[0]));
 
 			for (int k = 0; k < ncase; k++) {
-				for (int r = 0; r < 2; r++) {
-					int root = r ? csize - 1 : 0, count;
+				for (int r = 0; r < 3; r++) {
+					/* first, middle, last: each once */
+					int root = r == 0 ? 0 : r == 1 ? csize / 2 : csize - 1, count;
 					size_t bytes, span;
 					MPI_Datatype type = MPI_BYTE;
 					int64_t bad = -1;
 
-					if (r && csize == 1)
+					if ((r == 1 && root == 0) || (r == 2 && root <= csize / 2))
 						continue;
 					if (vector) {
 						MPI_Type_vector(vec_blocks[k], VEC_BLOCK, VEC_STRIDE,
@@ -231,10 +249,11 @@ static void matrix(int size, unsigned long min_size, unsigned long max_size,
 					      comms[c].name, vector ? "vector" : "bytes", bytes, root,
 					      (long long)bad, span);
 					/* MPI_Bcast of 0 elements returns before
-					 * any component sees it. */
-					if (comms[c].world && bytes && bytes >= min_size)
+					 * any component sees it; a communicator of
+					 * one rank has no coll/triad module. */
+					if ((comms[c].world || csize > 1) && bytes && bytes >= min_size)
 						(*want_served)++;
-					else if (comms[c].world && bytes)
+					else if ((comms[c].world || csize > 1) && bytes)
 						(*want_back)++;
 					if (vector)
 						MPI_Type_free(&type);

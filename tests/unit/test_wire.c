@@ -124,6 +124,7 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 	case TR_MSG_BCAST_DONE:
 		assert_int_equal(a->u.bcast_done.seq, b->u.bcast_done.seq);
 		assert_int_equal(a->u.bcast_done.status, b->u.bcast_done.status);
+		assert_int_equal(a->u.bcast_done.group, b->u.bcast_done.group);
 		break;
 	case TR_MSG_COPY:
 		assert_int_equal(a->u.copy.kind, b->u.copy.kind);
@@ -144,6 +145,7 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 		assert_int_equal(x->win, y->win);
 		assert_int_equal(x->hi, y->hi);
 		assert_int_equal(x->failed, y->failed);
+		assert_int_equal(x->group, y->group);
 		assert_int_equal(x->off, y->off);
 		assert_int_equal(x->len, y->len);
 		assert_int_equal(x->chunk, y->chunk);
@@ -180,7 +182,7 @@ static size_t wire_len(const struct tr_msg *m)
 	case TR_MSG_PLANE_DOWN: return 32 + 16;
 	case TR_MSG_COPY: return 32 + 64 + (size_t)m->u.copy.carried;
 	case TR_MSG_BNODE: return 32 + 64 + (size_t)m->u.bnode.nbytes;
-	case TR_MSG_BCAST_DONE:
+	case TR_MSG_BCAST_DONE: return 32 + 12;
 	case TR_MSG_PLANE_DRAIN: return 32 + 8;
 	case TR_MSG_SEQ_SKIP: return 32 + 4 + 4 * (size_t)m->u.seq_skip.count;
 	case TR_MSG_BSM:
@@ -291,6 +293,7 @@ static struct tr_msg bnode_report(uint16_t status, uint32_t failed)
 	m.u.bnode.failed = failed;
 	m.u.bnode.root = 3;
 	m.u.bnode.seq = 17;
+	m.u.bnode.group = 0x80000005u;
 	return m;
 }
 
@@ -390,6 +393,7 @@ static struct tr_msg random_msg(void)
 	case TR_MSG_BCAST_DONE:
 		m.u.bcast_done.seq = (uint32_t)rnd();
 		m.u.bcast_done.status = (uint16_t)(rnd() % TRIAD_S_MAX);
+		m.u.bcast_done.group = (uint32_t)rnd();
 		break;
 	case TR_MSG_COPY:
 		m.u.copy.kind = (uint8_t)(rnd() % TR_COPY_NMSGS);
@@ -419,6 +423,7 @@ static struct tr_msg random_msg(void)
 		b->root = (uint32_t)rnd();
 		b->seq = (uint32_t)rnd();
 		b->win = (uint32_t)rnd();
+		b->group = (uint32_t)rnd();
 		b->off = rnd();
 		if (b->kind != TR_WIRE_BNODE_ORDER) {
 			b->status = (uint16_t)(rnd() % TRIAD_S_MAX);
@@ -469,7 +474,7 @@ static int pool_setup(void **state)
 static void test_layout_win_query(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x04, 0x01, 40, 0, 0, 0, /* magic, version, type, length, slot, flags */
+		0x72, 0x54, 0x05, 0x01, 40, 0, 0, 0, /* magic, version, type, length, slot, flags */
 		0x44, 0x33, 0x22, 0x11, 0, 0, 0, 0, /* seq, rsvd */
 		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_n */
 		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_c */
@@ -484,10 +489,36 @@ static void test_layout_win_query(void **state)
 	assert_memory_equal(buf_a, want, sizeof(want));
 }
 
+/* A BCAST_DONE names its broadcast by the root's number and the group. */
+static void test_layout_bcast_done(void **state)
+{
+	static const uint8_t want[] = {
+		0x72, 0x54, 0x05, TR_MSG_BCAST_DONE, 44, 0, 0, 0,
+		0x02, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0,
+		0x44, 0x33, 0x22, 0x11, TRIAD_S_UNREACHABLE, 0, 0, 0, /* seq, status, pad */
+		0x09, 0x00, 0x00, 0x80,				      /* group */
+	};
+	struct tr_msg m = { .type = TR_MSG_BCAST_DONE, .seq = 2 }, out;
+
+	(void)state;
+	m.u.bcast_done.seq = 0x11223344;
+	m.u.bcast_done.status = TRIAD_S_UNREACHABLE;
+	m.u.bcast_done.group = 0x80000009u;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), sizeof(want));
+	assert_memory_equal(buf_a, want, sizeof(want));
+	assert_int_equal(tr_msg_decode(buf_a, sizeof(want), &out), 0);
+	assert_int_equal(out.u.bcast_done.group, 0x80000009u);
+	/* The old 8-byte body is malformed now. */
+	buf_a[4] = 40;
+	assert_int_equal(tr_msg_decode(buf_a, 40, &out), -EBADMSG);
+}
+
 static void test_layout_link_fields(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x04, 0x03, 36, 0, 63, 0x06, /* slot 63, prio 2 | BSM */
+		0x72, 0x54, 0x05, 0x03, 36, 0, 63, 0x06, /* slot 63, prio 2 | BSM */
 		0x01, 0, 0, 0, 0, 0, 0, 0,
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* bsm_n */
 		0xf0, 0xde, 0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12, /* bsm_c */
@@ -516,7 +547,7 @@ static void test_layout_link_fields(void **state)
 static void test_layout_win_info(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x04, 0x02, 72, 0, 3, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x05, 0x02, 72, 0, 3, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x0a, 0, 0, 0,				/* qid */
 		0x0b, 0, 0, 0,				/* win */
@@ -548,7 +579,7 @@ static void test_layout_win_info(void **state)
 static void test_layout_barrier(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x04, 0x04, 36, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+		0x72, 0x54, 0x05, 0x04, 36, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x78, 0x56, 0x34, 0x12,
 	};
@@ -566,7 +597,7 @@ static void test_layout_barrier(void **state)
 static void test_layout_bsm(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x04, 0x05, 32, 0, 0xff, 0x04, 0x07, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x05, 0x05, 32, 0, 0xff, 0x04, 0x07, 0, 0, 0, 0, 0, 0, 0,
 		0xff, 0, 0, 0, 0, 0, 0, 0x80, /* bsm_n */
 		0x01, 0, 0, 0, 0, 0, 0, 0,    /* bsm_c */
 	};
@@ -584,7 +615,7 @@ static void test_layout_bsm(void **state)
 static void test_layout_am(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x04, 0x06, 37, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x05, 0x06, 37, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0xef, 0xbe, 'a', 'b', 'c', /* id, payload */
 	};
@@ -701,6 +732,8 @@ static void test_bnode(void **state)
 	assert_int_equal(buf_a[BODY + 8], 3);			 /* root */
 	assert_int_equal(buf_a[BODY + 12], 17);			 /* seq */
 	assert_int_equal(buf_a[BODY + 24], 6);			 /* failed */
+	assert_int_equal(buf_a[BODY + 28], 5);			 /* group, little-endian */
+	assert_int_equal(buf_a[BODY + 31], 0x80);
 	decode_ok(buf_a, (size_t)n, &out);
 	assert_msg_equal(&m, &out);
 	assert_null(out.u.bnode.data);
@@ -772,10 +805,9 @@ static void test_bnode(void **state)
 	buf_a[BODY + 3] = 1;
 	decode_bad(buf_a, (size_t)n, -EBADMSG);
 	buf_a[BODY + 3] = 0;
-	buf_a[BODY + 28] = 1;
-	decode_bad(buf_a, (size_t)n, -EBADMSG);
-	buf_a[BODY + 28] = 0;
+	buf_a[BODY + 28] = 7; /* any group id */
 	decode_ok(buf_a, (size_t)n, &out);
+	assert_int_equal(out.u.bnode.group, 7);
 	m = bnode_report(TRIAD_S_MAX, 1);
 	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 	m = bnode_report(0, 1);
@@ -2125,6 +2157,11 @@ static void test_priv_bad(void **state)
 	/* version 4 (52 bytes, no flags: no bare active messages) is named */
 	bad[7] = 4;
 	assert_int_equal(tr_conn_priv_decode(bad, 52, &e), -EPROTONOSUPPORT);
+	/* version 5 (this layout, wire version 4: broadcasts of the world only) is named */
+	memcpy(bad, buf, sizeof(buf));
+	bad[7] = 5;
+	assert_int_equal(tr_conn_priv_version(bad, sizeof(bad)), 5);
+	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTONOSUPPORT);
 	/* a flag this version does not know */
 	for (int bit = 1; bit < 32; bit++) {
 		d.flags = 1u << bit;
@@ -2137,6 +2174,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout_win_query),
+		cmocka_unit_test(test_layout_bcast_done),
 		cmocka_unit_test(test_layout_link_fields),
 		cmocka_unit_test(test_layout_win_info),
 		cmocka_unit_test(test_layout_barrier),
