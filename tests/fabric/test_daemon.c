@@ -24,7 +24,8 @@
  * Right after each burst is queued, the peer's slots this rank holds
  * (tx_slots_busy) are read on every plane: a message of priority p goes
  * out only with TRIAD_FC_NEED_* free slots of the peer's, so just after a
- * burst of priority p no connection holds more than slots - need + 1.
+ * burst of priority p a connection that took some of it (and so posted
+ * one of them last) holds no more than slots - need + 1.
  * Twice a second every rank prints, per plane, the most it saw since the
  * last such line after each kind of burst, and the fewest times one of
  * its connections on the plane was established ("slots p0 med M low L est
@@ -89,26 +90,43 @@ static int done_handler(void *arg, int src, const void *data, size_t len, triad_
 /* The number of our next message to each peer, per stream. */
 static uint32_t next_out[2][MAXR];
 
+/* Messages posted to peer r on plane p so far (buffer statuses sent on
+ * their own take no slot), and the peer's slots held now; -1: no
+ * connection. */
+static int64_t posted(triad_ctx_t *ctx, int r, int p, unsigned *busy)
+{
+	struct triad_conn_stats s = { .field_mask = TRIAD_CONN_STATS_LINK | TRIAD_CONN_STATS_FC };
+
+	if (triad_conn_stats(ctx, r, p, &s) || !s.up)
+		return -1;
+	*busy = s.tx_slots_busy;
+	return (int64_t)(s.tx_msgs - s.bsm_standalone);
+}
+
 /* Queues a burst of BURST messages of stream k to peer r; notes the
- * peer's slots held then on every plane. */
+ * peer's slots held then on every plane that took some of them (the
+ * last it posted: one that took none may hold what an earlier burst of
+ * another priority left). */
 static void burst(triad_ctx_t *ctx, int r, int k, triad_req_t **req)
 {
 	static const enum triad_prio prio[2] = { TRIAD_PRIO_MEDIUM, TRIAD_PRIO_LOW };
 	static const unsigned id[2] = { AM_ID, AM_LOW };
+	int64_t before[MAXP];
+	unsigned busy;
 	struct am a;
 
+	for (int p = 0; p < triad_nplanes(ctx) && p < MAXP; p++)
+		before[p] = posted(ctx, r, p, &busy);
 	for (int i = 0; i < BURST; i++) {
 		a = (struct am){ (uint32_t)rank, next_out[k][r]++ };
 		FT_CHECK(triad_am_send(ctx, r, id[k], &a, sizeof(a), prio[k], &req[i]) == 0,
 			 "am");
 	}
 	for (int p = 0; p < triad_nplanes(ctx) && p < MAXP; p++) {
-		struct triad_conn_stats s = {
-			.field_mask = TRIAD_CONN_STATS_LINK | TRIAD_CONN_STATS_FC
-		};
+		int64_t now = posted(ctx, r, p, &busy);
 
-		if (triad_conn_stats(ctx, r, p, &s) == 0 && s.up && s.tx_slots_busy > busy_max[k][p])
-			busy_max[k][p] = s.tx_slots_busy;
+		if (before[p] >= 0 && now > before[p] && busy > busy_max[k][p])
+			busy_max[k][p] = busy;
 	}
 }
 
