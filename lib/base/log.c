@@ -15,21 +15,19 @@ static const char *const level_names[] = {
 
 void tr_log(int level, const char *func, int line, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[512], when[32] = "";
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	/* One fprintf per line so that ranks sharing a terminal do not interleave. */
 	if (tr_log_time) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		fprintf(stderr, "%ld.%06ld triad[%d] %s %s:%d: %s\n", (long)ts.tv_sec,
-			ts.tv_nsec / 1000, tr_log_rank, level_names[level], func, line, msg);
-		return;
+		snprintf(when, sizeof(when), "%ld.%06ld ", (long)ts.tv_sec, ts.tv_nsec / 1000);
 	}
-	fprintf(stderr, "triad[%d] %s %s:%d: %s\n", tr_log_rank, level_names[level],
+	/* One fprintf per line so that ranks sharing a terminal do not interleave. */
+	fprintf(stderr, "%striad[%d] %s %s:%d: %s\n", when, tr_log_rank, level_names[level],
 		func, line, msg);
 }
