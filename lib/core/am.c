@@ -16,6 +16,20 @@
 #define TR_AM_QUEUE_MAX 256
 _Static_assert(TR_AM_QUEUE_MAX <= TR_STREAM_AHEAD / 2, "room for the library's messages");
 
+struct tr_am_entry {
+	triad_am_handler_t fn;
+	void *arg;
+};
+
+/* The active messages' state (ctx->am), under the context lock: the
+ * handlers, and per peer and priority the messages that came before a
+ * number sent earlier, copied out of their slots, in order of number
+ * (strict order). */
+struct tr_ams {
+	struct tr_am_entry h[TRIAD_AM_MAX_ID + 1];
+	struct tr_list early[][TR_FC_NPRIO];
+};
+
 int triad_am_register(triad_ctx_t *ctx, unsigned id, triad_am_handler_t handler, void *arg)
 {
 	int ret = 0;
@@ -25,12 +39,12 @@ int triad_am_register(triad_ctx_t *ctx, unsigned id, triad_am_handler_t handler,
 		return -EINVAL;
 	}
 	tr_ctx_lock(ctx);
-	if (ctx->am[id].fn) {
+	if (ctx->am->h[id].fn) {
 		tr_debug("am_register: id %u already has a handler", id);
 		ret = -EEXIST;
 	} else {
-		ctx->am[id].fn = handler;
-		ctx->am[id].arg = arg;
+		ctx->am->h[id].fn = handler;
+		ctx->am->h[id].arg = arg;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
@@ -71,7 +85,7 @@ struct tr_am_early {
 static int handle(struct triad_ctx *ctx, struct tr_lane *l, unsigned id, const void *data,
 		  uint32_t len, struct tr_buf *b)
 {
-	struct tr_am_entry *e = id <= TRIAD_AM_MAX_ID ? &ctx->am[id] : NULL; /* u16 on the wire */
+	struct tr_am_entry *e = id <= TRIAD_AM_MAX_ID ? &ctx->am->h[id] : NULL; /* u16 on the wire */
 
 	if (!e || !e->fn) {
 		tr_lane_count_drop(l, 1);
@@ -85,7 +99,7 @@ static int handle(struct triad_ctx *ctx, struct tr_lane *l, unsigned id, const v
 /* Hands over the early ones numbered before upto, in order. */
 static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio, uint32_t upto)
 {
-	struct tr_list *q = &p->am_early[prio];
+	struct tr_list *q = &ctx->am->early[p->rank][prio];
 
 	while (!tr_list_empty(q)) {
 		struct tr_am_early *e = tr_list_first(q, struct tr_am_early, link);
@@ -105,7 +119,7 @@ static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned pri
  * that waited for them (strict order). */
 static void rx_moved(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
 {
-	if (!tr_list_empty(&p->am_early[prio]))
+	if (!tr_list_empty(&ctx->am->early[p->rank][prio]))
 		deliver_early(ctx, p, prio, tr_stream_rx_next(&p->srx[prio]));
 }
 
@@ -113,8 +127,9 @@ static void rx_moved(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
  * messages must never hold the slots that the one they wait for needs (it
  * may come on this very lane, sent again after its own lane broke).  0, or
  * -ENOMEM. */
-static int hold(struct tr_peer *p, struct tr_lane *l, const struct tr_msg *m)
+static int hold(struct tr_lane *l, const struct tr_msg *m)
 {
+	struct tr_list *q = &l->ctx->am->early[l->peer][m->prio];
 	struct tr_buf *copy = calloc(1, sizeof(*copy));
 	struct tr_am_early *e = malloc(sizeof(*e)), *at = NULL;
 
@@ -133,8 +148,7 @@ static int hold(struct tr_peer *p, struct tr_lane *l, const struct tr_msg *m)
 	*e = (struct tr_am_early){ .b = copy, .l = l, .seq = m->seq, .id = m->u.am.id,
 				   .len = m->u.am.len, .data = copy->data };
 	/* Most come last: look from the end. */
-	for (struct tr_list *i = p->am_early[m->prio].prev; i != &p->am_early[m->prio];
-	     i = i->prev) {
+	for (struct tr_list *i = q->prev; i != q; i = i->prev) {
 		struct tr_am_early *x = tr_container_of(i, struct tr_am_early, link);
 
 		if (tr_seq_before(x->seq, e->seq)) {
@@ -143,7 +157,7 @@ static int hold(struct tr_peer *p, struct tr_lane *l, const struct tr_msg *m)
 		}
 	}
 	/* After the last one it follows (add_tail inserts before). */
-	tr_list_add_tail(at ? at->link.next : p->am_early[m->prio].next, &e->link);
+	tr_list_add_tail(at ? at->link.next : q->next, &e->link);
 	return 0;
 }
 
@@ -159,7 +173,7 @@ static int am_deliver(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *
 		return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 	/* Its own number is in (the caller accepted it): has every one before? */
 	if (!tr_seq_before(m->seq, tr_stream_rx_next(&p->srx[prio]))) {
-		if (hold(p, l, m) == 0)
+		if (hold(l, m) == 0)
 			return 0; /* its slot is free again */
 		tr_error("rank %d: no memory to hold an early active message: handled out of "
 			 "order", l->peer);
@@ -173,32 +187,45 @@ static int am_deliver(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *
 	return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 }
 
-static void peer_free(struct tr_peer *p)
-{
-	for (unsigned prio = 0; prio < TR_FC_NPRIO; prio++)
-		while (!tr_list_empty(&p->am_early[prio])) {
-			struct tr_am_early *e =
-				tr_list_first(&p->am_early[prio], struct tr_am_early, link);
-
-			tr_list_del(&e->link);
-			free(e->b->data);
-			free(e->b);
-			free(e);
-		}
-}
-
 int tr_am_setup(struct triad_ctx *ctx)
 {
-	static const struct tr_peer_hooks hooks = { .rx_moved = rx_moved, .freed = peer_free };
+	static const struct tr_peer_hooks hooks = { .rx_moved = rx_moved };
 
+	ctx->am = calloc(1, sizeof(*ctx->am) + (size_t)ctx->size * sizeof(ctx->am->early[0]));
+	if (!ctx->am)
+		return -ENOMEM;
+	for (int r = 0; r < ctx->size; r++)
+		for (unsigned prio = 0; prio < TR_FC_NPRIO; prio++)
+			tr_list_init(&ctx->am->early[r][prio]);
 	tr_peer_handle(ctx, TR_MSG_AM, am_deliver);
 	return tr_peer_hooks_add(ctx, &hooks);
+}
+
+void tr_am_teardown(struct triad_ctx *ctx)
+{
+	if (!ctx->am)
+		return;
+	for (int r = 0; r < ctx->size; r++)
+		for (unsigned prio = 0; prio < TR_FC_NPRIO; prio++) {
+			struct tr_list *q = &ctx->am->early[r][prio];
+
+			while (!tr_list_empty(q)) {
+				struct tr_am_early *e = tr_list_first(q, struct tr_am_early, link);
+
+				tr_list_del(&e->link);
+				free(e->b->data);
+				free(e->b);
+				free(e);
+			}
+		}
+	free(ctx->am);
+	ctx->am = NULL;
 }
 
 /* A message to this rank itself: no slot, the handler gets a private copy. */
 static int am_self(struct triad_ctx *ctx, unsigned id, const void *buf, size_t len)
 {
-	struct tr_am_entry *e = &ctx->am[id];
+	struct tr_am_entry *e = &ctx->am->h[id];
 	struct tr_buf *b;
 
 	if (!e->fn) {

@@ -12,47 +12,69 @@
  * ranks that were late.  Any other outcome ends the barrier: the next call
  * enters the next one. */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "base/log.h"
 #include "core/ctx.h"
 
+/* The barrier's state (ctx->barrier), under the context lock. */
+struct tr_barrier {
+	uint32_t epoch;	     /* barriers this rank entered */
+	uint32_t arrived[2]; /* rank 0: arrivals per epoch parity */
+	uint32_t released;   /* epochs released by rank 0 */
+	uint32_t failed;     /* the last epoch rank 0 reported failed */
+	int retry;	     /* the barrier in epoch timed out: a retry waits for it */
+	uint32_t peer_in[];  /* rank 0: the latest barrier each rank arrived in */
+};
+
 static int on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
-	struct triad_ctx *ctx = l->ctx;
+	struct tr_barrier *bar = l->ctx->barrier;
 	int peer = l->peer;
 	uint32_t e = m->u.barrier.epoch;
 
 	(void)b;
 
-	if (m->type == TR_MSG_BARRIER && ctx->rank == 0) {
+	if (m->type == TR_MSG_BARRIER && l->ctx->rank == 0) {
 		/* An arrival may be for the epoch after the one rank 0 is in. */
-		if (e != ctx->bar_epoch && e != ctx->bar_epoch + 1) {
-			tr_warn("rank %d: barrier epoch %u, expected %u", peer, e, ctx->bar_epoch);
+		if (e != bar->epoch && e != bar->epoch + 1) {
+			tr_warn("rank %d: barrier epoch %u, expected %u", peer, e, bar->epoch);
 			return 0;
 		}
-		ctx->bar_arrived[e & 1]++;
-		ctx->peers[peer].bar_arrived = e;
+		bar->arrived[e & 1]++;
+		bar->peer_in[peer] = e;
 	} else if (m->type == TR_MSG_BARRIER_REL && peer == 0) {
-		if ((int32_t)(e - ctx->bar_released) > 0)
-			ctx->bar_released = e;
+		if ((int32_t)(e - bar->released) > 0)
+			bar->released = e;
 	} else if (m->type == TR_MSG_BARRIER_FAIL && peer == 0) {
-		if ((int32_t)(e - ctx->bar_failed) > 0)
-			ctx->bar_failed = e;
+		if ((int32_t)(e - bar->failed) > 0)
+			bar->failed = e;
 	}
 	return 0;
 }
 
-void tr_barrier_setup(struct triad_ctx *ctx)
+int tr_barrier_setup(struct triad_ctx *ctx)
 {
+	ctx->barrier = calloc(1, sizeof(*ctx->barrier) +
+				     (ctx->rank == 0 ? (size_t)ctx->size * sizeof(uint32_t) : 0));
+	if (!ctx->barrier)
+		return -ENOMEM;
 	tr_peer_handle(ctx, TR_MSG_BARRIER, on_msg);
 	tr_peer_handle(ctx, TR_MSG_BARRIER_REL, on_msg);
 	tr_peer_handle(ctx, TR_MSG_BARRIER_FAIL, on_msg);
+	return 0;
+}
+
+void tr_barrier_teardown(struct triad_ctx *ctx)
+{
+	free(ctx->barrier);
+	ctx->barrier = NULL;
 }
 
 /* Rank 0: peer has arrived in epoch (or a later one). */
 static int arrived(const struct triad_ctx *ctx, int peer, uint32_t epoch)
 {
-	return (int32_t)(ctx->peers[peer].bar_arrived - epoch) >= 0;
+	return (int32_t)(ctx->barrier->peer_in[peer] - epoch) >= 0;
 }
 
 struct bar_wait {
@@ -76,12 +98,13 @@ static int barrier_done(void *arg)
 {
 	struct bar_wait *b = arg;
 	struct triad_ctx *ctx = b->ctx;
+	struct tr_barrier *bar = ctx->barrier;
 	int peer;
 
 	if (ctx->rank == 0) {
-		if (ctx->bar_arrived[b->epoch & 1] < (uint32_t)ctx->size - 1)
+		if (bar->arrived[b->epoch & 1] < (uint32_t)ctx->size - 1)
 			goto check_peers;
-		ctx->bar_arrived[b->epoch & 1] = 0;
+		bar->arrived[b->epoch & 1] = 0;
 		for (peer = 1; peer < ctx->size; peer++) {
 			struct tr_msg m = { .type = TR_MSG_BARRIER_REL, .u.barrier.epoch = b->epoch };
 
@@ -90,9 +113,9 @@ static int barrier_done(void *arg)
 		}
 		return 1;
 	}
-	if ((int32_t)(ctx->bar_released - b->epoch) >= 0)
+	if ((int32_t)(bar->released - b->epoch) >= 0)
 		return 1;
-	if (ctx->bar_failed == b->epoch) {
+	if (bar->failed == b->epoch) {
 		tr_info("barrier %u: rank 0 reports a rank gone", b->epoch);
 		b->error = -EIO;
 		return 1;
@@ -147,17 +170,19 @@ static void explain_timeout(struct triad_ctx *ctx, uint32_t epoch, int timeout_m
 int triad_barrier(triad_ctx_t *ctx, int timeout_ms)
 {
 	struct bar_wait b = { .ctx = ctx };
+	struct tr_barrier *bar;
 	int ret;
 
 	if (!ctx)
 		return -EINVAL;
 	if (ctx->size == 1)
 		return 0;
+	bar = ctx->barrier;
 	tr_ctx_lock(ctx);
-	if (ctx->bar_retry) {
-		b.epoch = ctx->bar_epoch; /* the barrier that timed out: arrived already */
+	if (bar->retry) {
+		b.epoch = bar->epoch; /* the barrier that timed out: arrived already */
 	} else {
-		b.epoch = ++ctx->bar_epoch;
+		b.epoch = ++bar->epoch;
 		if (ctx->rank != 0) {
 			struct tr_msg m = { .type = TR_MSG_BARRIER, .u.barrier.epoch = b.epoch };
 
@@ -171,7 +196,7 @@ int triad_barrier(triad_ctx_t *ctx, int timeout_ms)
 	pthread_mutex_unlock(&ctx->lock);
 	ret = tr_wait_until(ctx, barrier_done, &b, timeout_ms);
 	tr_ctx_lock(ctx);
-	ctx->bar_retry = ret == -ETIMEDOUT;
+	bar->retry = ret == -ETIMEDOUT;
 	if (ret == -ETIMEDOUT)
 		explain_timeout(ctx, b.epoch, timeout_ms);
 	pthread_mutex_unlock(&ctx->lock);

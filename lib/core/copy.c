@@ -25,6 +25,86 @@ _Static_assert((int)TRIAD_COPY_TRANSPORT_ACK == (int)TR_COPY_TRANSPORT_ACK &&
 
 #define EVENTS_MAX 4096
 
+/* The plane each copy this rank serves as source took to a peer. */
+struct tr_copy_pin {
+	uint32_t initiator;
+	uint64_t op;
+	uint64_t stamp; /* insertion order: the oldest goes when the table is full */
+	int peer, plane;
+	int used;
+};
+
+/* The copies of this rank (ctx->copies), under the context lock. */
+struct tr_copies {
+	struct tr_copy eng; /* the engine (proto/copy) */
+	/* The last source op one of whose chunks failed (initiator, op id;
+	 * op ids are never 0): a chunk that fails before it reaches the NIC
+	 * fails while the engine's COPY_DATA for the op still waits in the
+	 * same action array, and D must not hear of data that never came
+	 * (in DIRECT its OK would race S's error to I). */
+	uint64_t failed_op;
+	uint32_t failed_init;
+	struct triad_copy_event *events; /* notifications, a ring */
+	unsigned ev_head, ev_count, ev_cap;
+	uint64_t ev_dropped;
+	struct tr_copy_pin *pins; /* TRIAD_COPY_OPS of them (copy_lane) */
+	unsigned npins;
+	uint64_t pin_stamp;
+};
+
+static struct tr_copy *eng(const struct triad_ctx *ctx)
+{
+	return &ctx->copies->eng;
+}
+
+const struct tr_copy *tr_copy_engine(const struct triad_ctx *ctx)
+{
+	return eng(ctx);
+}
+
+/* The lane a copy's chunk or COPY_DATA takes at its source: every chunk of
+ * an op and its COPY_DATA on one lane, so that the data is whole when
+ * COPY_DATA arrives, whatever drains or faults change meanwhile.  last:
+ * the op's COPY_DATA, the pin is dropped. */
+static struct tr_lane *copy_lane(struct triad_ctx *ctx, uint32_t initiator, uint64_t op, int to,
+				 int last)
+{
+	struct tr_copies *cs = ctx->copies;
+	struct tr_copy_pin *pin = NULL, *oldest = NULL;
+	struct tr_lane *l;
+
+	for (unsigned i = 0; i < cs->npins; i++) {
+		struct tr_copy_pin *e = &cs->pins[i];
+
+		if (e->used && e->initiator == initiator && e->op == op && e->peer == to) {
+			pin = e;
+			break;
+		}
+		if (!oldest || !e->used || (oldest->used && e->stamp < oldest->stamp))
+			oldest = e;
+	}
+	if (pin) {
+		l = &ctx->peers[to].lane[pin->plane];
+		if (!tr_lane_live(ctx, l)) {
+			/* Broken under the op: its chunks are done again on the
+			 * lane the choice gives now, and the rest follows them. */
+			l = tr_peer_lane(ctx, to, 0);
+			pin->plane = l->plane;
+		}
+		if (last)
+			pin->used = 0;
+		return l;
+	}
+	l = tr_peer_lane(ctx, to, 0);
+	if (!last && oldest) {
+		/* More of the op follows on this lane.  A full table drops its
+		 * oldest pin: an op that failed without its COPY_DATA. */
+		*oldest = (struct tr_copy_pin){ .initiator = initiator, .op = op, .peer = to,
+						.plane = l->plane, .stamp = ++cs->pin_stamp, .used = 1 };
+	}
+	return l;
+}
+
 const char *triad_copy_leg_str(enum triad_copy_leg leg)
 {
 	return tr_copy_leg_str((unsigned)leg);
@@ -70,7 +150,7 @@ static void req_done(struct triad_req *req, enum triad_status st);
  * DONE, a WRITE's completion)? */
 static int awaited(const struct triad_ctx *ctx)
 {
-	return ctx->copy.ilive + ctx->copy.slive > 0;
+	return eng(ctx)->ilive + eng(ctx)->slive > 0;
 }
 
 int tr_copy_setup(struct triad_ctx *ctx)
@@ -91,15 +171,22 @@ int tr_copy_setup(struct triad_ctx *ctx)
 		.win_arg = ctx,
 	};
 
+	struct tr_copies *cs = calloc(1, sizeof(*cs));
+
+	if (!cs)
+		return -ENOMEM;
+	ctx->copies = cs;
 	cfg.iops = calloc(cfg.niops, sizeof(*cfg.iops));
 	cfg.sops = calloc(cfg.nsops, sizeof(*cfg.sops));
-	ctx->cevents = calloc(EVENTS_MAX, sizeof(*ctx->cevents));
-	ctx->ev_cap = EVENTS_MAX;
-	if (!cfg.iops || !cfg.sops || !ctx->cevents || tr_copy_init(&ctx->copy, &cfg)) {
+	cs->events = calloc(EVENTS_MAX, sizeof(*cs->events));
+	cs->ev_cap = EVENTS_MAX;
+	cs->npins = cfg.nsops;
+	cs->pins = calloc(cs->npins, sizeof(*cs->pins));
+	if (!cfg.iops || !cfg.sops || !cs->events || !cs->pins || tr_copy_init(&cs->eng, &cfg)) {
 		free(cfg.iops);
 		free(cfg.sops);
-		ctx->copy.cfg.iops = NULL;
-		ctx->copy.cfg.sops = NULL;
+		cs->eng.cfg.iops = NULL;
+		cs->eng.cfg.sops = NULL;
 		tr_error("cannot set up the copy engine for %d ops", ctx->cfg.copy_ops);
 		return -ENOMEM;
 	}
@@ -126,28 +213,33 @@ static void chunk_failed(struct triad_ctx *ctx, uint32_t initiator, uint64_t op)
 
 void tr_copy_teardown(struct triad_ctx *ctx)
 {
-	if (!ctx->copy.cfg.iops)
+	struct tr_copies *cs = ctx->copies;
+
+	if (!cs)
 		return;
-	DRAIN(ctx, tr_copy_cancel_all(&ctx->copy, ACTS));
-	free(ctx->copy.cfg.iops);
-	free(ctx->copy.cfg.sops);
-	ctx->copy.cfg.iops = NULL;
-	free(ctx->cevents);
-	ctx->cevents = NULL;
+	if (cs->eng.cfg.iops) {
+		DRAIN(ctx, tr_copy_cancel_all(&cs->eng, ACTS));
+		free(cs->eng.cfg.iops);
+		free(cs->eng.cfg.sops);
+	}
+	free(cs->events);
+	free(cs->pins);
+	free(cs);
+	ctx->copies = NULL;
 }
 
 /* The progress tick: the engine's deadlines. */
 static void tick(struct triad_ctx *ctx)
 {
-	if (!tr_copy_requests_live(&ctx->copy) && !tr_copy_orders_live(&ctx->copy))
+	if (!tr_copy_requests_live(eng(ctx)) && !tr_copy_orders_live(eng(ctx)))
 		return;
-	DRAIN(ctx, tr_copy_tick(&ctx->copy, tr_now_ns(), ACTS));
+	DRAIN(ctx, tr_copy_tick(eng(ctx), tr_now_ns(), ACTS));
 }
 
 static void peer_lost(struct triad_ctx *ctx, int peer)
 {
 	tr_info("rank %d is unreachable on every plane: failing its copies", peer);
-	DRAIN(ctx, tr_copy_peer_gone(&ctx->copy, (uint32_t)peer, ACTS));
+	DRAIN(ctx, tr_copy_peer_gone(eng(ctx), (uint32_t)peer, ACTS));
 }
 
 /* The peer hook: not while starting or closing (the teardown cancels). */
@@ -180,7 +272,7 @@ static struct triad_req *internal_req(struct triad_ctx *ctx, enum tr_req_kind ki
 static void start_delivered(struct triad_req *req)
 {
 	if (req->status == TRIAD_S_OK)
-		tr_copy_start_delivered(&req->ctx->copy, req->c_op);
+		tr_copy_start_delivered(eng(req->ctx), req->c_op);
 	free(req);
 }
 
@@ -196,17 +288,17 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 
 	m.u.copy.kind = (uint8_t)a->msg;
 	m.u.copy.hdr = a->hdr;
-	/* DATA must follow the op's chunks on their QP (tr_copy_lane keeps
+	/* DATA must follow the op's chunks on their QP (copy_lane keeps
 	 * them on one).  Chunks still waiting for send-queue room would be
 	 * overtaken by a message: hang DATA on the last of them. */
-	if (a->msg == TR_COPY_DATA && a->hdr.op_id == ctx->copy_failed_op &&
-	    a->hdr.initiator == ctx->copy_failed_init) {
+	if (a->msg == TR_COPY_DATA && a->hdr.op_id == ctx->copies->failed_op &&
+	    a->hdr.initiator == ctx->copies->failed_init) {
 		tr_debug("copy %llu of rank %u: a chunk failed before the data went out: no "
 			 "COPY_DATA", (unsigned long long)a->hdr.op_id, a->hdr.initiator);
 		return;
 	}
 	if (a->msg == TR_COPY_DATA) {
-		struct tr_lane *l = tr_copy_lane(ctx, a->hdr.initiator, a->hdr.op_id, (int)a->to, 1);
+		struct tr_lane *l = copy_lane(ctx, a->hdr.initiator, a->hdr.op_id, (int)a->to, 1);
 
 		/* No lane up (its chunks wait for one, and go first: peer.c's
 		 * await_settle): it waits too. */
@@ -257,7 +349,7 @@ static void act_lookup(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	int n;
 
 	if (!req) {
-		n = tr_copy_desc(&ctx->copy, a->hdr.initiator, a->hdr.op_id, TRIAD_S_NO_MEMORY,
+		n = tr_copy_desc(eng(ctx), a->hdr.initiator, a->hdr.op_id, TRIAD_S_NO_MEMORY,
 				 NULL, acts, TR_COPY_ACTS);
 		exec(ctx, acts, n);
 		return;
@@ -294,9 +386,9 @@ static void chunk_unposted(struct triad_ctx *ctx, const struct tr_copy_act *a,
 	struct tr_copy_act acts[TR_COPY_ACTS];
 	int window = st == TRIAD_S_NO_WINDOW || st == TRIAD_S_ACCESS ||
 		     st == TRIAD_S_OUT_OF_BOUNDS;
-	int n = window ? tr_copy_chunk_refused(&ctx->copy, a->hdr.initiator, a->hdr.op_id,
+	int n = window ? tr_copy_chunk_refused(eng(ctx), a->hdr.initiator, a->hdr.op_id,
 					       a->chunk, st, acts, TR_COPY_ACTS)
-		       : tr_copy_chunk_done(&ctx->copy, a->hdr.initiator, a->hdr.op_id, a->chunk,
+		       : tr_copy_chunk_done(eng(ctx), a->hdr.initiator, a->hdr.op_id, a->chunk,
 					    st, acts, TR_COPY_ACTS);
 
 	exec(ctx, acts, n);
@@ -321,7 +413,7 @@ static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	}
 	/* Transport-ack sends no COPY_DATA after the chunks: any lane will do. */
 	if (a->hdr.mode != TR_COPY_TRANSPORT_ACK) {
-		req->lane = tr_copy_lane(ctx, a->hdr.initiator, a->hdr.op_id, req->peer, 0);
+		req->lane = copy_lane(ctx, a->hdr.initiator, a->hdr.op_id, req->peer, 0);
 		req->plane = req->lane->plane;
 	}
 	req->off = a->dst_off;
@@ -343,7 +435,7 @@ static void carry_done(struct triad_req *req)
 {
 	struct triad_ctx *ctx = req->ctx;
 	struct tr_copy_act acts[TR_COPY_ACTS];
-	int n = tr_copy_chunk_done(&ctx->copy, req->c_init, req->c_op, 0, req->status, acts,
+	int n = tr_copy_chunk_done(eng(ctx), req->c_init, req->c_op, 0, req->status, acts,
 				   TR_COPY_ACTS);
 
 	free(req);
@@ -405,14 +497,15 @@ static void act_local(struct triad_ctx *ctx, const struct tr_copy_act *a)
 
 static void act_notify(struct triad_ctx *ctx, const struct tr_copy_act *a)
 {
+	struct tr_copies *cs = ctx->copies;
 	struct triad_copy_event *ev;
 
-	if (ctx->ev_count == ctx->ev_cap) {
-		if (!ctx->ev_dropped++)
+	if (cs->ev_count == cs->ev_cap) {
+		if (!cs->ev_dropped++)
 			tr_warn("copy notifications are not being polled: dropping them");
 		return;
 	}
-	ev = &ctx->cevents[(ctx->ev_head + ctx->ev_count++) % ctx->ev_cap];
+	ev = &cs->events[(cs->ev_head + cs->ev_count++) % cs->ev_cap];
 	ev->copy_id = a->hdr.op_id;
 	ev->initiator = (int)a->hdr.initiator;
 	ev->source = (int)a->hdr.source;
@@ -449,8 +542,8 @@ static void exec(struct triad_ctx *ctx, const struct tr_copy_act *a, int n)
 /* ---- events --------------------------------------------------------------------*/
 static void chunk_failed(struct triad_ctx *ctx, uint32_t initiator, uint64_t op)
 {
-	ctx->copy_failed_init = initiator;
-	ctx->copy_failed_op = op;
+	ctx->copies->failed_init = initiator;
+	ctx->copies->failed_op = op;
 }
 
 /* A CHUNK or LOOKUP request is complete (its kinds' completion, req.c):
@@ -464,7 +557,7 @@ static void req_done(struct triad_req *req, enum triad_status st)
 	if (req->kind == TR_REQ_CHUNK) {
 		if (st != TRIAD_S_OK)
 			chunk_failed(ctx, req->c_init, req->c_op);
-		n = tr_copy_chunk_done(&ctx->copy, req->c_init, req->c_op, req->c_chunk, st, acts,
+		n = tr_copy_chunk_done(eng(ctx), req->c_init, req->c_op, req->c_chunk, st, acts,
 				       TR_COPY_ACTS);
 	} else {
 		struct tr_copy_win desc = { 0 };
@@ -473,7 +566,7 @@ static void req_done(struct triad_req *req, enum triad_status st)
 			desc.size = req->rwin->len;
 			desc.access = req->rwin->access;
 		}
-		n = tr_copy_desc(&ctx->copy, req->c_init, req->c_op, st,
+		n = tr_copy_desc(eng(ctx), req->c_init, req->c_op, st,
 				 st == TRIAD_S_OK ? &desc : NULL, acts, TR_COPY_ACTS);
 	}
 	free(req);
@@ -485,7 +578,7 @@ static int on_copy_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf 
 	struct triad_ctx *ctx = l->ctx;
 	int peer = l->peer;
 	struct tr_copy_act acts[TR_COPY_ACTS];
-	int n = tr_copy_recv(&ctx->copy, (enum tr_copy_msg)m->u.copy.kind, (uint32_t)peer,
+	int n = tr_copy_recv(eng(ctx), (enum tr_copy_msg)m->u.copy.kind, (uint32_t)peer,
 			     &m->u.copy.hdr, m->u.copy.data, m->u.copy.carried, acts, TR_COPY_ACTS);
 
 	(void)b;
@@ -540,7 +633,7 @@ int tr_copy_submit(struct triad_ctx *ctx, const struct tr_copy_hdr *order, struc
 {
 	struct tr_copy_act acts[TR_COPY_ACTS];
 	uint64_t op;
-	int n = tr_copy_request(&ctx->copy, order, req,
+	int n = tr_copy_request(eng(ctx), order, req,
 				tr_now_ns() + (uint64_t)ctx->cfg.copy_timeout_ms * 1000000, &op,
 				acts, TR_COPY_ACTS);
 
@@ -561,16 +654,18 @@ enum triad_copy_leg triad_req_copy_leg(const triad_req_t *req)
 
 int triad_copy_event_poll(triad_ctx_t *ctx, struct triad_copy_event *ev_p)
 {
+	struct tr_copies *cs;
 	int ret = 0;
 
 	if (!ctx || !ev_p)
 		return -EINVAL;
 	tr_ctx_lock(ctx);
 	tr_progress_app(ctx);
-	if (ctx->ev_count) {
-		*ev_p = ctx->cevents[ctx->ev_head];
-		ctx->ev_head = (ctx->ev_head + 1) % ctx->ev_cap;
-		ctx->ev_count--;
+	cs = ctx->copies;
+	if (cs->ev_count) {
+		*ev_p = cs->events[cs->ev_head];
+		cs->ev_head = (cs->ev_head + 1) % cs->ev_cap;
+		cs->ev_count--;
 		ret = 1;
 	}
 	pthread_mutex_unlock(&ctx->lock);

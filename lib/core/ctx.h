@@ -104,13 +104,9 @@ struct tr_peer {
 	int seq_blocked; /* a lane holds a message back for the window */
 	struct tr_psw psw;	 /* plane switch: which plane each home plane maps to now */
 	unsigned peer_drained;	 /* planes the peer asked us not to send on */
-	/* Active messages that came before a number sent earlier, copied out
-	 * of their slots, in order of number (am.c: strict order). */
-	struct tr_list am_early[TR_FC_NPRIO];
 	int gone; /* it said BYE, or another process has its address now: its
 		   * connections are not rebuilt */
 	uint64_t incarnation; /* its process's, from its first lane up; 0 before */
-	uint32_t bar_arrived; /* rank 0: the latest barrier it arrived in */
 	/* Messages that arrived beyond the receive window (struct
 	 * tr_parked): handled once the window reaches them (peer.c). */
 	struct tr_list parked[TR_FC_NPRIO];
@@ -168,11 +164,6 @@ enum tr_req_kind {
 	TR_REQ_MSG,    /* internal: a message whose arrival someone waits for */
 	TR_REQ_FLUSH,  /* the application's triad_flush */
 	TR_REQ_NKINDS
-};
-
-struct tr_am_entry {
-	triad_am_handler_t fn;
-	void *arg;
 };
 
 struct triad_req {
@@ -285,8 +276,6 @@ struct tr_peer_hooks {
 	 * no lane reaches it, none is being set up, none is awaited back
 	 * (tr_peer_alive); st says why.  Also while closing. */
 	void (*lost)(struct triad_ctx *ctx, int peer, enum triad_status st);
-	/* At close: p's share of the feature's state is freed. */
-	void (*freed)(struct tr_peer *p);
 	/* A lane of p changed state, or its wait ended: what of the
 	 * feature's waits for p's connection goes now if its lane is up,
 	 * keeps waiting while one is being set up, fails otherwise (all:
@@ -347,30 +336,24 @@ struct triad_ctx {
 	ev_io cq_w[TRIAD_MAX_PLANES], async_w[TRIAD_MAX_PLANES];
 	struct tr_peer *peers; /* [size]; peers[rank] unused */
 
-	struct triad_win **wins;
 	/* Registrations of buffers outside every window (TRIAD_REG_CACHE). */
 	struct tr_rc_plane {
 		struct triad_ctx *ctx;
 		int plane;
 		struct tr_regcache rc;
 	} rcache[TRIAD_MAX_PLANES];
-	int nwins, wins_cap;
-	uint32_t next_qid;
-	int nqueries;
 	struct tr_lput *lputs;	/* free light-put records (lane.c), under the lock */
 	unsigned nlputs;
 
-	struct tr_am_entry am[TRIAD_AM_MAX_ID + 1];
 	/* What the features registered at setup (peer.c runs them): the
 	 * handler of each message type, and the peer hooks by kind. */
 	tr_msg_fn on_msg[TR_MSG_TYPE_MAX];
 	void (*rx_moved[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio);
 	void (*unreached[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, int peer, enum triad_status st);
 	void (*lost[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, int peer, enum triad_status st);
-	void (*freed[TR_PEER_HOOKS_MAX])(struct tr_peer *p);
 	void (*await[TR_PEER_HOOKS_MAX])(struct triad_ctx *ctx, struct tr_peer *p, int all,
 					 enum triad_status st);
-	unsigned nrx_moved, nunreached, nlost, nfreed, nawait;
+	unsigned nrx_moved, nunreached, nlost, nawait;
 	/* ... and the progress hooks by kind (progress.c runs them). */
 	void (*tick[TR_PROGRESS_HOOKS_MAX])(struct triad_ctx *ctx);
 	int (*awaited[TR_PROGRESS_HOOKS_MAX])(const struct triad_ctx *ctx);
@@ -399,18 +382,6 @@ struct triad_ctx {
 	uint64_t rx_msgs;	  /* messages received on every lane (the spin's measure) */
 	struct tr_trace *trace;	  /* TRIAD_TRACE, or NULL */
 
-	struct tr_copy copy;	  /* the copy engine (proto/copy) */
-	/* The last source op one of whose chunks failed (initiator, op id;
-	 * op ids are never 0): a chunk that fails before it reaches the NIC
-	 * fails while the engine's COPY_DATA for the op still waits in the
-	 * same action array, and D must not hear of data that never came
-	 * (in DIRECT its OK would race S's error to I).  copy.c. */
-	uint64_t copy_failed_op;
-	uint32_t copy_failed_init;
-	struct triad_copy_event *cevents; /* copy notifications, a ring */
-	unsigned ev_head, ev_count, ev_cap;
-	uint64_t ev_dropped;
-
 	struct tr_list bcasts;	  /* broadcasts in progress here */
 	struct tr_list bc_early;  /* BCAST_DONEs that came before the local call */
 	struct triad_group *world_group; /* triad_bcast's: every rank, id 0 */
@@ -426,17 +397,15 @@ struct triad_ctx {
 	struct tr_reaper reaper;  /* releases broken lanes' QPs, without the lock */
 	struct queued_msg *qcache; /* free queue nodes of a slot's size (lane.c) */
 	unsigned nqcache;
-	struct tr_copy_pin *pins; /* the plane of each copy this rank serves */
-	unsigned npins;
-	uint64_t pin_stamp;
 
 	struct tr_ctl_client *ctl; /* the node daemon's client (ctl.c), or NULL */
 
-	uint32_t bar_epoch;	 /* barriers this rank entered */
-	uint32_t bar_arrived[2]; /* rank 0: arrivals per epoch parity */
-	uint32_t bar_released;	 /* epochs released by rank 0 */
-	uint32_t bar_failed;	 /* the last epoch rank 0 reported failed */
-	int bar_retry;		 /* the barrier in bar_epoch timed out: a retry waits for it */
+	/* Each feature's own state, defined in its file, made by its setup
+	 * and freed by its teardown (NULL outside them). */
+	struct tr_barrier *barrier; /* barrier.c */
+	struct tr_copies *copies;   /* copy.c */
+	struct tr_wins *wins;	    /* win.c */
+	struct tr_ams *am;	    /* am.c */
 };
 
 /* ---- progress (progress.c) ---------------------------------------------------*/
@@ -552,7 +521,7 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
  * is up. */
 void tr_peer_msg_skip(struct tr_lane *l, const void *data, int len);
 void tr_peer_lane_changed(struct tr_lane *l);
-void tr_peer_free(struct triad_ctx *ctx, struct tr_peer *p); /* at close */
+void tr_peer_free(struct tr_peer *p); /* at close */
 /* The redo fence.  req (a put or copy chunk, its last WRITE back) had a
  * WRITE flushed by a break on each plane of req->fence_planes: 1 when it
  * must wait until each of those breaks is fenced (then its rma ops'
@@ -568,16 +537,6 @@ void tr_peer_seq_done(struct tr_lane *l, const void *data, int len);
 /* The switch of peer p hears what plane's lane and drain state now say
  * (up and wanted: restored; down: failed; up but drained: drained). */
 void tr_peer_plane_event(struct triad_ctx *ctx, struct tr_peer *p, int plane);
-
-/* ---- planes (drain.c) -------------------------------------------------------------*/
-/* The lane a copy's chunk or COPY_DATA takes at its source: every chunk of
- * an op and its COPY_DATA on one lane, so that the data is whole when
- * COPY_DATA arrives, whatever drains or faults change meanwhile.  last:
- * the op's COPY_DATA, the pin is dropped. */
-struct tr_lane *tr_copy_lane(struct triad_ctx *ctx, uint32_t initiator, uint64_t op, int to,
-			     int last);
-int tr_planes_setup(struct triad_ctx *ctx);
-void tr_planes_teardown(struct triad_ctx *ctx);
 
 /* The node daemon's client (ctl.c): connects (or keeps trying) and
  * applies the daemon's plane policy.  Setup before the progress thread
@@ -602,7 +561,8 @@ void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
 void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw);
 /* At close: every cached descriptor dropped, its waiters cancelled. */
 void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p);
-void tr_wins_destroy_all(struct triad_ctx *ctx);
+/* At close: this rank's windows destroyed, their state freed. */
+void tr_win_teardown(struct triad_ctx *ctx);
 
 /* What the fabric reports, and to whom in core (ctx.c): the ops table
  * triad_init opens the fabric with. */
@@ -692,15 +652,18 @@ void tr_rma_teardown(struct triad_ctx *ctx);
  * await lets it go or fail). */
 void tr_rma_await(struct triad_ctx *ctx, struct triad_req *req);
 
-/* Active messages (am.c).  Setup: the AM message and the peer hooks
- * (early messages go once the numbers before them came; freed at close). */
+/* Active messages (am.c).  Setup: the handlers' table, the AM message and
+ * the peer hook (early messages go once the numbers before them came). */
 int tr_am_setup(struct triad_ctx *ctx);
+void tr_am_teardown(struct triad_ctx *ctx);
 
 /* Copies (copy.c).  Setup: the engine, the COPY message, a lost peer's
  * copies failed, the engine's deadlines (tick) and the answers it awaits,
  * the completion of its CHUNK and LOOKUP requests. */
 int tr_copy_setup(struct triad_ctx *ctx);
 void tr_copy_teardown(struct triad_ctx *ctx);
+/* The copy engine, for a test's look at its counts. */
+const struct tr_copy *tr_copy_engine(const struct triad_ctx *ctx);
 
 /* Submit a copy with a prepared request (lock held); 0, -EAGAIN, -EINVAL. */
 int tr_copy_submit(struct triad_ctx *ctx, const struct tr_copy_hdr *order, struct triad_req *req);
@@ -710,7 +673,8 @@ int tr_copy_submit(struct triad_ctx *ctx, const struct tr_copy_hdr *order, struc
 int tr_bcast_setup(struct triad_ctx *ctx);
 void tr_bcast_teardown(struct triad_ctx *ctx);
 
-/* The barrier (barrier.c).  Setup: its messages. */
-void tr_barrier_setup(struct triad_ctx *ctx);
+/* The barrier (barrier.c).  Setup: its state and messages. */
+int tr_barrier_setup(struct triad_ctx *ctx);
+void tr_barrier_teardown(struct triad_ctx *ctx);
 
 #endif

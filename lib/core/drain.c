@@ -31,66 +31,6 @@ const char *triad_plane_state_str(enum triad_plane_state s)
 		       ? plane_state_names[s] : "unknown plane state";
 }
 
-/* ---- the plane of a copy this rank serves ------------------------------------*/
-struct tr_copy_pin {
-	uint32_t initiator;
-	uint64_t op;
-	uint64_t stamp; /* insertion order: the oldest goes when the table is full */
-	int peer, plane;
-	int used;
-};
-
-int tr_planes_setup(struct triad_ctx *ctx)
-{
-	ctx->npins = (unsigned)ctx->cfg.copy_ops;
-	ctx->pins = calloc(ctx->npins, sizeof(*ctx->pins));
-	return ctx->pins ? 0 : -ENOMEM;
-}
-
-void tr_planes_teardown(struct triad_ctx *ctx)
-{
-	free(ctx->pins);
-	ctx->pins = NULL;
-}
-
-struct tr_lane *tr_copy_lane(struct triad_ctx *ctx, uint32_t initiator, uint64_t op, int to,
-			     int last)
-{
-	struct tr_copy_pin *pin = NULL, *oldest = NULL;
-	struct tr_lane *l;
-
-	for (unsigned i = 0; i < ctx->npins; i++) {
-		struct tr_copy_pin *e = &ctx->pins[i];
-
-		if (e->used && e->initiator == initiator && e->op == op && e->peer == to) {
-			pin = e;
-			break;
-		}
-		if (!oldest || !e->used || (oldest->used && e->stamp < oldest->stamp))
-			oldest = e;
-	}
-	if (pin) {
-		l = &ctx->peers[to].lane[pin->plane];
-		if (!tr_lane_live(ctx, l)) {
-			/* Broken under the op: its chunks are done again on the
-			 * lane the choice gives now, and the rest follows them. */
-			l = tr_peer_lane(ctx, to, 0);
-			pin->plane = l->plane;
-		}
-		if (last)
-			pin->used = 0;
-		return l;
-	}
-	l = tr_peer_lane(ctx, to, 0);
-	if (!last && oldest) {
-		/* More of the op follows on this lane.  A full table drops its
-		 * oldest pin: an op that failed without its COPY_DATA. */
-		*oldest = (struct tr_copy_pin){ .initiator = initiator, .op = op, .peer = to,
-						.plane = l->plane, .stamp = ++ctx->pin_stamp, .used = 1 };
-	}
-	return l;
-}
-
 /* ---- drain and restore ------------------------------------------------------------*/
 static int plane_ok(const struct triad_ctx *ctx, int plane)
 {

@@ -245,7 +245,6 @@ static int open_peers(triad_ctx_t *ctx)
 		ctx->peers[r].rank = r;
 		tr_psw_init(&ctx->peers[r].psw, (unsigned)ctx->nplanes);
 		for (int q = 0; q < TR_FC_NPRIO; q++) {
-			tr_list_init(&ctx->peers[r].am_early[q]);
 			tr_list_init(&ctx->peers[r].parked[q]);
 			tr_stream_tx_init(&ctx->peers[r].stx[q], 0, 0);
 			tr_stream_rx_init(&ctx->peers[r].srx[q], 0, 0);
@@ -258,7 +257,7 @@ static int open_peers(triad_ctx_t *ctx)
 			tr_lane_init(ctx, &ctx->peers[r].lane[p], r, p);
 	}
 	tr_peer_setup(ctx);
-	return tr_planes_setup(ctx);
+	return 0;
 }
 
 /* Connects every lane (the lower rank connects, the higher accepts) and
@@ -377,10 +376,10 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 		ret = tr_win_setup(ctx);
 	if (!ret)
 		ret = tr_am_setup(ctx);
-	if (!ret) {
-		tr_barrier_setup(ctx);
+	if (!ret)
+		ret = tr_barrier_setup(ctx);
+	if (!ret)
 		ret = tr_copy_setup(ctx);
-	}
 	if (!ret)
 		ret = tr_bcast_setup(ctx);
 	if (!ret)
@@ -515,25 +514,25 @@ void triad_fini(triad_ctx_t *ctx)
 		cancel_all(ctx);
 	tr_bcast_teardown(ctx); /* requests still open complete as cancelled */
 	tr_copy_teardown(ctx);
+	tr_barrier_teardown(ctx);
 	for (r = 0; ctx->peers && r < ctx->size; r++) {
 		for (p = 0; p < ctx->nplanes; p++)
 			tr_lane_destroy(&ctx->peers[r].lane[p]);
 		tr_rwins_free(ctx, &ctx->peers[r]);
 		tr_rma_peer_free(&ctx->peers[r]);
-		tr_peer_free(ctx, &ctx->peers[r]);
+		tr_peer_free(&ctx->peers[r]);
 	}
 	if (ctx->peers)
 		tr_lane_orphans_free(&ctx->orphans);
 	tr_lane_qcache_free(ctx);
-	tr_wins_destroy_all(ctx);
+	tr_am_teardown(ctx);
+	tr_win_teardown(ctx);
 	tr_rma_teardown(ctx);
 	tr_lane_lput_cache_free(ctx);
-	tr_planes_teardown(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	tr_reaper_stop(&ctx->reaper); /* every QP gone before the planes' PDs and CQs */
 	tr_fab_close(ctx->fab);
 	tr_progress_teardown(ctx);
-	free(ctx->wins);
 	free(ctx->peers);
 	tr_world_free(&ctx->world);
 	tr_pmix_fini(ctx);

@@ -862,7 +862,7 @@ void tr_peer_await_cancel(struct triad_ctx *ctx)
 	}
 }
 
-void tr_peer_free(struct triad_ctx *ctx, struct tr_peer *p)
+void tr_peer_free(struct tr_peer *p)
 {
 	while (!tr_list_empty(&p->fenceq)) { /* settled at close: messages only */
 		struct tr_fence_wait *e = tr_list_first(&p->fenceq, struct tr_fence_wait, link);
@@ -879,8 +879,6 @@ void tr_peer_free(struct triad_ctx *ctx, struct tr_peer *p)
 			free(e); /* its buffer, if any, is taken back with the lane's */
 		}
 	p->nparked = 0;
-	for (unsigned i = 0; i < ctx->nfreed; i++)
-		ctx->freed[i](p);
 }
 
 /* ---- arrivals beyond the window ------------------------------------------------*/
@@ -1133,8 +1131,7 @@ void tr_peer_handle(struct triad_ctx *ctx, enum tr_msg_type type, tr_msg_fn fn)
 int tr_peer_hooks_add(struct triad_ctx *ctx, const struct tr_peer_hooks *h)
 {
 	if (ctx->nrx_moved == TR_PEER_HOOKS_MAX || ctx->nunreached == TR_PEER_HOOKS_MAX ||
-	    ctx->nlost == TR_PEER_HOOKS_MAX || ctx->nfreed == TR_PEER_HOOKS_MAX ||
-	    ctx->nawait == TR_PEER_HOOKS_MAX)
+	    ctx->nlost == TR_PEER_HOOKS_MAX || ctx->nawait == TR_PEER_HOOKS_MAX)
 		return -ENOSPC;
 	if (h->rx_moved)
 		ctx->rx_moved[ctx->nrx_moved++] = h->rx_moved;
@@ -1142,8 +1139,6 @@ int tr_peer_hooks_add(struct triad_ctx *ctx, const struct tr_peer_hooks *h)
 		ctx->unreached[ctx->nunreached++] = h->unreached;
 	if (h->lost)
 		ctx->lost[ctx->nlost++] = h->lost;
-	if (h->freed)
-		ctx->freed[ctx->nfreed++] = h->freed;
 	if (h->await)
 		ctx->await[ctx->nawait++] = h->await;
 	return 0;

@@ -14,20 +14,32 @@
 #include "base/log.h"
 #include "proto/chunk.h"
 
+/* This rank's windows and its lookups in flight (ctx->wins), under the
+ * context lock. */
+struct tr_wins {
+	struct triad_win **v;
+	int n, cap;
+	uint32_t next_qid;
+	int nqueries; /* WIN_QUERYs awaiting their answer */
+};
+
 struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id)
 {
-	for (int i = 0; i < ctx->nwins; i++)
-		if (ctx->wins[i]->id == id)
-			return ctx->wins[i];
+	const struct tr_wins *ws = ctx->wins;
+
+	for (int i = 0; i < ws->n; i++)
+		if (ws->v[i]->id == id)
+			return ws->v[i];
 	return NULL;
 }
 
 struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size_t len)
 {
+	const struct tr_wins *ws = ctx->wins;
 	uintptr_t a = (uintptr_t)addr;
 
-	for (int i = 0; i < ctx->nwins; i++) {
-		struct triad_win *w = ctx->wins[i];
+	for (int i = 0; i < ws->n; i++) {
+		struct triad_win *w = ws->v[i];
 		uintptr_t base = (uintptr_t)w->base;
 
 		if (a >= base && tr_range_ok(w->len, a - base, len))
@@ -47,6 +59,7 @@ int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 		     const struct triad_win_attr *attr, triad_win_t **win_p)
 {
 	uint32_t access = TRIAD_WIN_READ | TRIAD_WIN_WRITE;
+	struct tr_wins *ws;
 	struct triad_win *w;
 	int p, ret = 0;
 
@@ -95,18 +108,19 @@ int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 			goto out;
 		}
 	}
-	if (ctx->nwins == ctx->wins_cap) {
-		int cap = ctx->wins_cap ? 2 * ctx->wins_cap : 8;
-		struct triad_win **n = realloc(ctx->wins, (size_t)cap * sizeof(*n));
+	ws = ctx->wins;
+	if (ws->n == ws->cap) {
+		int cap = ws->cap ? 2 * ws->cap : 8;
+		struct triad_win **n = realloc(ws->v, (size_t)cap * sizeof(*n));
 
 		if (!n) {
 			ret = -ENOMEM;
 			goto out;
 		}
-		ctx->wins = n;
-		ctx->wins_cap = cap;
+		ws->v = n;
+		ws->cap = cap;
 	}
-	ctx->wins[ctx->nwins++] = w;
+	ws->v[ws->n++] = w;
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
@@ -120,11 +134,11 @@ out:
 /* Lock held. */
 static void win_remove(struct triad_win *w)
 {
-	struct triad_ctx *ctx = w->ctx;
+	struct tr_wins *ws = w->ctx->wins;
 
-	for (int i = 0; i < ctx->nwins; i++) {
-		if (ctx->wins[i] == w) {
-			ctx->wins[i] = ctx->wins[--ctx->nwins];
+	for (int i = 0; i < ws->n; i++) {
+		if (ws->v[i] == w) {
+			ws->v[i] = ws->v[--ws->n];
 			break;
 		}
 	}
@@ -153,10 +167,17 @@ int triad_win_destroy(triad_win_t *w)
 	return 0;
 }
 
-void tr_wins_destroy_all(struct triad_ctx *ctx)
+void tr_win_teardown(struct triad_ctx *ctx)
 {
-	while (ctx->nwins)
-		win_remove(ctx->wins[ctx->nwins - 1]);
+	struct tr_wins *ws = ctx->wins;
+
+	if (!ws)
+		return;
+	while (ws->n)
+		win_remove(ws->v[ws->n - 1]);
+	free(ws->v);
+	free(ws);
+	ctx->wins = NULL;
 }
 
 /* ---- the owner's side --------------------------------------------------------------*/
@@ -210,7 +231,7 @@ struct tr_rwin *tr_rwin_ready(struct triad_ctx *ctx, int peer, uint32_t id)
 static void rwin_fail(struct triad_ctx *ctx, struct tr_rwin *rw, enum triad_status st)
 {
 	if (rw->state == TR_RWIN_QUERYING)
-		ctx->nqueries--;
+		ctx->wins->nqueries--;
 	rw->state = TR_RWIN_GONE;
 	while (!tr_list_empty(&rw->waiters)) {
 		struct triad_req *req = tr_list_first(&rw->waiters, struct triad_req, link);
@@ -245,12 +266,12 @@ void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 	}
 	rw->id = req->win;
 	rw->state = TR_RWIN_QUERYING;
-	rw->qid = ++ctx->next_qid;
+	rw->qid = ++ctx->wins->next_qid;
 	rw->deadline_ns = tr_now_ns() + (uint64_t)ctx->cfg.query_timeout_ms * 1000000;
 	tr_list_init(&rw->waiters);
 	tr_list_add_tail(&rw->waiters, &req->link);
 	req->rwin = rw;
-	ctx->nqueries++;
+	ctx->wins->nqueries++;
 	/* Built only here: zeroing a message on every cached lookup cost a put
 	 * about 25 instructions. */
 	m = (struct tr_msg){ .type = TR_MSG_WIN_QUERY };
@@ -285,7 +306,7 @@ static int on_info(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		return 0;
 	}
 	rw->state = TR_RWIN_READY;
-	ctx->nqueries--;
+	ctx->wins->nqueries--;
 	rw->base = m->u.win_info.base;
 	rw->len = m->u.win_info.len;
 	rw->access = m->u.win_info.access;
@@ -312,7 +333,7 @@ static void check_timeouts(struct triad_ctx *ctx)
 {
 	uint64_t now;
 
-	if (!ctx->nqueries)
+	if (!ctx->wins->nqueries)
 		return;
 	now = tr_now_ns();
 	for (int r = 0; r < ctx->size; r++) {
@@ -361,6 +382,9 @@ int tr_win_setup(struct triad_ctx *ctx)
 	static const struct tr_peer_hooks hooks = { .unreached = peer_lost, .lost = peer_lost };
 	static const struct tr_progress_hooks progress = { .tick = check_timeouts };
 
+	ctx->wins = calloc(1, sizeof(*ctx->wins));
+	if (!ctx->wins)
+		return -ENOMEM;
 	tr_peer_handle(ctx, TR_MSG_WIN_QUERY, on_query);
 	tr_peer_handle(ctx, TR_MSG_WIN_INFO, on_info);
 	tr_peer_handle(ctx, TR_MSG_WIN_GONE, on_gone);

@@ -253,7 +253,7 @@ static struct tr_copy_stats copy_stats(void)
 	struct tr_copy_stats s;
 
 	pthread_mutex_lock(&ctx->lock);
-	s = *tr_copy_stats(&ctx->copy);
+	s = *tr_copy_stats(tr_copy_engine(ctx));
 	pthread_mutex_unlock(&ctx->lock);
 	return s;
 }
@@ -671,7 +671,7 @@ int main(void)
 		win_unchanged(W_RO, WLEN, 0, 0);
 		win_unchanged(W_WO, WLEN, 0, 0);
 		pthread_mutex_lock(&ctx->lock);
-		uint32_t live = tr_copy_orders_live(&ctx->copy);
+		uint32_t live = tr_copy_orders_live(tr_copy_engine(ctx));
 		pthread_mutex_unlock(&ctx->lock);
 		FT_CHECK(live == 0, "rank %d still serves %u orders", rank, live);
 	}
