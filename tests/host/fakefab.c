@@ -124,7 +124,9 @@ struct cq {
 };
 
 struct fplane {
-	int open, port_up, refuse;
+	int open, refuse;
+	int port_up; /* as the rank was told (tr_fab_plane_port_up) */
+	int link_up; /* as it is: packets and cm messages cross it */
 	struct in_addr addr;
 	uint16_t port;
 	struct cq rcq, scq;
@@ -599,7 +601,7 @@ int tr_fab_plane_open(struct tr_fab *fab, int index, struct in_addr addr, uint16
 
 	lock();
 	pl->open = 1;
-	pl->port_up = 1;
+	pl->port_up = pl->link_up = 1;
 	pl->addr = addr;
 	pl->port = port;
 	pl->cq_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -1047,7 +1049,7 @@ static struct tr_fab *fab_or_null(int rank)
 /* A port down on the way. */
 static int port_blocked(const struct tr_fab *a, const struct tr_fab *b, int plane)
 {
-	return (a && !a->plane[plane].port_up) || (b && !b->plane[plane].port_up);
+	return (a && !a->plane[plane].link_up) || (b && !b->plane[plane].link_up);
 }
 
 static int pkt_ready(const struct pkt *p)
@@ -1262,8 +1264,8 @@ void fh_port(int rank, int plane, int up)
 		die("too many port events");
 	pl->port_events[pl->nport_events++] = up;
 	/* The link itself changes at once; the rank hears of it through its
-	 * async fd. */
-	pl->port_up = up;
+	 * async fd (and tr_fab_plane_port_up says so from then on). */
+	pl->link_up = up;
 	poke(pl->async_fd);
 	unlock();
 }

@@ -32,6 +32,7 @@
 
 #include <cmocka.h>
 
+#include "base/log.h"
 #include "core/ctx.h"
 #include "fakefab.h"
 #include "triad.h"
@@ -47,6 +48,7 @@ static struct {
 	int n, nplanes;
 	triad_ctx_t *ctx[MAX_RANKS];
 	int frozen[MAX_RANKS]; /* not driven: its CPU does nothing, its NIC goes on */
+	int jitter;	       /* drive() leaves out a drawn third of the ranks each time */
 	char world[64];
 	/* active messages handled: the next number expected per (sender,
 	 * receiver, priority), and violations */
@@ -63,11 +65,17 @@ static void violation(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!w.bad++) {
-		va_start(ap, fmt);
-		vsnprintf(w.first_bad, sizeof(w.first_bad), fmt, ap);
-		va_end(ap);
-	}
+	char line[200];
+
+	if (w.bad++ >= 10)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	/* The first few as they happen, among core's log lines. */
+	fprintf(stderr, "VIOLATION: %s\n", line);
+	if (w.bad == 1)
+		memcpy(w.first_bad, line, sizeof(line));
 }
 
 struct am_body {
@@ -98,15 +106,27 @@ static int on_am(void *arg, int src, const void *data, size_t len, triad_am_msg_
 }
 
 /* ---- the world ----------------------------------------------------------------------*/
+static void (*step_check)(void); /* after every rank's turn */
+
+/* Each rank not stalled takes its turn: its loop once (what its fds and
+ * timers have for it), and a poll as an application thread's. */
+static void turns(void)
+{
+	for (int r = 0; r < w.n; r++) {
+		if (!w.ctx[r] || w.frozen[r] || (w.jitter && fh_rand(3) == 0))
+			continue;
+		tr_log_rank = r;
+		tr_progress_step(w.ctx[r]);
+		triad_progress(w.ctx[r]);
+		if (step_check)
+			step_check();
+	}
+}
+
 static void drive(void)
 {
 	fh_step();
-	for (int r = 0; r < w.n; r++) {
-		if (!w.ctx[r] || w.frozen[r])
-			continue;
-		tr_progress_step(w.ctx[r]);
-		triad_progress(w.ctx[r]);
-	}
+	turns();
 }
 
 /* Drives until pred holds; when the fabric has nothing to do, lets the
@@ -120,12 +140,7 @@ static int drive_until(int (*pred)(void *), void *arg, double secs)
 	while (!pred(arg)) {
 		if (!fh_step())
 			usleep(200);
-		for (int r = 0; r < w.n; r++) {
-			if (!w.ctx[r] || w.frozen[r])
-				continue;
-			tr_progress_step(w.ctx[r]);
-			triad_progress(w.ctx[r]);
-		}
+		turns();
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 > secs)
 			return -1;
@@ -223,7 +238,7 @@ static unsigned am_push(struct am_load *a, unsigned max)
 {
 	unsigned n = 0;
 
-	while (n < max) {
+	while (n < max && !w.frozen[a->from]) {
 		unsigned prio = fh_rand(NPRIO);
 		struct am_body b = { .from = (uint32_t)a->from, .prio = prio };
 		int ret;
@@ -235,7 +250,14 @@ static unsigned am_push(struct am_load *a, unsigned max)
 				    (enum triad_prio)prio, NULL);
 		if (ret == -EAGAIN)
 			break;
-		assert_int_equal(ret, 0);
+		if (ret) {
+			char line[768];
+
+			tr_peer_describe(w.ctx[a->from], a->to, line, sizeof(line));
+			fail_msg("seed %llu: rank %d: triad_am_send to %d: %s; to rank %d: %s",
+				 (unsigned long long)w.seed, a->from, a->to, strerror(-ret), a->to,
+				 line);
+		}
 		a->sent[prio]++;
 		n++;
 	}
@@ -414,6 +436,7 @@ static void test_fence(void **state)
 /* ---- scenario 3: a drawn schedule -------------------------------------------------------*/
 struct rput {
 	triad_req_t *req;
+	int checked; /* its violation said already */
 	int from, to, block;
 	char stamp;
 };
@@ -425,6 +448,12 @@ struct rnd {
 	char expect[MAX_RANKS][NBLOCKS]; /* what the owner wrote into each block last */
 	unsigned puts_left, puts_done;
 	int port_down[MAX_RANKS][2];
+	uint32_t step;
+	struct later_ev {
+		uint32_t at;
+		int what, a, b, plane;
+	} later[64];
+	unsigned nlater;
 	unsigned faults;
 };
 
@@ -440,6 +469,24 @@ static void rnd_check_block(struct rnd *z, int to, int block)
 		}
 }
 
+static struct rnd *cur_rnd;
+
+/* At every turn: a put complete (its request says so, before anyone
+ * polls it) must have no WRITE that can still land. */
+static void rnd_step_check(void)
+{
+	for (int r = 0; r < w.n; r++) {
+		const struct rput *p = &cur_rnd->put[r];
+
+		if (p->req && p->req->done && !p->checked &&
+		    fh_can_land(w.win_mem[p->to] + (size_t)p->block * BLOCK, BLOCK)) {
+			violation("seed %llu: a put completed while a WRITE of it can land",
+				  (unsigned long long)w.seed);
+			cur_rnd->put[r].checked = 1;
+		}
+	}
+}
+
 /* The puts: each rank keeps one in flight to a drawn rank and block; when
  * it completes, the owner writes its own stamp into the block (a put's
  * first attempt landing later would overwrite it). */
@@ -450,15 +497,15 @@ static void rnd_puts(struct rnd *z)
 	for (int r = 0; r < w.n; r++) {
 		struct rput *p = &z->put[r];
 
+		if (w.frozen[r]) /* stalled: its threads do nothing */
+			continue;
 		if (p->req) {
 			char *m;
 
 			if (!triad_test(p->req))
 				continue;
 			m = w.win_mem[p->to] + (size_t)p->block * BLOCK;
-			if (fh_can_land(m, BLOCK))
-				violation("seed %llu: a put completed while a WRITE of it can land",
-					  (unsigned long long)w.seed);
+			rnd_step_check();
 			if (triad_req_status(p->req) != TRIAD_S_OK)
 				violation("a put ended %s",
 					  triad_status_str(triad_req_status(p->req)));
@@ -466,6 +513,7 @@ static void rnd_puts(struct rnd *z)
 				violation("a put completed OK without its data in place");
 			triad_req_free(p->req);
 			p->req = NULL;
+			p->checked = 0;
 			z->puts_done++;
 			z->expect[p->to][p->block] = (char)('A' + fh_rand(26));
 			memset(m, z->expect[p->to][p->block], BLOCK);
@@ -487,44 +535,110 @@ static void rnd_puts(struct rnd *z)
 	}
 }
 
-/* A fault, drawn. */
+/* What a fault undoes later, or does next: at step `at`. */
+enum later { L_UNHOLD, L_BREAK, L_PORT_UP, L_ACCEPT, L_STALL, L_RESUME };
+
+static void later(struct rnd *z, unsigned in, enum later what, int a, int b, int plane)
+{
+	z->later[z->nlater++] = (struct later_ev){ z->step + in, what, a, b, plane };
+}
+
+static void stall(int r, int on)
+{
+	w.frozen[r] = on;
+	fh_hold_cm(r, on);
+}
+
+static int port_down_anywhere(const struct rnd *z)
+{
+	for (int r = 0; r < w.n; r++)
+		for (int p = 0; p < w.nplanes; p++)
+			if (z->port_down[r][p])
+				return 1;
+	return 0;
+}
+
+/* A fault, drawn; those that last end by themselves (later). */
 static void rnd_fault(struct rnd *z)
 {
 	int a = (int)fh_rand((unsigned)w.n), b = (a + 1 + (int)fh_rand((unsigned)w.n - 1)) % w.n;
-	int plane = (int)fh_rand((unsigned)w.nplanes);
+	/* Mostly the plane the pair's traffic takes. */
+	int plane = fh_rand(4) ? home_plane(a, b) : (int)fh_rand((unsigned)w.nplanes);
 
+	if (z->nlater + 4 > sizeof(z->later) / sizeof(z->later[0]))
+		return; /* what ends the last ones must fit */
+	z->faults++;
 	switch (fh_rand(6)) {
-	case 0:
-	case 1:
-		if (!fh_break(a, b, plane))
-			z->faults++;
+	case 0: /* a QP error and the disconnect that follows */
+		fh_break(a, b, plane);
 		break;
-	case 2:
+	case 1: /* a delay on one direction of one connection */
 		fh_hold(a, b, plane, 1);
-		z->faults++;
+		later(z, 50 + fh_rand(800), L_UNHOLD, a, b, plane);
 		break;
-	case 3:
-		fh_hold(a, b, plane, 0);
+	case 2: { /* a delay, and the plane fails under it (issue 35), maybe
+		   * while the far end's CPU is busy */
+		unsigned at = 20 + fh_rand(300);
+
+		fh_hold(a, b, plane, 1);
+		later(z, at, L_BREAK, a, b, plane);
+		later(z, at + 400 + fh_rand(800), L_UNHOLD, a, b, plane);
+		if (fh_rand(4)) {
+			later(z, at, L_STALL, b, 0, 0);
+			later(z, at + 50 + fh_rand(1000), L_RESUME, b, 0, 0);
+		}
 		break;
-	case 4:
-		/* One port down at a time, so that every pair keeps a plane
-		 * (what TRIAD_REJOIN_MS would wait for is another test). */
-		for (int r = 0; r < w.n; r++)
-			for (int p = 0; p < w.nplanes; p++)
-				if (z->port_down[r][p]) {
-					fh_port(r, p, 1);
-					z->port_down[r][p] = 0;
-					return;
-				}
+	}
+	case 3: /* a port flap, one at a time: every pair keeps a plane (what
+		 * TRIAD_REJOIN_MS waits for is another test) */
+		if (port_down_anywhere(z))
+			break;
 		fh_port(a, plane, 0);
 		z->port_down[a][plane] = 1;
-		z->faults++;
+		later(z, 100 + fh_rand(1000), L_PORT_UP, a, 0, plane);
 		break;
-	default:
+	case 4: /* connection requests to a refused for a while */
 		fh_refuse(a, plane, 1);
-		fh_refuse((a + 1) % w.n, plane, 0);
-		z->faults++;
+		later(z, 200 + fh_rand(1500), L_ACCEPT, a, 0, plane);
 		break;
+	default: /* a rank's CPU stalls (descheduled), its NIC goes on */
+		if (w.frozen[a])
+			break;
+		stall(a, 1);
+		later(z, 50 + fh_rand(1500), L_RESUME, a, 0, 0);
+		break;
+	}
+}
+
+static void rnd_later(struct rnd *z)
+{
+	for (unsigned i = 0; i < z->nlater;) {
+		struct later_ev e = z->later[i];
+
+		if (e.at > z->step) {
+			i++;
+			continue;
+		}
+		z->later[i] = z->later[--z->nlater];
+		switch (e.what) {
+		case L_UNHOLD:
+			fh_hold(e.a, e.b, e.plane, 0);
+			break;
+		case L_BREAK:
+			fh_break(e.a, e.b, e.plane);
+			break;
+		case L_PORT_UP:
+			fh_port(e.a, e.plane, 1);
+			z->port_down[e.a][e.plane] = 0;
+			break;
+		case L_ACCEPT:
+			fh_refuse(e.a, e.plane, 0);
+			break;
+		case L_STALL:
+		case L_RESUME:
+			stall(e.a, e.what == L_STALL);
+			break;
+		}
 	}
 }
 
@@ -544,9 +658,14 @@ static int rnd_done(void *arg)
 	return !z->puts_left;
 }
 
+/* Every fault ends. */
 static void heal(struct rnd *z)
 {
-	for (int a = 0; a < w.n; a++)
+	z->step = UINT32_MAX;
+	rnd_later(z);
+	w.jitter = 0;
+	for (int a = 0; a < w.n; a++) {
+		stall(a, 0);
 		for (int p = 0; p < w.nplanes; p++) {
 			if (z->port_down[a][p])
 				fh_port(a, p, 1);
@@ -555,6 +674,7 @@ static void heal(struct rnd *z)
 			for (int b = 0; b < w.n; b++)
 				fh_hold(a, b, p, 0);
 		}
+	}
 }
 
 static void rnd_run(uint64_t seed)
@@ -566,17 +686,22 @@ static void rnd_run(uint64_t seed)
 	for (int a = 0; a < w.n; a++)
 		for (int b = 0; b < w.n; b++)
 			if (a != b)
-				z.l[z.nl++] = (struct am_load){ .from = a, .to = b, .total = 60 };
+				z.l[z.nl++] = (struct am_load){ .from = a, .to = b, .total = 100 };
 	for (int r = 0; r < w.n; r++)
 		for (int k = 0; k < NBLOCKS; k++)
 			z.expect[r][k] = 0;
-	z.puts_left = 60;
+	z.puts_left = 300;
+	w.jitter = 1;
+	cur_rnd = &z;
+	step_check = rnd_step_check;
 	/* The schedule: work and faults for a while, then the faults heal and
 	 * everything must end. */
-	for (int i = 0; i < 3000; i++) {
-		if (fh_rand(150) == 0)
+	for (z.step = 0; z.step < 4000; z.step++) {
+		if (fh_rand(80) == 0)
 			rnd_fault(&z);
-		if (i % 4 == 0) {
+		rnd_later(&z);
+		/* The load lasts as long as the faults. */
+		if (z.step % 8 == 0) {
 			rnd_puts(&z);
 			for (int k = 0; k < z.nl; k++)
 				am_push(&z.l[k], 1);
@@ -588,6 +713,7 @@ static void rnd_run(uint64_t seed)
 		violation("the workload did not end (%u puts done, %u left)", z.puts_done,
 			  z.puts_left);
 	assert_int_equal(drive_until(quiet, NULL, 10), 0);
+	step_check = NULL;
 	for (int r = 0; r < w.n; r++)
 		for (int k = 0; k < NBLOCKS; k++)
 			rnd_check_block(&z, r, k);
@@ -602,7 +728,7 @@ static void rnd_run(uint64_t seed)
 static void test_random(void **state)
 {
 	const char *env = getenv("TRIAD_HOST_SEEDS");
-	unsigned long long first = 100, count = 4;
+	unsigned long long first = 100, count = 8;
 
 	(void)state;
 	if (env && sscanf(env, "%llu:%llu", &first, &count) < 1)
