@@ -96,6 +96,7 @@ struct tr_qp {
 	struct tr_qp *peer; /* the other end, once accepted */
 	struct tr_qp *all_next;
 	int err, connected, retired, refuse_writes;
+	int told_up; /* its owner heard ESTABLISHED */
 	int disconnected; /* the connection's DISCONNECTED is queued already */
 	struct pkt *sq_head, *sq_tail;
 	struct rwr *rq_head, *rq_tail;
@@ -565,12 +566,15 @@ void tr_fab_cm_dispatch(struct tr_fab *fab)
 		switch (e->kind) {
 		case CE_ESTABLISHED:
 			qp->connected = !qp->disconnected;
+			qp->told_up = 1;
 			if (!qp->remote_num)
 				qp->remote_num = e->remote_num;
 			ev = TR_CM_ESTABLISHED;
 			break;
 		case CE_FAILED:
-			ev = TR_CM_FAILED;
+			/* The other side gave up after this one was told it is up:
+			 * rdma_cm says so as a disconnect. */
+			ev = qp->told_up ? TR_CM_DISCONNECTED : TR_CM_FAILED;
 			break;
 		case CE_NO_LISTENER:
 			ev = TR_CM_NO_LISTENER;
@@ -854,9 +858,9 @@ void tr_fab_qp_retire(struct tr_qp *qp)
 	lock();
 	if (qp->connected) {
 		disconnect(qp);
-	} else if (qp->peer && !qp->peer->connected && !qp->peer->disconnected) {
+	} else if (qp->peer && !qp->peer->disconnected) {
 		/* An attempt abandoned after the accept: the passive side's
-		 * connection fails. */
+		 * connection fails (a disconnect if it was told it is up). */
 		qp->peer->disconnected = 1;
 		cm_queue(qp->peer->fab, qp->fab, qp->plane, CE_FAILED, qp->peer,
 			 "RDMA_CM_EVENT_CONNECT_ERROR");
@@ -1052,12 +1056,19 @@ static int port_blocked(const struct tr_fab *a, const struct tr_fab *b, int plan
 	return (a && !a->plane[plane].link_up) || (b && !b->plane[plane].link_up);
 }
 
+/* An end that takes no packet: gone, retired (its QP number is no more)
+ * or in the error state. */
+static int dead(const struct tr_qp *qp)
+{
+	return !qp || qp->err || qp->retired;
+}
+
 static int pkt_ready(const struct pkt *p)
 {
 	if (held(p) || port_blocked(fab_or_null(p->srank), fab_or_null(p->drank), p->plane))
 		return 0;
 	/* A SEND waits for a receive (RNR, retried for ever). */
-	return p->op != OP_SEND || !p->dst || p->dst->err || p->dst->rq_head;
+	return p->op != OP_SEND || dead(p->dst) || p->dst->rq_head;
 }
 
 /* The sender learns that p failed at the responder: it is completed with s
@@ -1066,7 +1077,7 @@ static void src_fail(struct pkt *p, enum fstat s)
 {
 	struct tr_qp *src = p->src;
 
-	if (!src || !p->in_sq || src->err)
+	if (dead(src) || !p->in_sq)
 		return;
 	sq_pop(src, p);
 	send_done(src, p, s);
@@ -1077,7 +1088,7 @@ static void src_ok(struct pkt *p)
 {
 	struct tr_qp *src = p->src;
 
-	if (!src || !p->in_sq || src->err)
+	if (dead(src) || !p->in_sq)
 		return;
 	sq_pop(src, p);
 	if (p->signalled)
@@ -1088,7 +1099,7 @@ static void arrive(struct pkt *p)
 {
 	struct tr_qp *dst = p->dst;
 
-	if (!dst || dst->err) {
+	if (dead(dst)) {
 		if (p->op == OP_WRITE)
 			fh.writes_dropped++;
 		src_fail(p, ST_RETRY); /* nobody answers: retries exceeded */
@@ -1134,7 +1145,7 @@ static void arrive(struct pkt *p)
 			break;
 		}
 		/* The bytes reach the reader only if it still waits for them. */
-		if (p->src && p->in_sq && !p->src->err)
+		if (!dead(p->src) && p->in_sq)
 			memcpy(p->laddr, (void *)(uintptr_t)p->raddr, p->len);
 		src_ok(p);
 		break;
@@ -1291,7 +1302,7 @@ int fh_can_land(const void *addr, size_t len)
 
 	lock();
 	for (struct pkt *p = fh.wire_head; p && !ret; p = p->wire_next)
-		ret = p->op == OP_WRITE && p->len && p->dst && !p->dst->err &&
+		ret = p->op == OP_WRITE && p->len && !dead(p->dst) &&
 		      p->raddr < a + len && a < p->raddr + p->len;
 	unlock();
 	return ret;

@@ -449,8 +449,7 @@ static void test_fence(void **state)
 struct rput {
 	triad_req_t *req;
 	int checked; /* its violation said already */
-	int from, to, block;
-	char stamp;
+	int to, block;
 };
 
 struct rnd {
@@ -532,7 +531,6 @@ static void rnd_puts(struct rnd *z)
 		}
 		if (!z->puts_left)
 			continue;
-		p->from = r;
 		do
 			p->to = (int)fh_rand((unsigned)w.n);
 		while (p->to == r);
