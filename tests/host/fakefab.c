@@ -93,7 +93,8 @@ struct tr_qp {
 	void *owner;
 	unsigned id;
 	uint32_t num, remote_num;
-	struct tr_qp *peer; /* the other end, once accepted */
+	struct tr_qp *peer; /* the other end, once accepted; NULL once released */
+	int peer_rank;	    /* ... its rank, kept: the link to it stays */
 	struct tr_qp *all_next;
 	int err, connected, retired, refuse_writes;
 	int told_up; /* its owner heard ESTABLISHED */
@@ -497,6 +498,7 @@ static struct tr_qp *qp_new(struct tr_fab *fab, int plane, void *owner)
 	qp->owner = owner;
 	qp->id = fh.next_id++;
 	qp->num = fh.next_num++;
+	qp->peer_rank = -1;
 	qp->all_next = fh.qps;
 	fh.qps = qp;
 	return qp;
@@ -526,6 +528,8 @@ static void on_request(struct tr_fab *fab, struct cmev *e)
 	qp = qp_new(fab, e->plane, owner);
 	qp->peer = act;
 	act->peer = qp;
+	qp->peer_rank = act->fab->index;
+	act->peer_rank = fab->index;
 	qp->remote_num = act->num;
 	memcpy(qp->priv, reply, reply_len);
 	qp->priv_len = reply_len;
@@ -966,7 +970,7 @@ static void post(struct tr_qp *qp, struct pkt *p)
 	p->dst = qp->peer;
 	p->chan = qp->id;
 	p->srank = qp->fab->index;
-	p->drank = qp->peer ? qp->peer->fab->index : -1;
+	p->drank = qp->peer_rank;
 	p->plane = qp->plane;
 	if (qp->err) {
 		send_done(qp, p, ST_FLUSH);
