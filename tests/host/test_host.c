@@ -106,6 +106,14 @@ static int on_am(void *arg, int src, const void *data, size_t len, triad_am_msg_
 }
 
 /* ---- the world ----------------------------------------------------------------------*/
+/* Rank r's context, for a call into it: its log lines say so (the log's
+ * rank is one for the process). */
+static triad_ctx_t *at(int r)
+{
+	tr_log_rank = r;
+	return w.ctx[r];
+}
+
 static void (*step_check)(void); /* after every rank's turn */
 
 /* Each rank not stalled takes its turn: its loop once (what its fds and
@@ -214,7 +222,7 @@ static void world_down(void)
 		triad_win_destroy(w.win[r]);
 	}
 	for (int r = 0; r < w.n; r++)
-		triad_fini(w.ctx[r]);
+		triad_fini(at(r));
 	for (int r = 0; r < w.n; r++)
 		free(w.win_mem[r]);
 	w.n = 0;
@@ -246,7 +254,7 @@ static unsigned am_push(struct am_load *a, unsigned max)
 		if (a->sent[prio] >= a->total)
 			break;
 		b.seq = a->sent[prio];
-		ret = triad_am_send(w.ctx[a->from], a->to, AM_ID, &b, sizeof(b),
+		ret = triad_am_send(at(a->from), a->to, AM_ID, &b, sizeof(b),
 				    (enum triad_prio)prio, NULL);
 		if (ret == -EAGAIN)
 			break;
@@ -353,6 +361,7 @@ static void test_burst(void **state)
 
 /* ---- scenario 2: the redo fence ----------------------------------------------------------*/
 struct put_wait {
+	int from;
 	triad_req_t *req;
 	void *target;
 	size_t len;
@@ -364,6 +373,7 @@ static int put_done(void *arg)
 {
 	struct put_wait *pw = arg;
 
+	at(pw->from);
 	if (!triad_test(pw->req))
 		return 0;
 	if (fh_can_land(pw->target, pw->len))
@@ -373,9 +383,9 @@ static int put_done(void *arg)
 
 static void put_sync(int from, int to, const void *buf, size_t len, uint64_t off)
 {
-	struct put_wait pw = { .target = w.win_mem[to] + off, .len = len };
+	struct put_wait pw = { .from = from, .target = w.win_mem[to] + off, .len = len };
 
-	assert_int_equal(triad_put(w.ctx[from], buf, len, to, WIN_ID, off, 0, &pw.req), 0);
+	assert_int_equal(triad_put(at(from), buf, len, to, WIN_ID, off, 0, &pw.req), 0);
 	assert_int_equal(drive_until(put_done, &pw, 10), 0);
 	assert_int_equal(triad_req_status(pw.req), TRIAD_S_OK);
 	triad_req_free(pw.req);
@@ -406,9 +416,10 @@ static void test_fence(void **state)
 	 * would then make rank 1's break as nobody answers). */
 	fh_hold(0, 1, h, 1);
 	fh_hold(1, 0, h, 1);
+	pw.from = 0;
 	pw.target = w.win_mem[1] + BLOCK;
 	pw.len = sizeof(a);
-	assert_int_equal(triad_put(w.ctx[0], a, sizeof(a), 1, WIN_ID, BLOCK, 0, &pw.req), 0);
+	assert_int_equal(triad_put(at(0), a, sizeof(a), 1, WIN_ID, BLOCK, 0, &pw.req), 0);
 	for (int i = 0; i < 50; i++)
 		drive();
 	assert_true(fh_can_land(pw.target, pw.len));
@@ -519,6 +530,7 @@ static void rnd_puts(struct rnd *z)
 		if (p->req) {
 			char *m;
 
+			at(r);
 			if (!triad_test(p->req))
 				continue;
 			m = w.win_mem[p->to] + (size_t)p->block * BLOCK;
@@ -544,7 +556,7 @@ static void rnd_puts(struct rnd *z)
 		p->block = r + w.n * (int)fh_rand(NBLOCKS / MAX_RANKS);
 		rnd_check_block(z, p->to, p->block);
 		memset(buf[r], 'a' + (int)fh_rand(26), BLOCK);
-		assert_int_equal(triad_put(w.ctx[r], buf[r], BLOCK, p->to, WIN_ID,
+		assert_int_equal(triad_put(at(r), buf[r], BLOCK, p->to, WIN_ID,
 					   (uint64_t)p->block * BLOCK, 0, &p->req),
 				 0);
 		z->puts_left--;
