@@ -415,6 +415,10 @@ int tr_progress_setup(struct triad_ctx *ctx); /* the loop and its watchers */
 void tr_progress_teardown(struct triad_ctx *ctx); /* the loop and the idle timer (after stop) */
 int tr_progress_start(struct triad_ctx *ctx); /* the progress thread */
 void tr_progress_stop(struct triad_ctx *ctx);
+/* A context started by tr_init_driven (no progress thread): one pass of
+ * its loop, in the calling thread, without blocking (the watchers that are
+ * ready and the timers that are due); called without the lock. */
+void tr_progress_step(struct triad_ctx *ctx);
 /* Engine: poll everything once (lock held); completions handled. */
 int tr_progress(struct triad_ctx *ctx);
 /* The same, from an application thread: the progress thread then leaves
@@ -435,6 +439,18 @@ void tr_ctx_signal(struct triad_ctx *ctx);
 /* Drive the engine until pred(arg) holds or timeout_ms passes (< 0:
  * forever); called without the lock.  0, or -ETIMEDOUT. */
 int tr_wait_until(struct triad_ctx *ctx, int (*pred)(void *), void *arg, int timeout_ms);
+
+/* ---- a context driven by its caller (init.c) -------------------------------------*/
+/* For a host test that runs several ranks in one thread over a scripted
+ * fabric (tests/host): triad_init without the progress thread, which
+ * starts the connections of TRIAD_CONNECT=eager and does not wait for
+ * them.  The caller drives every context (tr_progress_step, triad_progress)
+ * until tr_init_connected() says 0 (every lane up or failed: the failed
+ * ones are given up and retried from now on, as triad_init does), or a
+ * negative errno: -EAGAIN while a lane is being set up, -ETIMEDOUT when a
+ * rank is unreachable on every plane.  triad_fini closes it. */
+int tr_init_driven(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p);
+int tr_init_connected(triad_ctx_t *ctx);
 
 /* ---- peers (peer.c) --------------------------------------------------------------*/
 /* Registers fn as the handler of type (at setup; one per type), and a

@@ -264,7 +264,7 @@ static int open_peers(triad_ctx_t *ctx)
  * waits until each is up or has failed; -ETIMEDOUT when a rank is
  * unreachable on every plane.  TRIAD_CONNECT=lazy: nothing yet (the planes
  * listen already), see tr_peer_await(). */
-static int connect_all(triad_ctx_t *ctx)
+static int connect_start(triad_ctx_t *ctx)
 {
 	int ret = 0, r, p;
 
@@ -279,10 +279,21 @@ static int connect_all(triad_ctx_t *ctx)
 		for (p = 0; p < ctx->nplanes && !ret; p++)
 			ret = tr_lane_connect(&ctx->peers[r].lane[p]); /* retries by itself */
 	pthread_mutex_unlock(&ctx->lock);
-	if (ret)
-		return ret;
-	tr_wait_until(ctx, lanes_settled, ctx, ctx->cfg.connect_timeout_ms + 5000);
+	return ret;
+}
+
+/* Once every lane is up or has failed: gives up on those that failed (they
+ * are retried from now on); -ETIMEDOUT when a rank is unreachable on every
+ * plane. */
+static int connect_settle(triad_ctx_t *ctx)
+{
+	int ret = 0, r, p;
+
 	tr_ctx_lock(ctx);
+	if (ctx->initialized) { /* lazy */
+		pthread_mutex_unlock(&ctx->lock);
+		return 0;
+	}
 	if (ctx->key_refused) {
 		pthread_mutex_unlock(&ctx->lock);
 		return -EACCES;
@@ -317,6 +328,16 @@ static int connect_all(triad_ctx_t *ctx)
 	return ret;
 }
 
+static int connect_all(triad_ctx_t *ctx)
+{
+	int ret = connect_start(ctx);
+
+	if (ret)
+		return ret;
+	tr_wait_until(ctx, lanes_settled, ctx, ctx->cfg.connect_timeout_ms + 5000);
+	return connect_settle(ctx);
+}
+
 /* This process's random name (proto/conn.h).  Without the kernel's
  * randomness, the clock, the pid and the context's address: two processes
  * of one rank still differ. */
@@ -332,7 +353,9 @@ static uint64_t new_incarnation(void)
 	return x ? x : 1;
 }
 
-int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
+/* triad_init; driven: tr_init_driven's (no progress thread, the connections
+ * started and not waited for). */
+static int init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p, int driven)
 {
 	pthread_mutexattr_t mattr;
 	triad_ctx_t *ctx;
@@ -384,18 +407,39 @@ int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
 		ret = tr_bcast_setup(ctx);
 	if (!ret)
 		ret = tr_ctl_setup(ctx);
-	if (!ret)
+	if (!ret && !driven)
 		ret = tr_progress_start(ctx);
 	if (!ret)
-		ret = connect_all(ctx);
+		ret = driven ? connect_start(ctx) : connect_all(ctx);
 	if (ret)
 		goto err;
-	tr_info("rank %d of %d up on %d planes", ctx->rank, ctx->size, ctx->nplanes);
+	if (!driven)
+		tr_info("rank %d of %d up on %d planes", ctx->rank, ctx->size, ctx->nplanes);
 	*ctx_p = ctx;
 	return 0;
 err:
 	triad_fini(ctx);
 	return ret;
+}
+
+int triad_init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
+{
+	return init(attr, ctx_p, 0);
+}
+
+int tr_init_driven(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p)
+{
+	return init(attr, ctx_p, 1);
+}
+
+int tr_init_connected(triad_ctx_t *ctx)
+{
+	int settled;
+
+	tr_ctx_lock(ctx);
+	settled = ctx->initialized || lanes_settled(ctx);
+	pthread_mutex_unlock(&ctx->lock);
+	return settled ? connect_settle(ctx) : -EAGAIN;
 }
 
 /* Messages this side sent or queued that are not acknowledged yet. */

@@ -647,6 +647,11 @@ int tr_progress_start(struct triad_ctx *ctx)
 	return 0;
 }
 
+void tr_progress_step(struct triad_ctx *ctx)
+{
+	ev_run(ctx->loop, EVRUN_NOWAIT);
+}
+
 void tr_progress_teardown(struct triad_ctx *ctx)
 {
 	if (!ctx->loop)
