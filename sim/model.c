@@ -666,10 +666,10 @@ static void bn_event(struct sim *s, const struct ev *e)
 		n = tr_bnode_on_order(b, e->from, &e->ord, s->bnacts, s->bcap);
 	else if (e->type == EV_BREPORT)
 		n = tr_bnode_on_report(b, e->from, (enum triad_status)e->status, e->failed,
-				       e->ord.shape, s->bnacts, s->bcap);
+				       &e->ord, s->bnacts, s->bcap);
 	else
 		n = tr_bnode_on_abort(b, e->from, (enum triad_status)e->status, e->failed,
-				      e->ord.shape, s->bnacts, s->bcap);
+				      &e->ord, s->bnacts, s->bcap);
 	bn_out(s, e->rank, n);
 }
 

@@ -353,6 +353,8 @@ static void send_order(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t to,
 	m.u.bnode.len = o->len;
 	m.u.bnode.chunk = o->chunk;
 	m.u.bnode.k = o->k;
+	m.u.bnode.mul = (uint8_t)o->mul;
+	m.u.bnode.rot = o->rot;
 	m.u.bnode.nbytes = (uint32_t)nbytes;
 	m.u.bnode.data = data;
 	bnode_send(ctx, bc, to, &m);
@@ -467,6 +469,8 @@ static void act_report(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_
 	bnode_msg(bc, &m, a->type == TR_BNODE_ACT_REPORT ? TR_WIRE_BNODE_REPORT
 							 : TR_WIRE_BNODE_ABORT);
 	m.u.bnode.shape = a->ord.shape;
+	m.u.bnode.mul = (uint8_t)a->ord.mul;
+	m.u.bnode.rot = a->ord.rot;
 	m.u.bnode.status = a->status;
 	m.u.bnode.failed = a->failed;
 	bnode_send(ctx, bc, a->to, &m);
@@ -628,7 +632,8 @@ static void on_order(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t from,
 {
 	struct tr_dbc *d = bc->d;
 	struct tr_bnode_order ord = { .shape = w->shape, .carried = w->carried, .hi = w->hi,
-				      .len = w->len, .chunk = w->chunk, .k = w->k };
+				      .len = w->len, .chunk = w->chunk, .k = w->k, .mul = w->mul,
+				      .rot = w->rot };
 	enum triad_status st = w->carried ? place(ctx, bc, w) : TRIAD_S_OK;
 	struct tr_bstash *e;
 	int n;
@@ -637,8 +642,8 @@ static void on_order(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t from,
 		/* Nothing moves on from here; the parent hears it in the report. */
 		tr_error("broadcast %u of rank %d: window %u cannot take chunk %llu: %s", bc->seq,
 			 bc->root, bc->win, (unsigned long long)w->k, triad_status_str(st));
-		dexec(ctx, bc, tr_bnode_on_abort(&d->eng, from, st, (uint32_t)bc->g->map.me,
-						 w->shape, d->acts, d->cap));
+		dexec(ctx, bc, tr_bnode_on_abort(&d->eng, from, st, (uint32_t)bc->g->map.me, &ord,
+						 d->acts, d->cap));
 	}
 	n = tr_bnode_on_order(&d->eng, from, &ord, d->acts, d->cap);
 	if (n != -ENOENT || w->shape != TR_BNODE_TWOTREE) {
@@ -735,6 +740,8 @@ static void bnode_in(struct triad_ctx *ctx, int peer, const struct tr_wire_bnode
 			return;
 		}
 	}
+	struct tr_bnode_order tag = { .shape = w->shape, .mul = w->mul, .rot = w->rot };
+
 	bc->d->busy++;
 	switch (w->kind) {
 	case TR_WIRE_BNODE_ORDER:
@@ -742,12 +749,12 @@ static void bnode_in(struct triad_ctx *ctx, int peer, const struct tr_wire_bnode
 		break;
 	case TR_WIRE_BNODE_REPORT:
 		dexec(ctx, bc, tr_bnode_on_report(&bc->d->eng, (uint32_t)from,
-						  (enum triad_status)w->status, w->failed, w->shape,
+						  (enum triad_status)w->status, w->failed, &tag,
 						  bc->d->acts, bc->d->cap));
 		break;
 	default:
 		dexec(ctx, bc, tr_bnode_on_abort(&bc->d->eng, (uint32_t)from,
-						 (enum triad_status)w->status, w->failed, w->shape,
+						 (enum triad_status)w->status, w->failed, &tag,
 						 bc->d->acts, bc->d->cap));
 		break;
 	}
@@ -772,10 +779,12 @@ static void dpeer_lost(struct triad_ctx *ctx, struct tr_bc *bc, int peer, uint32
 	if (peer != ctx->rank)
 		dexec(ctx, bc, tr_bnode_rank_failed(&d->eng, gp, TRIAD_S_UNREACHABLE,
 						    d->acts, d->cap));
-	if (bc->root == peer && !d->eng.released)
-		dexec(ctx, bc, tr_bnode_on_abort(&d->eng, gp, TRIAD_S_UNREACHABLE, gp,
-						 d->eng.shape ? d->eng.shape : TR_BNODE_TREE, d->acts,
-						 d->cap));
+	if (bc->root == peer && !d->eng.released) {
+		struct tr_bnode_order tag = tr_bnode_tag(&d->eng);
+
+		dexec(ctx, bc, tr_bnode_on_abort(&d->eng, gp, TRIAD_S_UNREACHABLE, gp, &tag,
+						 d->acts, d->cap));
+	}
 	d->busy--;
 	dexec(ctx, bc, 0);
 }

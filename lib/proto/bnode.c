@@ -151,31 +151,94 @@ static uint32_t ix_parent(uint32_t n, uint32_t j)
 	return up;
 }
 
-uint32_t tr_bnode_tparent(uint32_t nranks, uint32_t root, uint32_t r, unsigned t)
+/* The trees' positions x are relabelled: position x is relative rank
+ * 1 + (mul x + rot) mod n (gcd(mul, n) = 1; the identity is mul 1, rot 0),
+ * so that the root can move the trees onto fast links (choose_perm()). */
+static const struct tr_bnode_perm identity = { 1, 0, 1 };
+
+static uint32_t rel_at(const struct tr_bnode_perm *p, uint32_t n, uint32_t x)
+{
+	return 1 + (uint32_t)(((uint64_t)p->mul * x + p->rot) % n);
+}
+
+static uint32_t pos_of(const struct tr_bnode_perm *p, uint32_t n, uint32_t v)
+{
+	return (uint32_t)((uint64_t)p->inv * (((uint64_t)v - 1 + n - p->rot) % n) % n);
+}
+
+/* mul's inverse mod n, 0 if gcd(mul, n) != 1 (n >= 1). */
+static uint32_t inverse(uint32_t mul, uint32_t n)
+{
+	int64_t r0 = n, r1 = mul % n, t0 = 0, t1 = 1;
+
+	if (n == 1)
+		return 1;
+	while (r1) {
+		int64_t q = r0 / r1, r = r0 - q * r1, t = t0 - q * t1;
+
+		r0 = r1;
+		r1 = r;
+		t0 = t1;
+		t1 = t;
+	}
+	if (r0 != 1)
+		return 0;
+	return (uint32_t)(t0 < 0 ? t0 + n : t0);
+}
+
+uint32_t tr_bnode_tparent(const struct tr_bnode_perm *pm, uint32_t nranks, uint32_t root,
+			  uint32_t r, unsigned t)
 {
 	uint32_t n = nranks - 1, v = rel_of(nranks, root, r), p;
 
+	if (!pm)
+		pm = &identity;
 	if (v == 0)
 		return NIL;
-	p = ix_parent(n, j_of(n, v - 1, t));
-	return p == 0 ? root : abs_of(nranks, root, x_of(n, p, t) + 1);
+	p = ix_parent(n, j_of(n, pos_of(pm, n, v), t));
+	return p == 0 ? root : abs_of(nranks, root, rel_at(pm, n, x_of(n, p, t)));
 }
 
-unsigned tr_bnode_tkids(uint32_t nranks, uint32_t root, uint32_t r, unsigned t, uint32_t kids[2])
+unsigned tr_bnode_tkids(const struct tr_bnode_perm *pm, uint32_t nranks, uint32_t root,
+			uint32_t r, unsigned t, uint32_t kids[2])
 {
 	uint32_t n = nranks - 1, v = rel_of(nranks, root, r), ix[2];
 	unsigned c;
 
+	if (!pm)
+		pm = &identity;
 	if (n == 0)
 		return 0;
 	if (v == 0) {
-		kids[0] = abs_of(nranks, root, x_of(n, ix_root(n), t) + 1);
+		kids[0] = abs_of(nranks, root, rel_at(pm, n, x_of(n, ix_root(n), t)));
 		return 1;
 	}
-	c = ix_kids(n, j_of(n, v - 1, t), ix);
+	c = ix_kids(n, j_of(n, pos_of(pm, n, v), t), ix);
 	for (unsigned i = 0; i < c; i++)
-		kids[i] = abs_of(nranks, root, x_of(n, ix[i], t) + 1);
+		kids[i] = abs_of(nranks, root, rel_at(pm, n, x_of(n, ix[i], t)));
 	return c;
+}
+
+/* The relabelling a message's tag (shape, mul, rot) names for nranks
+ * ranks: 0, or -EINVAL (p untouched) if no root would send it: TREE with
+ * one, rot without mul, mul >= N - 1, > 255 or not coprime to N - 1,
+ * rot >= N - 1. */
+static int perm_of(uint32_t nranks, const struct tr_bnode_order *tag, struct tr_bnode_perm *p)
+{
+	uint32_t n = nranks ? nranks - 1 : 0;
+	struct tr_bnode_perm q = identity;
+
+	if (tag->mul || tag->rot) {
+		if (tag->shape != TR_BNODE_TWOTREE || !tag->mul || tag->mul >= n ||
+		    tag->mul > UINT8_MAX || tag->rot >= n)
+			return -EINVAL;
+		q = (struct tr_bnode_perm){ .mul = tag->mul, .rot = tag->rot,
+					    .inv = inverse(tag->mul, n) };
+		if (!q.inv)
+			return -EINVAL;
+	}
+	*p = q;
+	return 0;
 }
 
 /* ---- TREE's budgets --------------------------------------------------------- */
@@ -380,10 +443,31 @@ static struct tr_bnode_kid *kid_add(struct tr_bnode *b, uint32_t rank, uint32_t 
 	return k;
 }
 
+/* What every message of this rank carries: the shape and the relabelling. */
+static struct tr_bnode_order tag_of(const struct tr_bnode *b)
+{
+	bool id = b->perm.mul == 1 && b->perm.rot == 0;
+
+	return (struct tr_bnode_order){ .shape = b->shape, .mul = id ? 0 : b->perm.mul,
+					.rot = id ? 0 : b->perm.rot };
+}
+
+struct tr_bnode_order tr_bnode_tag(const struct tr_bnode *b)
+{
+	struct tr_bnode_order o = tag_of(b);
+
+	if (!o.shape)
+		o.shape = TR_BNODE_TREE;
+	return o;
+}
+
 static struct tr_bnode_order order_of(const struct tr_bnode *b)
 {
-	return (struct tr_bnode_order){ .shape = b->shape, .len = b->cfg.len,
-					.chunk = b->cfg.chunk };
+	struct tr_bnode_order o = tag_of(b);
+
+	o.len = b->cfg.len;
+	o.chunk = b->cfg.chunk;
+	return o;
 }
 
 /* TREE with link latencies (cfg.lat): a piece's head is its first rank,
@@ -675,7 +759,7 @@ static int pump(struct tr_bnode *b, struct out *o)
 		a->to = abs_of(n, b->cfg.root, k->abort_next++);
 		a->status = b->status;
 		a->failed = b->failed;
-		a->ord.shape = b->shape;
+		a->ord = tag_of(b);
 		b->stats.aborts++;
 	}
 	if (!b->released && b->started && b->inflight == 0 && sends_over(b) && o->n < o->cap) {
@@ -698,7 +782,7 @@ static int pump(struct tr_bnode *b, struct out *o)
 		} else {
 			a = out_add(o, TR_BNODE_ACT_REPORT);
 			a->to = b->parent;
-			a->ord.shape = b->shape;
+			a->ord = tag_of(b);
 			b->stats.reports++;
 		}
 		a->status = b->status;
@@ -710,6 +794,97 @@ static int pump(struct tr_bnode *b, struct out *o)
 static bool acts_ok(const struct tr_bnode *b, const struct tr_bnode_act *acts, unsigned cap)
 {
 	return acts != NULL && cap >= tr_bnode_acts_max(b);
+}
+
+/* ---- TWOTREE's relabelling ------------------------------------------------- */
+
+/* Relabellings the root tries: about PERM_WORK latency look-ups in all
+ * (two per rank and try), at least 16 and at most 256 tries. */
+#define PERM_WORK (1u << 20)
+
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+struct pnode {
+	uint32_t j, r; /* tree index, rank */
+	double at;
+};
+
+/* The cost of relabelling p: when the last rank has the first chunk of
+ * either tree (a rank's children get it in turn, each a hop later; hop:
+ * the chunk's fixed cost; step: what a send occupies the sender), plus
+ * what a slow link from the root to a tree's root costs the stream:
+ * triad-sim, racks of 32 at 16 MiB, N = 64, lost 300-400 us whenever
+ * one of them crossed racks (every rotation), about a tenth of the extra
+ * latency per chunk of a tree. */
+static double perm_cost(const struct tr_bnode *b, const struct tr_bnode_perm *p, double hop,
+			double step)
+{
+	uint32_t nr = b->cfg.nranks, n = nr - 1, root = b->cfg.root;
+	double worst = 0, far = 0;
+
+	for (unsigned t = 0; t < 2; t++) {
+		struct pnode st[128];
+		unsigned top = 0;
+		uint32_t j0 = ix_root(n), r0 = abs_of(nr, root, rel_at(p, n, x_of(n, j0, t)));
+		double l0 = b->cfg.lat(b->cfg.lat_arg, root, r0);
+
+		far = mx(far, l0 - b->cfg.cost.lat_us);
+		st[top++] = (struct pnode){ j0, r0, t * step + hop + l0 };
+		while (top) {
+			struct pnode e = st[--top];
+			uint32_t ix[2];
+			unsigned c = ix_kids(n, e.j, ix);
+
+			worst = mx(worst, e.at);
+			for (unsigned i = 0; i < c; i++) {
+				uint32_t r = abs_of(nr, root, rel_at(p, n, x_of(n, ix[i], t)));
+
+				st[top++] = (struct pnode){ ix[i], r,
+							     e.at + i * step + hop +
+								     b->cfg.lat(b->cfg.lat_arg, e.r, r) };
+			}
+		}
+	}
+	return worst + 0.1 * far * (double)(b->nchunks / 2);
+}
+
+/* The root, TWOTREE with link latencies: of the relabellings tried (the
+ * identity first, then rotations and small multipliers drawn from a fixed
+ * sequence) the one whose first chunk reaches the last rank soonest. */
+static void choose_perm(struct tr_bnode *b)
+{
+	static const uint32_t muls[] = { 1, 2, 3, 5, 7, 11, 13, 17 };
+	const struct tr_bnode_cost *c = &b->cfg.cost;
+	uint32_t n = b->cfg.nranks - 1;
+	bool carried = b->cfg.chunk <= b->cfg.inline_max;
+	double xfer = c->bw > 0 ? (double)(b->cfg.chunk + (carried ? c->msg_bytes : 0)) / c->bw : 0;
+	double step = mx(carried ? c->o_us : 2 * c->o_us, mx(xfer, c->gap_us));
+	double hop = 2 * c->o_us + mx(xfer, c->gap_us), best;
+	uint32_t tries = PERM_WORK / 2 / (n + 1);
+
+	if (!b->cfg.lat || n < 3)
+		return;
+	tries = tries < 16 ? 16 : tries > 256 ? 256 : tries;
+	best = perm_cost(b, &identity, hop, step);
+	for (uint32_t i = 1; i < tries; i++) {
+		uint64_t h = mix64(i);
+		struct tr_bnode_perm p = { .mul = muls[h % 8] % n, .rot = (uint32_t)((h >> 8) % n) };
+		double e;
+
+		p.inv = p.mul ? inverse(p.mul, n) : 0;
+		if (!p.inv)
+			continue;
+		e = perm_cost(b, &p, hop, step);
+		if (e < best) {
+			best = e;
+			b->perm = p;
+		}
+	}
 }
 
 /* ---- set-up ------------------------------------------------------------------ */
@@ -733,9 +908,9 @@ static void set_shape(struct tr_bnode *b, unsigned shape, uint64_t len, uint64_t
 		return; /* the trees were set up by an earlier REPORT or ABORT */
 	for (unsigned t = 0; t < 2; t++) {
 		uint32_t kids[2];
-		unsigned c = tr_bnode_tkids(n, root, r, t, kids);
+		unsigned c = tr_bnode_tkids(&b->perm, n, root, r, t, kids);
 
-		b->tparent[t] = tr_bnode_tparent(n, root, r, t);
+		b->tparent[t] = tr_bnode_tparent(&b->perm, n, root, r, t);
 		for (unsigned i = 0; i < c; i++)
 			kid_add(b, kids[i], 0, t, t == 0);
 	}
@@ -755,7 +930,7 @@ int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
 	if (c.max_kids == 0)
 		c.max_kids = kids_default(c.nranks);
 	*b = (struct tr_bnode){ .cfg = c, .parent = NIL, .tparent = { NIL, NIL }, .failed = NIL,
-				.status = TRIAD_S_OK,
+				.status = TRIAD_S_OK, .perm = identity,
 				.v = rel_of(c.nranks, c.root, c.rank) };
 	if (b->v == 0) {
 		enum tr_bnode_shape shape = c.shape;
@@ -780,6 +955,11 @@ int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
 			chunk = c.len;
 		if (chunk == 0)
 			chunk = 1;
+		if (shape == TR_BNODE_TWOTREE) {
+			b->cfg.chunk = chunk;
+			b->nchunks = (c.len + chunk - 1) / chunk;
+			choose_perm(b);
+		}
 		set_shape(b, shape, c.len, chunk);
 		b->have[0] = chunks_in(b, 0);
 		b->have[1] = chunks_in(b, 1);
@@ -810,6 +990,21 @@ static int unexpected(struct tr_bnode *b)
 	return -ENOENT;
 }
 
+/* The relabelling a message tells (its shape, mul and rot): taken while
+ * this rank has no TWOTREE state, else it must be the one it has.  false:
+ * one no root sends. */
+static bool perm_told(struct tr_bnode *b, const struct tr_bnode_order *o)
+{
+	struct tr_bnode_perm p;
+
+	if (perm_of(b->cfg.nranks, o, &p))
+		return false;
+	if (b->shape == TR_BNODE_TWOTREE)
+		return b->perm.mul == p.mul && b->perm.rot == p.rot;
+	b->perm = p;
+	return true;
+}
+
 int tr_bnode_on_order(struct tr_bnode *b, uint32_t from, const struct tr_bnode_order *ord,
 		      struct tr_bnode_act *acts, unsigned cap)
 {
@@ -830,7 +1025,7 @@ int tr_bnode_on_order(struct tr_bnode *b, uint32_t from, const struct tr_bnode_o
 	    (ord->shape != TR_BNODE_TREE && ord->shape != TR_BNODE_TWOTREE) ||
 	    (b->shape && ord->shape != b->shape) ||
 	    (b->known && (ord->len != b->cfg.len || ord->chunk != b->cfg.chunk)) ||
-	    ord->len == 0 || ord->chunk == 0)
+	    ord->len == 0 || ord->chunk == 0 || !perm_told(b, ord))
 		return unexpected(b);
 	if (ord->shape == TR_BNODE_TREE) {
 		if (b->started || ord->hi <= b->v || ord->hi > n || ord->k != 0 ||
@@ -855,7 +1050,7 @@ int tr_bnode_on_order(struct tr_bnode *b, uint32_t from, const struct tr_bnode_o
 
 		if ((b->shape && ord->carried != (b->cfg.chunk <= b->cfg.inline_max)) ||
 		    ord->k >= nch ||
-		    from != tr_bnode_tparent(n, b->cfg.root, b->cfg.rank, t) ||
+		    from != tr_bnode_tparent(&b->perm, n, b->cfg.root, b->cfg.rank, t) ||
 		    (b->known && ord->k != 2 * b->have[t] + t) || (!b->known && ord->k != t))
 			return unexpected(b);
 		if (!b->known) {
@@ -895,7 +1090,7 @@ static void kid_cut(struct tr_bnode *b, struct tr_bnode_kid *k, struct out *o, b
 			b->abort_kid = (uint32_t)(k - b->kids);
 	} else {
 		uint32_t kids[2];
-		unsigned c = tr_bnode_tkids(n, b->cfg.root, k->rank, k->tree, kids);
+		unsigned c = tr_bnode_tkids(&b->perm, n, b->cfg.root, k->rank, k->tree, kids);
 
 		for (unsigned i = 0; i < c + !dead; i++) {
 			struct tr_bnode_act *a = out_add(o, TR_BNODE_ACT_ABORT);
@@ -903,7 +1098,7 @@ static void kid_cut(struct tr_bnode *b, struct tr_bnode_kid *k, struct out *o, b
 			a->to = i < c ? kids[i] : k->rank;
 			a->status = b->status;
 			a->failed = b->failed;
-			a->ord.shape = b->shape;
+			a->ord = tag_of(b);
 			b->stats.aborts++;
 		}
 	}
@@ -932,17 +1127,20 @@ int tr_bnode_write_done(struct tr_bnode *b, uint32_t to, uint64_t chunk, enum tr
 }
 
 int tr_bnode_on_report(struct tr_bnode *b, uint32_t from, enum triad_status status,
-		       uint32_t failed, unsigned shape, struct tr_bnode_act *acts, unsigned cap)
+		       uint32_t failed, const struct tr_bnode_order *tag, struct tr_bnode_act *acts,
+		       unsigned cap)
 {
 	struct out o = { .a = acts, .cap = cap };
 	struct tr_bnode_kid *k = NULL;
 
 	if (!acts_ok(b, acts, cap) || from >= b->cfg.nranks || !status_final(status) ||
-	    (failed != NIL && failed >= b->cfg.nranks))
+	    (failed != NIL && failed >= b->cfg.nranks) || !tag)
 		return -EINVAL;
+	if (!perm_told(b, tag))
+		return unexpected(b);
 	/* A TWOTREE child may report (after an ABORT) before this rank heard
 	 * anything: its children are known all the same. */
-	if (!b->shape && shape == TR_BNODE_TWOTREE)
+	if (!b->shape && tag->shape == TR_BNODE_TWOTREE)
 		set_shape(b, TR_BNODE_TWOTREE, 0, 1);
 	for (uint32_t i = 0; i < b->nkids; i++)
 		if (b->kids[i].rank == from && (b->kids[i].flags & K_REPORTS))
@@ -975,27 +1173,29 @@ static void abort_self(struct tr_bnode *b, struct out *o)
 			a->to = k->rank;
 			a->status = b->status;
 			a->failed = b->failed;
-			a->ord.shape = b->shape;
+			a->ord = tag_of(b);
 			b->stats.aborts++;
 		}
 	}
 }
 
 int tr_bnode_on_abort(struct tr_bnode *b, uint32_t from, enum triad_status status,
-		      uint32_t failed, unsigned shape, struct tr_bnode_act *acts, unsigned cap)
+		      uint32_t failed, const struct tr_bnode_order *tag, struct tr_bnode_act *acts,
+		      unsigned cap)
 {
 	struct out o = { .a = acts, .cap = cap };
+	unsigned shape = tag ? tag->shape : 0;
 
 	if (!acts_ok(b, acts, cap) || from >= b->cfg.nranks || !status_final(status) ||
 	    status == TRIAD_S_OK || (failed != NIL && failed >= b->cfg.nranks) ||
 	    (shape != TR_BNODE_TREE && shape != TR_BNODE_TWOTREE))
 		return -EINVAL;
-	if (b->v == 0 || (b->shape && b->shape != shape))
+	if (b->v == 0 || (b->shape && b->shape != shape) || !perm_told(b, tag))
 		return unexpected(b);
 	b->stats.events++;
 	fail_first(b, status, failed);
 	if (b->shape == TR_BNODE_TWOTREE && b->parent == NIL)
-		b->parent = tr_bnode_tparent(b->cfg.nranks, b->cfg.root, b->cfg.rank, 0);
+		b->parent = tr_bnode_tparent(&b->perm, b->cfg.nranks, b->cfg.root, b->cfg.rank, 0);
 	if (!b->shape) {
 		/* Nothing came: no data, but TWOTREE's parents and children are
 		 * known all the same (the report goes up tree 0). */

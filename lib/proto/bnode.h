@@ -45,9 +45,17 @@
  *     k + 1 arrives), the lowest chunk first across its children (the
  *     root alternates between the trees), at most cfg.window WRITEs in
  *     flight per child (with cfg.lat: as many as cover the child's link's
- *     round trip, up to TR_BNODE_MAX_WINDOW).  The shape is a pure
- *     function of (N, root, rank): every rank computes its own parents and
- *     children, nothing is carried.  Reports go up T0.
+ *     round trip, up to TR_BNODE_MAX_WINDOW).  Every rank computes its own
+ *     parents and children from (N, root, rank) and the trees' relabelling:
+ *     position x of both trees is relative rank 1 + (mul x + rot) mod
+ *     (N - 1).  Without cfg.lat it is the identity (mul 1, rot 0).  With
+ *     cfg.lat the root picks, of up to 256 (mul, rot) drawn from a fixed
+ *     sequence (mul of 1 .. 17), the one under which the first chunk
+ *     reaches the last rank soonest, counting a slow link from the root to
+ *     a tree's root against the whole stream (bnode.c, choose_perm()); every
+ *     message of the broadcast (ORDER, REPORT, ABORT) carries mul and rot,
+ *     so that a rank whose first message is an ABORT knows the trees too.
+ *     Reports go up T0.
  *
  *   AUTO (the root only): the shape whose estimate from cfg.cost (the
  *     measured L, o, g, B) is lower for this N and S, and for TWOTREE the
@@ -88,8 +96,9 @@
  *            to the same rank, on the same connection (RC order: the data
  *            is in place when the ORDER is seen); with ord.carried, the
  *            bytes [off, off + len) travel in it
- *   REPORT   send the parent `to` status, failed and ord.shape
- *   ABORT    send rank `to` status, failed and ord.shape: nothing more will come
+ *   REPORT   send the parent `to` status, failed and ord's shape, mul, rot
+ *   ABORT    send rank `to` status, failed and ord's shape, mul, rot: nothing
+ *            more will come
  *   RELEASE  this rank's request may complete (non-root) / its buffer is
  *            free (root), with status
  *   DONE     the root's request completes: status, first failed rank
@@ -143,7 +152,8 @@ struct tr_bnode_cost {
 	uint32_t msg_bytes; /* a control message on the wire */
 };
 
-/* What an ORDER carries (the wire's fields). */
+/* What an ORDER carries (the wire's fields).  A REPORT or ABORT carries
+ * shape, mul and rot only. */
 struct tr_bnode_order {
 	uint8_t shape;	 /* TREE or TWOTREE */
 	uint8_t carried; /* the data travels in the ORDER */
@@ -151,6 +161,15 @@ struct tr_bnode_order {
 	uint64_t len;	 /* the broadcast's bytes */
 	uint64_t chunk;	 /* TWOTREE: chunk size; TREE: len */
 	uint64_t k;	 /* TWOTREE: the chunk this ORDER names; TREE: 0 */
+	/* TWOTREE: the trees' position x is relative rank 1 + (mul x + rot)
+	 * mod (N - 1), 0 < mul < 256 coprime to N - 1 (0 and 0: the
+	 * identity); TREE: 0 */
+	uint32_t mul, rot;
+};
+
+/* TWOTREE's relabelling as the engine keeps it. */
+struct tr_bnode_perm {
+	uint32_t mul, rot, inv; /* inv: mul's inverse mod N - 1 */
 };
 
 struct tr_bnode_act {
@@ -210,6 +229,7 @@ struct tr_bnode {
 	uint32_t abort_kid;	 /* TREE: first child whose piece is owed ABORTs */
 	uint32_t failed;
 	uint16_t status;
+	struct tr_bnode_perm perm; /* TWOTREE: the root's choice, told by every message */
 	bool started, aborted, released, reported, finished;
 	bool known; /* shape, length and chunk came with an ORDER (or: the root) */
 	struct tr_bnode_kid kids[TR_BNODE_MAX_KIDS];
@@ -240,19 +260,25 @@ int tr_bnode_on_order(struct tr_bnode *b, uint32_t from, const struct tr_bnode_o
 int tr_bnode_write_done(struct tr_bnode *b, uint32_t to, uint64_t k, enum triad_status status,
 			struct tr_bnode_act *acts, unsigned cap);
 
-/* Child `from` reports its subtree: status, the first failed rank, and the
- * shape (a REPORT action carries it in ord.shape). */
+/* Child `from` reports its subtree: status, the first failed rank, and in
+ * tag the shape and TWOTREE's mul and rot (a REPORT action's ord). */
 int tr_bnode_on_report(struct tr_bnode *b, uint32_t from, enum triad_status status,
-		       uint32_t failed, unsigned shape, struct tr_bnode_act *acts, unsigned cap);
+		       uint32_t failed, const struct tr_bnode_order *tag, struct tr_bnode_act *acts,
+		       unsigned cap);
 
 /* Rank `from` says nothing more will come: status, first failed rank, and
- * the broadcast's shape (an ABORT action carries it in ord.shape). */
+ * tag as for a REPORT (an ABORT action's ord). */
 int tr_bnode_on_abort(struct tr_bnode *b, uint32_t from, enum triad_status status,
-		      uint32_t failed, unsigned shape, struct tr_bnode_act *acts, unsigned cap);
+		      uint32_t failed, const struct tr_bnode_order *tag, struct tr_bnode_act *acts,
+		      unsigned cap);
 
 /* Peer `rank` is gone (status: an error). */
 int tr_bnode_rank_failed(struct tr_bnode *b, uint32_t rank, enum triad_status status,
 			 struct tr_bnode_act *acts, unsigned cap);
+
+/* What this rank's REPORT or ABORT would carry (shape, mul, rot; TREE
+ * while the shape is unknown): for an ABORT the caller makes up itself. */
+struct tr_bnode_order tr_bnode_tag(const struct tr_bnode *b);
 
 int tr_bnode_poll(struct tr_bnode *b, struct tr_bnode_act *acts, unsigned cap);
 
@@ -260,10 +286,13 @@ int tr_bnode_poll(struct tr_bnode *b, struct tr_bnode_act *acts, unsigned cap);
  * for tr_bnode_poll(). */
 bool tr_bnode_pending(const struct tr_bnode *b);
 
-/* TWOTREE's trees, for tests and tools: rank r's parent in tree t
- * (TR_BNODE_NO_RANK for the root) and its children (returns how many, <= 2). */
-uint32_t tr_bnode_tparent(uint32_t nranks, uint32_t root, uint32_t r, unsigned t);
-unsigned tr_bnode_tkids(uint32_t nranks, uint32_t root, uint32_t r, unsigned t, uint32_t kids[2]);
+/* TWOTREE's trees under relabelling pm (NULL: none), for tests and tools:
+ * rank r's parent in tree t (TR_BNODE_NO_RANK for the root) and its
+ * children (returns how many, <= 2). */
+uint32_t tr_bnode_tparent(const struct tr_bnode_perm *pm, uint32_t nranks, uint32_t root,
+			  uint32_t r, unsigned t);
+unsigned tr_bnode_tkids(const struct tr_bnode_perm *pm, uint32_t nranks, uint32_t root,
+			uint32_t r, unsigned t, uint32_t kids[2]);
 
 static inline bool tr_bnode_finished(const struct tr_bnode *b)
 {

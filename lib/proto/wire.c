@@ -124,6 +124,10 @@ static int bnode_ok(const struct tr_msg *m)
 	if (b->kind >= TR_WIRE_BNODE_NKINDS || b->shape < 1 || b->shape > 2 || b->carried > 1 ||
 	    b->status >= TRIAD_S_MAX)
 		return 0;
+	/* TREE: no relabelling; TWOTREE: no hi, and a rotation only with a
+	 * multiplier (the engine checks both against N). */
+	if (b->shape == 1 ? b->mul || b->rot : b->hi || (!b->mul && b->rot))
+		return 0;
 	if (b->kind != TR_WIRE_BNODE_ORDER)
 		return !b->carried && !b->nbytes && !b->hi && !b->len && !b->chunk && !b->k;
 	if (b->status || b->failed != UINT32_MAX)
@@ -298,13 +302,13 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		put_le(&c, b->kind, 1);
 		put_le(&c, b->shape, 1);
 		put_le(&c, b->carried, 1);
-		put_le(&c, 0, 1);
+		put_le(&c, b->mul, 1);
 		PUT16(&c, b->status);
 		PUT16(&c, 0);
 		PUT32(&c, b->root);
 		PUT32(&c, b->seq);
 		PUT32(&c, b->win);
-		PUT32(&c, b->hi);
+		PUT32(&c, b->shape == 1 ? b->hi : b->rot);
 		PUT32(&c, b->failed);
 		PUT32(&c, b->group);
 		PUT64(&c, b->off);
@@ -495,8 +499,7 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		b->kind = GET8(&c);
 		b->shape = GET8(&c);
 		b->carried = GET8(&c);
-		if (GET8(&c) != 0)
-			return -EBADMSG;
+		b->mul = GET8(&c);
 		b->status = GET16(&c);
 		if (GET16(&c) != 0)
 			return -EBADMSG;
@@ -504,6 +507,10 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		b->seq = GET32(&c);
 		b->win = GET32(&c);
 		b->hi = GET32(&c);
+		if (b->shape != 1) {
+			b->rot = b->hi;
+			b->hi = 0;
+		}
 		b->failed = GET32(&c);
 		b->group = GET32(&c);
 		b->off = GET64(&c);

@@ -25,8 +25,9 @@
 #include "triad.h"
 
 #define TR_WIRE_MAGIC 0x5472
-#define TR_WIRE_VERSION 5 /* 3: a COPY_DATA may carry the copy's data; 4: no AM ord;
-			    * 5: broadcasts name their group */
+#define TR_WIRE_VERSION 6 /* 3: a COPY_DATA may carry the copy's data; 4: no AM ord;
+			    * 5: broadcasts name their group; 6: BNODE carries
+			    * TWOTREE's relabelling */
 #define TR_WIRE_HDR_LEN 32
 #define TR_WIRE_CTRL_LEN 256	/* every message but AM and a COPY_DATA with data fits */
 #define TR_WIRE_COPY_LEN 64	/* a copy message's body before the data it carries */
@@ -118,14 +119,18 @@ struct tr_msg {
 		 * broadcast named by (group, root, seq).  An ORDER's fields are
 		 * struct tr_bnode_order's, with the broadcast's window and
 		 * offset (the same on every rank); a carried one brings the
-		 * bytes of chunk k (TREE: all len bytes), exactly. */
+		 * bytes of chunk k (TREE: all len bytes), exactly.  Every
+		 * TWOTREE message carries the trees' relabelling, mul in byte
+		 * 3 and rot in the word of TREE's hi (0 and 0: none). */
 		struct tr_wire_bnode {
 			uint8_t kind;	 /* enum tr_wire_bnode_kind */
 			uint8_t shape;	 /* 1 TREE, 2 TWOTREE (enum tr_bnode_shape) */
 			uint8_t carried; /* ORDER: 0 or 1 */
 			uint16_t status; /* REPORT, ABORT: enum triad_status */
 			uint32_t root, seq, win;
+			uint8_t mul;	 /* TWOTREE: the relabelling (struct tr_bnode_order), every kind */
 			uint32_t hi;	 /* ORDER, TREE */
+			uint32_t rot;	 /* TWOTREE, every kind (the word of TREE's hi) */
 			uint32_t failed; /* REPORT, ABORT: first failed rank, or UINT32_MAX */
 			uint32_t group;	 /* the broadcast's group id, 0: the world */
 			uint64_t off;	 /* the broadcast's window offset */
@@ -238,7 +243,8 @@ int tr_msg_decode_bare(uint32_t imm, const void *payload, size_t len,
  * Version 5 adds the flags, and with them bare active messages, and names
  * wire version 4 (an active message without its order number).  Version 6
  * has version 5's layout and names wire version 5 (a broadcast's messages
- * name its group: triad_group_create).  The job
+ * name its group: triad_group_create); version 7, the same layout, wire
+ * version 6 (BNODE carries TWOTREE's relabelling).  The job
  * key (0: none) must be the receiver's own: a request from another job is
  * refused.  An incarnation is a process's random
  * 64-bit name, never 0: two runs of one world file share its key but not
@@ -246,7 +252,7 @@ int tr_msg_decode_bare(uint32_t imm, const void *payload, size_t len,
  * run for its peer (proto/conn.h, tr_conn_same_run). */
 #define TR_WIRE_PRIV_MAGIC 0x74726978u	  /* "trix" */
 #define TR_WIRE_PRIV_MAGIC_V1 0x74726961u /* "tria" */
-#define TR_WIRE_PRIV_VERSION 6
+#define TR_WIRE_PRIV_VERSION 7
 #define TR_WIRE_PRIV_LEN 56 /* rdma_cm carries at most 56 in a request */
 #define TR_WIRE_PRIV_LEN_V1 24
 #define TR_CONN_F_BARE_AM 0x1u

@@ -240,6 +240,25 @@ int main(int argc, char **argv)
 	m.u.copy.carried = 12;
 	m.u.copy.data = "copied bytes";
 	bad |= emit(argv[1], "copy_data_carried", &m);
+	/* The delegated broadcast: a TREE ORDER carrying 5 bytes, a relabelled
+	 * TWOTREE ORDER of chunk 3 (written) and its ABORT. */
+	memset(&m, 0, sizeof(m));
+	m.type = TR_MSG_BNODE;
+	m.prio = 1;
+	m.u.bnode = (struct tr_wire_bnode){ .kind = TR_WIRE_BNODE_ORDER, .shape = 1, .carried = 1,
+					    .root = 2, .seq = 9, .win = 1, .hi = 6,
+					    .failed = UINT32_MAX, .len = 5, .chunk = 5, .nbytes = 5,
+					    .data = "bytes" };
+	bad |= emit(argv[1], "bnode_order_tree", &m);
+	m.u.bnode = (struct tr_wire_bnode){ .kind = TR_WIRE_BNODE_ORDER, .shape = 2, .mul = 3,
+					    .rot = 40, .root = 2, .seq = 9, .win = 1,
+					    .failed = UINT32_MAX, .len = 1 << 20, .chunk = 32768,
+					    .k = 3 };
+	bad |= emit(argv[1], "bnode_order_twotree", &m);
+	m.u.bnode = (struct tr_wire_bnode){ .kind = TR_WIRE_BNODE_ABORT, .shape = 2, .mul = 3,
+					    .rot = 40, .root = 2, .seq = 9, .win = 1,
+					    .status = TRIAD_S_UNREACHABLE, .failed = 4 };
+	bad |= emit(argv[1], "bnode_abort_twotree", &m);
 	bad |= emit_priv(argv[1], "conn_priv");
 	/* slot 13, priority 2, id 7, number ...0x0005 against next 0x1fff0 */
 	bad |= emit_bare(argv[1], "am_bare_1k", 13u | 2u << 6 | 7u << 8 | 5u << 16, 0x1fff0, 1024);

@@ -1414,10 +1414,10 @@ static bool dn_step(struct dn *d)
 		n = tr_bnode_on_order(&d->bn[m.to], m.from, &m.a.ord, d->acts, d->cap);
 	else if (m.kind == DN_REPORT)
 		n = tr_bnode_on_report(&d->bn[m.to], m.from, (enum triad_status)m.a.status,
-				       m.a.failed, m.a.ord.shape, d->acts, d->cap);
+				       m.a.failed, &m.a.ord, d->acts, d->cap);
 	else
 		n = tr_bnode_on_abort(&d->bn[m.to], m.from, (enum triad_status)m.a.status,
-				      m.a.failed, m.a.ord.shape, d->acts, d->cap);
+				      m.a.failed, &m.a.ord, d->acts, d->cap);
 	assert_true(n >= 0);
 	dn_exec(d, m.to, n);
 	return true;
@@ -1578,31 +1578,72 @@ static void test_deleg_auto_and_root_events(void **state)
 	}
 }
 
+/* The relabelling tag names for N = n as an engine takes it (from an
+ * ABORT, its first message): 0, or -ENOENT when refused. */
+static int perm_told(uint32_t n, const struct tr_bnode_order *tag, struct tr_bnode_perm *pm)
+{
+	struct tr_bnode_cfg cfg = { .nranks = n, .rank = 1 };
+	struct tr_bnode b;
+	struct tr_bnode_act acts[2 * TR_BNODE_MAX_KIDS + 4];
+	int ret;
+
+	assert_int_equal(tr_bnode_init(&b, &cfg), 0);
+	ret = tr_bnode_on_abort(&b, 0, TRIAD_S_TRANSPORT, 0, tag, acts,
+				sizeof(acts) / sizeof(acts[0]));
+	*pm = b.perm;
+	return ret < 0 ? ret : 0;
+}
+
 static void test_deleg_twotree_shape(void **state)
 {
+	static const uint32_t muls[] = { 0, 1, 2, 3, 5, 7, 11, 13, 17, 255 };
+
 	(void)state;
 	/* Every non-root is inner (has children) in at most one tree; each
 	 * tree spans the non-roots: every rank's parent chain reaches the root
-	 * and names it as a child. */
+	 * and names it as a child.  The same under every relabelling a root
+	 * may send (mul coprime to N - 1, any rot); the others are refused. */
 	for (uint32_t n = 2; n <= 300; n++) {
 		uint32_t root = n / 3;
 
-		for (uint32_t r = 0; r < n; r++) {
-			uint32_t k0[2], k1[2];
-			unsigned c0 = tr_bnode_tkids(n, root, r, 0, k0);
-			unsigned c1 = tr_bnode_tkids(n, root, r, 1, k1);
+		for (unsigned mi = 0; mi < sizeof(muls) / sizeof(muls[0]); mi++) {
+			struct tr_bnode_order tag = { .shape = TR_BNODE_TWOTREE, .mul = muls[mi],
+						      .rot = muls[mi] ? (n * 7 + mi) % (n - 1 + !(n - 1))
+								      : 0 };
+			struct tr_bnode_perm pm;
 
-			if (r == root)
+			if (perm_told(n, &tag, &pm)) {
+				/* Refused: not coprime, or too big for N - 1. */
+				uint32_t a = muls[mi], b = n - 1;
+
+				while (b) {
+					uint32_t x = a % b;
+
+					a = b;
+					b = x;
+				}
+				assert_true(muls[mi] >= n - 1 || a != 1);
 				continue;
-			assert_false(c0 > 0 && c1 > 0);
-			for (unsigned t = 0; t < 2; t++) {
-				uint32_t p = tr_bnode_tparent(n, root, r, t), kids[2], steps = 0;
-				unsigned c = tr_bnode_tkids(n, root, p, t, kids);
+			}
+			for (uint32_t r = 0; r < n; r++) {
+				uint32_t k0[2], k1[2];
+				unsigned c0 = tr_bnode_tkids(&pm, n, root, r, 0, k0);
+				unsigned c1 = tr_bnode_tkids(&pm, n, root, r, 1, k1);
 
-				assert_true(c >= 1);
-				assert_true(kids[0] == r || (c == 2 && kids[1] == r));
-				for (uint32_t x = r; x != root; x = tr_bnode_tparent(n, root, x, t))
-					assert_true(++steps < n);
+				if (r == root)
+					continue;
+				assert_false(c0 > 0 && c1 > 0);
+				for (unsigned t = 0; t < 2; t++) {
+					uint32_t p = tr_bnode_tparent(&pm, n, root, r, t), kids[2];
+					uint32_t steps = 0;
+					unsigned c = tr_bnode_tkids(&pm, n, root, p, t, kids);
+
+					assert_true(c >= 1);
+					assert_true(kids[0] == r || (c == 2 && kids[1] == r));
+					for (uint32_t x = r; x != root;
+					     x = tr_bnode_tparent(&pm, n, root, x, t))
+						assert_true(++steps < n);
+				}
 			}
 		}
 	}
@@ -1695,6 +1736,56 @@ static void test_deleg_latency_models(void **state)
 			}
 }
 
+static void test_deleg_relabel(void **state)
+{
+	struct tr_bnode_cfg cfg = { .nranks = 64, .len = 16u << 20, .shape = TR_BNODE_TWOTREE,
+				    .chunk = 32768, .inline_max = 7936,
+				    .cost = { .lat_us = 1.5, .o_us = 0.5, .gap_us = 0.1,
+					      .bw = 12500, .msg_bytes = 128 },
+				    .lat_arg = (void *)(uintptr_t)32 };
+	struct tr_bnode root, kid;
+	struct tr_bnode_act acts[2 * TR_BNODE_MAX_KIDS + 4];
+	int n;
+
+	(void)state;
+	/* Racks of 32, N = 64, 16 MiB: the trees' roots are ranks 32 and 33,
+	 * across the racks from the root (triad-sim: 1836 us, 1.15x the chain
+	 * model); with the latencies the root relabels the trees so that
+	 * both are in its own rack (1536 us, 0.96x). */
+	assert_int_equal(tr_bnode_init(&root, &cfg), 0);
+	assert_int_equal(root.nkids, 2);
+	assert_true(root.kids[0].rank >= 32 && root.kids[1].rank >= 32);
+	cfg.lat = racks_lat;
+	assert_int_equal(tr_bnode_init(&root, &cfg), 0);
+	assert_int_equal(root.nkids, 2);
+	assert_true(root.kids[0].rank < 32 && root.kids[1].rank < 32);
+	/* Its ORDERs tell the relabelling; the tree-0 root takes it and
+	 * refuses any other afterwards. */
+	n = tr_bnode_start(&root, acts, sizeof(acts) / sizeof(acts[0]));
+	assert_true(n >= 2);
+	assert_int_equal(acts[1].type, TR_BNODE_ACT_ORDER);
+	assert_true(acts[1].ord.mul != 0);
+	cfg.rank = acts[1].to;
+	assert_int_equal(tr_bnode_init(&kid, &cfg), 0);
+	assert_true(tr_bnode_on_order(&kid, 0, &acts[1].ord, acts, sizeof(acts) / sizeof(acts[0])) >= 0);
+	assert_int_equal(kid.perm.mul, root.perm.mul);
+	assert_int_equal(kid.perm.rot, root.perm.rot);
+	{
+		struct tr_bnode_order id = { .shape = TR_BNODE_TWOTREE };
+
+		assert_int_equal(tr_bnode_on_abort(&kid, 0, TRIAD_S_TRANSPORT, 0, &id, acts,
+						   sizeof(acts) / sizeof(acts[0])),
+				 -ENOENT);
+	}
+	/* Without latencies (the library today) nothing is relabelled. */
+	cfg.lat = NULL;
+	cfg.rank = 0;
+	assert_int_equal(tr_bnode_init(&root, &cfg), 0);
+	n = tr_bnode_start(&root, acts, sizeof(acts) / sizeof(acts[0]));
+	for (int i = 0; i < n; i++)
+		assert_true(acts[i].ord.mul == 0 && acts[i].ord.rot == 0);
+}
+
 static void test_deleg_failures(void **state)
 {
 	(void)state;
@@ -1710,6 +1801,15 @@ static void test_deleg_failures(void **state)
 		if (dead == root)
 			dead = (root + 1) % n;
 		d = dn_new(n, root, 9000, (enum tr_bnode_shape)sh, 2048, iter % 2 ? 16384 : 0);
+		/* A third with racks or random latencies: TWOTREE relabelled,
+		 * an ABORT reaching a rank first tells it the trees. */
+		for (uint32_t r = 0; iter % 3 && r < n; r++) {
+			struct tr_bnode_cfg cfg = d->bn[r].cfg;
+
+			cfg.lat = iter % 3 == 1 ? racks_lat : random_lat;
+			cfg.lat_arg = (void *)(uintptr_t)(iter % 3 == 1 ? 4 : iter);
+			assert_int_equal(tr_bnode_init(&d->bn[r], &cfg), 0);
+		}
 		d->dead[dead] = true;
 		dn_exec(d, root, tr_bnode_start(&d->bn[root], d->acts, d->cap));
 		/* Peer loss reaches every live rank at a random moment. */
@@ -1755,8 +1855,8 @@ static void test_deleg_bad_events(void **state)
 	(void)state;
 	/* A report from a rank that was never a child, an ORDER to the root,
 	 * a second ORDER, a WRITE completion never asked for: refused. */
-	assert_int_equal(tr_bnode_on_report(&d->bn[0], 3, TRIAD_S_OK, TR_BNODE_NO_RANK,
-					    TR_BNODE_TREE, d->acts, d->cap), -ENOENT);
+	assert_int_equal(tr_bnode_on_report(&d->bn[0], 3, TRIAD_S_OK, TR_BNODE_NO_RANK, &o,
+					    d->acts, d->cap), -ENOENT);
 	assert_int_equal(tr_bnode_on_order(&d->bn[0], 1, &o, d->acts, d->cap), -ENOENT);
 	o.hi = 4;
 	assert_true(tr_bnode_on_order(&d->bn[3], 0, &o, d->acts, d->cap) >= 0);
@@ -1764,6 +1864,29 @@ static void test_deleg_bad_events(void **state)
 	assert_int_equal(tr_bnode_write_done(&d->bn[3], 4, 0, TRIAD_S_OK, d->acts, d->cap),
 			 -ENOENT);
 	assert_int_equal(d->bn[3].stats.unexpected, 1 + 1);
+	/* Relabellings no root sends (N = 10: mul coprime to 9, below it;
+	 * rot below 9; none on TREE), on every kind of message. */
+	{
+		static const uint32_t bad[][3] = { { 2, 3, 0 }, { 2, 9, 0 }, { 2, 2, 9 },
+						   { 2, 0, 1 }, { 1, 2, 0 }, { 2, 256, 0 } };
+		struct tr_bnode_cfg cfg = { .nranks = 10, .rank = 4 };
+		struct tr_bnode b;
+
+		for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			struct tr_bnode_order t = { .shape = (uint8_t)bad[i][0], .mul = bad[i][1],
+						    .rot = bad[i][2], .len = 100, .chunk = 10 };
+
+			assert_int_equal(tr_bnode_init(&b, &cfg), 0);
+			assert_int_equal(tr_bnode_on_order(&b, 0, &t, d->acts, d->cap), -ENOENT);
+			assert_int_equal(tr_bnode_on_report(&b, 0, TRIAD_S_OK, TR_BNODE_NO_RANK,
+							    &t, d->acts, d->cap),
+					 -ENOENT);
+			assert_int_equal(tr_bnode_on_abort(&b, 0, TRIAD_S_TRANSPORT, 0, &t,
+							   d->acts, d->cap),
+					 -ENOENT);
+			assert_int_equal(b.stats.unexpected, 3);
+		}
+	}
 	/* A small array, a bad configuration. */
 	assert_int_equal(tr_bnode_start(&d->bn[0], d->acts, 3), -EINVAL);
 	{
@@ -1788,6 +1911,7 @@ int main(void)
 		cmocka_unit_test(test_deleg_twotree_shape),
 		cmocka_unit_test(test_deleg_greedy_latency),
 		cmocka_unit_test(test_deleg_latency_models),
+		cmocka_unit_test(test_deleg_relabel),
 		cmocka_unit_test(test_deleg_failures),
 		cmocka_unit_test(test_deleg_bad_events),
 		cmocka_unit_test(test_init_validation),

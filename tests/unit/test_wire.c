@@ -144,6 +144,8 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 		assert_int_equal(x->seq, y->seq);
 		assert_int_equal(x->win, y->win);
 		assert_int_equal(x->hi, y->hi);
+		assert_int_equal(x->mul, y->mul);
+		assert_int_equal(x->rot, y->rot);
 		assert_int_equal(x->failed, y->failed);
 		assert_int_equal(x->group, y->group);
 		assert_int_equal(x->off, y->off);
@@ -425,13 +427,17 @@ static struct tr_msg random_msg(void)
 		b->win = (uint32_t)rnd();
 		b->group = (uint32_t)rnd();
 		b->off = rnd();
+		if (b->shape == 2 && rnd() % 2) {
+			b->mul = (uint8_t)(1 + rnd() % 255);
+			b->rot = (uint32_t)rnd();
+		}
 		if (b->kind != TR_WIRE_BNODE_ORDER) {
 			b->status = (uint16_t)(rnd() % TRIAD_S_MAX);
 			b->failed = (uint32_t)rnd();
 			break;
 		}
 		b->failed = UINT32_MAX;
-		b->hi = (uint32_t)rnd();
+		b->hi = b->shape == 1 ? (uint32_t)rnd() : 0;
 		if (rnd() % 2) { /* carried: its chunk's bytes, exactly */
 			b->carried = 1;
 			b->len = 1 + rnd() % 3000;
@@ -474,7 +480,7 @@ static int pool_setup(void **state)
 static void test_layout_win_query(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x05, 0x01, 40, 0, 0, 0, /* magic, version, type, length, slot, flags */
+		0x72, 0x54, 0x06, 0x01, 40, 0, 0, 0, /* magic, version, type, length, slot, flags */
 		0x44, 0x33, 0x22, 0x11, 0, 0, 0, 0, /* seq, rsvd */
 		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_n */
 		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_c */
@@ -493,7 +499,7 @@ static void test_layout_win_query(void **state)
 static void test_layout_bcast_done(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x05, TR_MSG_BCAST_DONE, 44, 0, 0, 0,
+		0x72, 0x54, 0x06, TR_MSG_BCAST_DONE, 44, 0, 0, 0,
 		0x02, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0,
@@ -518,7 +524,7 @@ static void test_layout_bcast_done(void **state)
 static void test_layout_link_fields(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x05, 0x03, 36, 0, 63, 0x06, /* slot 63, prio 2 | BSM */
+		0x72, 0x54, 0x06, 0x03, 36, 0, 63, 0x06, /* slot 63, prio 2 | BSM */
 		0x01, 0, 0, 0, 0, 0, 0, 0,
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* bsm_n */
 		0xf0, 0xde, 0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12, /* bsm_c */
@@ -547,7 +553,7 @@ static void test_layout_link_fields(void **state)
 static void test_layout_win_info(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x05, 0x02, 72, 0, 3, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x06, 0x02, 72, 0, 3, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x0a, 0, 0, 0,				/* qid */
 		0x0b, 0, 0, 0,				/* win */
@@ -579,7 +585,7 @@ static void test_layout_win_info(void **state)
 static void test_layout_barrier(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x05, 0x04, 36, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+		0x72, 0x54, 0x06, 0x04, 36, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x78, 0x56, 0x34, 0x12,
 	};
@@ -597,7 +603,7 @@ static void test_layout_barrier(void **state)
 static void test_layout_bsm(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x05, 0x05, 32, 0, 0xff, 0x04, 0x07, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x06, 0x05, 32, 0, 0xff, 0x04, 0x07, 0, 0, 0, 0, 0, 0, 0,
 		0xff, 0, 0, 0, 0, 0, 0, 0x80, /* bsm_n */
 		0x01, 0, 0, 0, 0, 0, 0, 0,    /* bsm_c */
 	};
@@ -615,7 +621,7 @@ static void test_layout_bsm(void **state)
 static void test_layout_am(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x05, 0x06, 37, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x06, 0x06, 37, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0xef, 0xbe, 'a', 'b', 'c', /* id, payload */
 	};
@@ -802,9 +808,9 @@ static void test_bnode(void **state)
 	buf_a[BODY + 1] = 3;
 	decode_bad(buf_a, (size_t)n, -EPROTO);
 	buf_a[BODY + 1] = 2;
-	buf_a[BODY + 3] = 1;
+	buf_a[BODY + 6] = 1;
 	decode_bad(buf_a, (size_t)n, -EBADMSG);
-	buf_a[BODY + 3] = 0;
+	buf_a[BODY + 6] = 0;
 	buf_a[BODY + 28] = 7; /* any group id */
 	decode_ok(buf_a, (size_t)n, &out);
 	assert_int_equal(out.u.bnode.group, 7);
@@ -818,6 +824,33 @@ static void test_bnode(void **state)
 	n = encode(&m, buf_a);
 	put16(buf_a + OFF_LEN, 32 + 63);
 	decode_bad(buf_a, 32 + 63, -EBADMSG);
+
+	/* TWOTREE's relabelling (wire 6): mul in byte 3, rot in hi's word,
+	 * on every kind; none on TREE, no rot without a mul, no hi. */
+	m = bnode_report(0, 1);
+	b->shape = 2;
+	b->mul = 5;
+	b->rot = 0x01020304;
+	n = encode(&m, buf_a);
+	assert_int_equal(buf_a[BODY + 3], 5);
+	assert_int_equal(buf_a[BODY + 20], 4);
+	assert_int_equal(buf_a[BODY + 23], 1);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_msg_equal(&m, &out);
+	assert_int_equal(out.u.bnode.hi, 0);
+	buf_a[BODY + 3] = 0; /* a rotation alone */
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	buf_a[BODY + 3] = 5;
+	buf_a[BODY + 1] = 1; /* TREE with a relabelling */
+	decode_bad(buf_a, (size_t)n, -EPROTO);
+	b->mul = 0;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	b->mul = 5;
+	b->hi = 1;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	m = bnode_report(0, 1);
+	m.u.bnode.mul = 1;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 }
 
 static void test_ctrl_len(void **state)
@@ -2161,6 +2194,10 @@ static void test_priv_bad(void **state)
 	memcpy(bad, buf, sizeof(buf));
 	bad[7] = 5;
 	assert_int_equal(tr_conn_priv_version(bad, sizeof(bad)), 5);
+	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTONOSUPPORT);
+	/* version 6 (this layout, wire version 5: no TWOTREE relabelling) is named */
+	bad[7] = 6;
+	assert_int_equal(tr_conn_priv_version(bad, sizeof(bad)), 6);
 	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTONOSUPPORT);
 	/* a flag this version does not know */
 	for (int bit = 1; bit < 32; bit++) {
