@@ -1800,20 +1800,28 @@ static void tell_stuck(struct tr_lane *l)
 	}
 }
 
-/* A broken lane whose sends all came back waits for its receives to come
- * back flushed.  rxe flushes a receive queue when the QP enters the error
- * state; a receive posted from user space just after (the lane was still up
- * for us) stays posted until the kernel looks at the queue again, which
- * nothing does on a dead connection.  A whole period later the QP is moved
- * to the error state again, which flushes it. */
+/* A broken lane waits for everything it posted to come back flushed
+ * before it is released and rebuilt.  rxe flushes both queues when the QP
+ * enters the error state; a work request posted from user space just after
+ * (a receive reposted while the lane was still up for us, the fence behind
+ * light puts) may stay posted until the kernel looks at the queue again,
+ * which nothing does on a dead connection: the lane would stay DRAINING for
+ * good, never rebuilt, and the peer's side would refuse every new request
+ * meanwhile.  From two timer periods after the break, every period, the QP
+ * is moved to the error state again, which flushes what is left. */
 static void drain_tick(struct tr_lane *l)
 {
-	if (l->sq_posted || !l->rq_posted || ++l->drain_ticks < 2)
+	if ((!l->sq_posted && !l->rq_posted) || ++l->drain_ticks < 2)
 		return;
 	if (l->drain_ticks == 2)
-		tr_warn("peer %d plane %d: %d receive(s) of the broken connection not flushed "
-			"after a timer period: its QP is moved to the error state again",
-			l->peer, l->plane, l->rq_posted);
+		tr_warn("peer %d plane %d: %d send(s) and %d receive(s) of the broken connection "
+			"not flushed after a timer period: its QP is moved to the error state "
+			"again", l->peer, l->plane, l->sq_posted, l->rq_posted);
+	else if (l->drain_ticks == 8)
+		tr_error("peer %d plane %d: %d send(s) and %d receive(s) of the broken "
+			 "connection still not flushed after %d timer periods: the device does "
+			 "not flush them, and the connection is not rebuilt while they wait",
+			 l->peer, l->plane, l->sq_posted, l->rq_posted, l->drain_ticks);
 	tr_fab_qp_reflush(l->qp);
 }
 

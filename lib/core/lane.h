@@ -80,7 +80,7 @@ struct tr_lane {
 	int sq_posted; /* posted and not yet completed (incl. flushed) */
 	int rq_posted;
 	int rx_held;   /* receive buffers a handler kept */
-	int drain_ticks; /* DRAINING: timer periods since every send came back */
+	int drain_ticks; /* DRAINING: timer periods since the break */
 	char *bufmem;
 	struct tr_mr *buf_mr;
 	int nrx, ntx;

@@ -156,9 +156,9 @@ int tr_fab_connect(struct tr_fab *fab, int plane, struct in_addr dst, uint16_t p
  * flushed) and disconnects. */
 void tr_fab_qp_break(struct tr_qp *qp);
 /* Moves a QP that is in the error state there again, so that a provider
- * that flushes only when told (rxe: receives posted from user space after
- * its flush stay posted until the kernel looks at the queue again) flushes
- * what is still posted. */
+ * that flushes only when told (rxe: work requests posted from user space
+ * after its flush stay posted until the kernel looks at the queue again)
+ * flushes what is still posted; the send CQ raises an event for it. */
 void tr_fab_qp_reflush(struct tr_qp *qp);
 /* A fault on purpose (triad_plane_refuse_writes): the QP stops allowing
  * RDMA WRITEs into this side, so the next one that arrives is NAKed as an

@@ -101,6 +101,7 @@ void tr_fab_qp_break(struct tr_qp *qp)
 
 void tr_fab_qp_reflush(struct tr_qp *qp)
 {
+	tr_fab_plane_arm(qp->fab, qp->plane, TR_FAB_CQ_SEND);
 	to_error(qp); /* error to error is a valid transition (IBTA 10.3.1) */
 }
 
