@@ -621,11 +621,21 @@ static void every_plane(triad_ctx_t *ctx)
 
 			if (r == rank)
 				continue;
+			char what[32];
+			struct triad_conn_stats cs = { .field_mask = TRIAD_CONN_STATS_LINK |
+									 TRIAD_CONN_STATS_CONN };
+
+			snprintf(what, sizeof(what), "put on healed plane %d", p);
 			if (triad_put(ctx, buf, sizeof(buf), r, WIN, TAIL_OFF, TRIAD_F_PLANE(p),
-				      &req) == 0)
-				settle(req, "put on a healed plane", r);
-			else
+				      &req) != 0)
 				VIOLATION("put to %d on plane %d not issued", r, p);
+			else if (settle(req, what, r) && !triad_conn_stats(ctx, r, p, &cs))
+				/* Whether the connection is up, and how often this
+				 * side (the lower rank connects) tried and got it. */
+				printf("rank %d: plane %d to rank %d: %s, %llu attempts, %llu "
+				       "established\n", rank, p, r, cs.up ? "up" : "not up",
+				       (unsigned long long)cs.connects,
+				       (unsigned long long)cs.established);
 		}
 }
 
