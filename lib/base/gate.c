@@ -13,6 +13,13 @@
 
 void tr_gate_app_queue(struct tr_gate *g, pthread_mutex_t *lock)
 {
+	/* Only the thread itself stores its own name there: it holds the
+	 * lock, inside a callback (gate.h). */
+	if (atomic_load_explicit(&g->in_callback, memory_order_relaxed) ==
+	    (unsigned long)pthread_self()) {
+		pthread_mutex_lock(lock);
+		return;
+	}
 	atomic_fetch_add_explicit(&g->app_wanted, 1, memory_order_relaxed);
 	for (int i = 0; atomic_load_explicit(&g->progress_wanted, memory_order_acquire); i++) {
 		if (i < YIELDS) {

@@ -18,7 +18,13 @@
  * The progress thread never waits for an application thread's word, so
  * the two cannot wait for each other: progress_wanted falls as soon as
  * the lock's holder of the moment lets go of it and the progress thread
- * runs. */
+ * runs.  One exception, marked by its caller: the lock is recursive, and
+ * an application's callback (an active message handler) runs under it
+ * and may call in again; the thread running it holds the lock, so it
+ * takes it again at once instead of waiting for a progress thread that
+ * waits for it (tr_gate_callback_begin).  Without the mark, triad-perf
+ * am_lat's server, answering each ping from its handler, hung for good
+ * the first time its progress thread queued for the lock then. */
 #ifndef TRIAD_BASE_GATE_H
 #define TRIAD_BASE_GATE_H
 
@@ -28,6 +34,7 @@
 struct tr_gate {
 	atomic_uint app_wanted;	     /* application threads queued for the lock */
 	atomic_uint progress_wanted; /* the progress thread is queued for it */
+	atomic_ulong in_callback;    /* the thread running a callback under it, or 0 */
 };
 
 /* Slow paths (gate.c). */
@@ -50,6 +57,23 @@ static inline void tr_gate_lock_progress(struct tr_gate *g, pthread_mutex_t *loc
 	if (pthread_mutex_trylock(lock) == 0)
 		return;
 	tr_gate_progress_queue(g, lock);
+}
+
+/* Around an application's callback run with the lock held: the thread
+ * may take the lock again from inside, at once.  begin returns what end
+ * restores (callbacks nest). */
+static inline unsigned long tr_gate_callback_begin(struct tr_gate *g)
+{
+	unsigned long prev = atomic_load_explicit(&g->in_callback, memory_order_relaxed);
+
+	atomic_store_explicit(&g->in_callback, (unsigned long)pthread_self(),
+			      memory_order_relaxed);
+	return prev;
+}
+
+static inline void tr_gate_callback_end(struct tr_gate *g, unsigned long prev)
+{
+	atomic_store_explicit(&g->in_callback, prev, memory_order_relaxed);
 }
 
 /* Does an application thread wait for the lock? (for a spinning holder) */

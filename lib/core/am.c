@@ -81,6 +81,18 @@ struct tr_am_early {
 	const void *data;
 };
 
+/* The application's handler, under the lock: it may call in again
+ * (base/gate.h, tr_gate_callback_begin). */
+static int call(struct triad_ctx *ctx, const struct tr_am_entry *e, int src, const void *data,
+		size_t len, struct tr_buf *b)
+{
+	unsigned long prev = tr_gate_callback_begin(&ctx->gate);
+	int ret = e->fn(e->arg, src, data, len, (triad_am_msg_t *)b);
+
+	tr_gate_callback_end(&ctx->gate, prev);
+	return ret;
+}
+
 /* Runs the handler; 1 when it kept the buffer. */
 static int handle(struct triad_ctx *ctx, struct tr_lane *l, unsigned id, const void *data,
 		  uint32_t len, struct tr_buf *b)
@@ -93,7 +105,7 @@ static int handle(struct triad_ctx *ctx, struct tr_lane *l, unsigned id, const v
 			l->peer, id);
 		return 0;
 	}
-	return e->fn(e->arg, l->peer, data, len, (triad_am_msg_t *)b) == TRIAD_AM_KEEP;
+	return call(ctx, e, l->peer, data, len, b) == TRIAD_AM_KEEP;
 }
 
 /* Hands over the early ones numbered before upto, in order. */
@@ -238,7 +250,7 @@ static int am_self(struct triad_ctx *ctx, unsigned id, const void *buf, size_t l
 		return -ENOMEM;
 	}
 	memcpy(b->data, buf, len);
-	if (e->fn(e->arg, ctx->rank, b->data, len, (triad_am_msg_t *)b) != TRIAD_AM_KEEP)
+	if (call(ctx, e, ctx->rank, b->data, len, b) != TRIAD_AM_KEEP)
 		triad_am_release((triad_am_msg_t *)b);
 	return 0;
 }

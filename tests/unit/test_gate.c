@@ -1,9 +1,11 @@
 /* Unit tests for the lock's courtesy (lib/base/gate.[ch]): an application
  * thread that comes to the lock while the progress thread waits for it
  * lets the progress thread in first, however fast the application
- * threads call in; and application threads, queued, are seen by a
- * spinning progress thread. */
+ * threads call in; application threads, queued, are seen by a spinning
+ * progress thread; and a callback run under the lock takes it again at
+ * once while the progress thread waits for it. */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -113,11 +115,72 @@ static void test_app_seen_waiting(void **state)
 	assert_false(tr_gate_app_waits(&gate));
 }
 
+/* The lock is recursive in the library: an active message handler, run
+ * under it by an application thread, calls in again (triad_am_send) while
+ * the progress thread waits for the lock that thread holds. */
+static pthread_mutex_t rlock;
+static atomic_int reentered;
+
+static void *progress_queues(void *arg)
+{
+	(void)arg;
+	tr_gate_lock_progress(&gate, &rlock);
+	pthread_mutex_unlock(&rlock);
+	return NULL;
+}
+
+static void *handler_thread(void *arg)
+{
+	pthread_t *prog = arg;
+	unsigned long prev;
+
+	tr_gate_lock_app(&gate, &rlock); /* the poll that runs the handler */
+	pthread_create(prog, NULL, progress_queues, NULL);
+	while (!atomic_load(&gate.progress_wanted))
+		sched_yield();
+	prev = tr_gate_callback_begin(&gate);
+	tr_gate_lock_app(&gate, &rlock); /* the handler calls in */
+	atomic_store(&reentered, 1);
+	pthread_mutex_unlock(&rlock);
+	tr_gate_callback_end(&gate, prev);
+	pthread_mutex_unlock(&rlock);
+	return NULL;
+}
+
+static void test_callback_takes_it_again(void **state)
+{
+	pthread_mutexattr_t a;
+	pthread_t th, prog;
+
+	(void)state;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&rlock, &a);
+	pthread_mutexattr_destroy(&a);
+	assert_int_equal(pthread_create(&th, NULL, handler_thread, &prog), 0);
+	for (int i = 0; i < 500 && !atomic_load(&reentered); i++) {
+		struct timespec nap = { 0, 10000000 };
+
+		nanosleep(&nap, NULL);
+	}
+	/* Without the mark the handler waits for the progress thread, which
+	 * waits for the handler's lock: neither thread ever returns. */
+	if (!atomic_load(&reentered))
+		fail_msg("a callback's call in waits for ever for the progress thread");
+	pthread_join(th, NULL);
+	pthread_join(prog, NULL);
+	assert_int_equal(atomic_load(&gate.progress_wanted), 0);
+	assert_int_equal(atomic_load(&gate.app_wanted), 0);
+	assert_int_equal(atomic_load(&gate.in_callback), 0);
+	pthread_mutex_destroy(&rlock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_progress_goes_first),
 		cmocka_unit_test(test_app_seen_waiting),
+		cmocka_unit_test(test_callback_takes_it_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
