@@ -711,10 +711,19 @@ void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev
 		/* Nothing listens where a process we were connected to did: it
 		 * is gone (killed, or it exited without closing), and nothing
 		 * waits for it to come back.  (Before a first connection the
-		 * peer may just not have started: retried as any failure.) */
+		 * peer may just not have started: retried as any failure.)  A
+		 * peer still connected on another plane is alive: it could not
+		 * open this plane (its port was down when it started), and the
+		 * attempt is retried as any failure; were it gone, that
+		 * connection breaks too, and the next attempt says so. */
 		if (l->state == TR_LANE_CONNECTING && ctx->peers[l->peer].incarnation &&
-		    !ctx->peers[l->peer].gone)
-			tr_peer_gone(ctx, l->peer, "nothing listens at its address any more");
+		    !ctx->peers[l->peer].gone) {
+			if (!tr_peer_reachable(ctx, l->peer))
+				tr_peer_gone(ctx, l->peer, "nothing listens at its address any more");
+			else
+				tr_info("peer %d plane %d: nothing listens there, though the peer is "
+					"connected on another plane", l->peer, l->plane);
+		}
 		/* fall through */
 	case TR_CM_FAILED:
 		if (l->state == TR_LANE_CONNECTING) {
