@@ -15,7 +15,7 @@ static const char *const level_names[] = {
 
 void tr_log(int level, const char *func, int line, const char *fmt, ...)
 {
-	char msg[512], when[32] = "";
+	char msg[2048], when[32] = "";
 	va_list ap;
 
 	va_start(ap, fmt);

@@ -711,10 +711,19 @@ void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev
 		/* Nothing listens where a process we were connected to did: it
 		 * is gone (killed, or it exited without closing), and nothing
 		 * waits for it to come back.  (Before a first connection the
-		 * peer may just not have started: retried as any failure.) */
+		 * peer may just not have started: retried as any failure.)  A
+		 * peer still connected on another plane is alive: it could not
+		 * open this plane (its port was down when it started), and the
+		 * attempt is retried as any failure; were it gone, that
+		 * connection breaks too, and the next attempt says so. */
 		if (l->state == TR_LANE_CONNECTING && ctx->peers[l->peer].incarnation &&
-		    !ctx->peers[l->peer].gone)
-			tr_peer_gone(ctx, l->peer, "nothing listens at its address any more");
+		    !ctx->peers[l->peer].gone) {
+			if (!tr_peer_reachable(ctx, l->peer))
+				tr_peer_gone(ctx, l->peer, "nothing listens at its address any more");
+			else
+				tr_info("peer %d plane %d: nothing listens there, though the peer is "
+					"connected on another plane", l->peer, l->plane);
+		}
 		/* fall through */
 	case TR_CM_FAILED:
 		if (l->state == TR_LANE_CONNECTING) {
@@ -1825,6 +1834,27 @@ static void drain_tick(struct tr_lane *l)
 	tr_fab_qp_reflush(l->qp);
 }
 
+/* Every receive slot of l held here (handlers keep the messages, or they
+ * wait parked for their turn) for STUCK_MS: the peer can send nothing more
+ * on it.  Said once per such stretch, with this side of the streams (the
+ * sender's own report, tell_stuck, cannot see it). */
+static void tell_held(struct tr_lane *l)
+{
+	char line[768];
+
+	if (l->rx_held < (int)l->fc_rx.nslots) {
+		l->held_ticks = 0;
+		return;
+	}
+	if ((uint64_t)++l->held_ticks * (uint64_t)l->ctx->cfg.fc_timer_ms < STUCK_MS ||
+	    (uint64_t)(l->held_ticks - 1) * (uint64_t)l->ctx->cfg.fc_timer_ms >= STUCK_MS)
+		return;
+	tr_peer_describe(l->ctx, l->peer, line, sizeof(line));
+	tr_warn("peer %d plane %d: all %d receive slots held here for more than %.1f s (kept "
+		"by handlers, or waiting for an earlier number): from rank %d: %s",
+		l->peer, l->plane, l->rx_held, STUCK_MS * 1e-3, l->peer, line);
+}
+
 void tr_lane_fc_tick(struct tr_lane *l)
 {
 	unsigned n;
@@ -1841,6 +1871,7 @@ void tr_lane_fc_tick(struct tr_lane *l)
 			"the peer still holds them", l->peer, l->plane, n);
 	if (l->nqueued)
 		tell_stuck(l);
+	tell_held(l);
 	/* Queued messages and a due buffer status go as soon as what they
 	 * wait for comes back; a pump here too costs nothing when they
 	 * cannot, and a wake-up missed (a bug) then delays them by one period

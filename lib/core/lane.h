@@ -81,6 +81,7 @@ struct tr_lane {
 	int rq_posted;
 	int rx_held;   /* receive buffers a handler kept */
 	int drain_ticks; /* DRAINING: timer periods since the break */
+	int held_ticks;	 /* UP: timer periods with every receive slot held */
 	char *bufmem;
 	struct tr_mr *buf_mr;
 	int nrx, ntx;

@@ -809,6 +809,8 @@ int tr_fab_connect(struct tr_fab *fab, int plane, struct in_addr dst, uint16_t p
 	to = listener(dst, port, &to_plane);
 	if (!to) {
 		cm_queue(fab, fab, plane, CE_NO_LISTENER, qp, "RDMA_CM_EVENT_REJECTED");
+	} else if (to->plane[to_plane].refuse == FH_NO_LISTENER) {
+		cm_queue(fab, to, plane, CE_NO_LISTENER, qp, "RDMA_CM_EVENT_REJECTED");
 	} else if (to->plane[to_plane].refuse) {
 		cm_queue(fab, to, plane, CE_FAILED, qp, "RDMA_CM_EVENT_UNREACHABLE");
 	} else {

@@ -28,12 +28,15 @@ int fh_step(void);
  * fh_port: rank's port of plane goes down (its packets and connection
  * manager messages stop, the rank is told through on_port) or up.
  * fh_refuse: connection requests to rank on plane are refused
- * (TR_CM_FAILED at the requester) while on.
+ * (TR_CM_FAILED at the requester) while on; with FH_NO_LISTENER the
+ * requester hears that nothing listens there (TR_CM_NO_LISTENER), as a
+ * one-VM fabric answers for an address whose link is down.
  * fh_hold_cm: connection manager events for rank are not handed over
  * while on. */
 void fh_hold(int rank, int peer, int plane, int on);
 int fh_break(int rank, int peer, int plane);
 void fh_port(int rank, int plane, int up);
+#define FH_NO_LISTENER 2
 void fh_refuse(int rank, int plane, int on);
 void fh_hold_cm(int rank, int on);
 

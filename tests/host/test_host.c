@@ -7,6 +7,10 @@
  *             priority both ways; the plane that carries them is delayed
  *             and then breaks mid-burst: each message is handled exactly
  *             once, in order per (sender, priority).
+ *   no-listener  a live peer's address on one plane answers that nothing
+ *             listens there: the rank that rebuilds the connection keeps
+ *             the peer (it is connected on the other plane), the pair's
+ *             messages go on, and the plane comes back once it listens.
  *   fence     a put whose WRITE is delayed on a plane that then breaks is
  *             done again on the other plane: it must not complete while
  *             the first attempt can still land (the target frozen, it
@@ -354,6 +358,57 @@ static void test_burst(void **state)
 		violation("the burst did not end: handled %u %u %u of 200 each way (0->1), "
 			  "%u %u %u (1->0)", w.next[0][1][0], w.next[0][1][1], w.next[0][1][2],
 			  w.next[1][0][0], w.next[1][0][1], w.next[1][0][2]);
+	if (w.bad)
+		fail_msg("%u violation(s), the first: %s", w.bad, w.first_bad);
+	world_down();
+}
+
+/* ---- scenario 1b: nothing listens on one plane of a live peer --------------------------*/
+static int lane_up(void *arg)
+{
+	const int *h = arg;
+
+	return at(0)->peers[1].lane[*h].state == TR_LANE_UP &&
+	       at(1)->peers[0].lane[*h].state == TR_LANE_UP;
+}
+
+static int retried(void *arg)
+{
+	const int *h = arg;
+
+	return at(0)->peers[1].gone || at(0)->peers[1].lane[*h].attempts >= 3;
+}
+
+static void test_no_listener(void **state)
+{
+	struct am_load l[2] = { { .from = 0, .to = 1, .total = 100 },
+				{ .from = 1, .to = 0, .total = 100 } };
+	struct am_set s = { l, 2 };
+	int h;
+
+	(void)state;
+	world_up(2, 2, 2);
+	h = home_plane(0, 1);
+	/* Rank 1's address on plane h answers "nothing listens" (its link is
+	 * down on a one-VM fabric, and another device's CM answers): rank 0,
+	 * which rebuilds the broken connection, must not take its peer, still
+	 * connected on the other plane, for a process gone. */
+	fh_refuse(1, h, FH_NO_LISTENER);
+	assert_int_equal(fh_break(0, 1, h), 0);
+	/* (The rebuild starts half a second after the break, and is tried
+	 * again 0.5 s after each failure.) */
+	assert_int_equal(drive_until(retried, &h, 10), 0);
+	assert_false(at(0)->peers[1].gone);
+	assert_false(at(1)->peers[0].gone);
+	/* The pair goes on over the other plane, and over both once rank 1's
+	 * plane answers again. */
+	if (drive_until(am_set_done, &s, 30))
+		violation("messages stopped with plane %d refused: handled %u and %u of 100", h,
+			  w.next[0][1][0] + w.next[0][1][1] + w.next[0][1][2],
+			  w.next[1][0][0] + w.next[1][0][1] + w.next[1][0][2]);
+	fh_refuse(1, h, 0);
+	if (drive_until(lane_up, &h, 30))
+		violation("plane %d was not rebuilt once rank 1 listened again", h);
 	if (w.bad)
 		fail_msg("%u violation(s), the first: %s", w.bad, w.first_bad);
 	world_down();
@@ -769,6 +824,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_burst),
+		cmocka_unit_test(test_no_listener),
 		cmocka_unit_test(test_fence),
 		cmocka_unit_test(test_random),
 	};
