@@ -218,33 +218,6 @@ struct tr_epoch {
 	struct tr_list flushes; /* the flush requests waiting for it */
 };
 
-/* A light put: a put issued with no request (req_p NULL) that rides in its
- * work request, to a window already described, on a live lane with nothing
- * queued ahead (rma.c, lput_post).  It is posted at once (most of them
- * unsignalled: lane.c, light puts) with this record as its cookie instead
- * of a request: what its completion needs (ops, lane.h), and a copy
- * of its bytes (the WRITE took them inline at the post; a redo takes them
- * from here, not from a buffer the caller may have reused, as UCX's short
- * puts allow).  Should its work request fail, the record becomes the request it stands
- * for (req, ops->failed) and takes the general path from there: done
- * again on a live plane, or its error kept for the next flush.  A lane's
- * fence (lane.c) is such a record too, with no ops. */
-#define TR_LPUT_MAX 64
-struct tr_lput {
-	struct tr_lput *next; /* in the context's cache of free ones, or its lane's list */
-	struct tr_lane *lane;
-	uint8_t signalled;    /* its completion comes back even when it succeeds */
-	uint8_t fence;	      /* an empty WRITE that only retires those before it */
-	const struct tr_lput_ops *ops;
-	struct tr_rwin *rwin;
-	struct tr_epoch *ep;
-	uint64_t off;
-	uint32_t win, len;
-	unsigned flags;
-	char data[TR_LPUT_MAX];
-	struct triad_req req; /* only once its work request failed */
-};
-
 /* An encoded message waiting to be queued. */
 struct tr_raw_msg {
 	int len;
@@ -342,7 +315,7 @@ struct triad_ctx {
 		int plane;
 		struct tr_regcache rc;
 	} rcache[TRIAD_MAX_PLANES];
-	struct tr_lput *lputs;	/* free light-put records (lane.c), under the lock */
+	struct tr_lput *lputs;	/* free light-put records (onesided.c), under the lock */
 	unsigned nlputs;
 
 	/* What the features registered at setup (peer.c runs them): the

@@ -14,6 +14,7 @@
 
 #include "base/log.h"
 #include "core/ctx.h"
+#include "core/onesided.h"
 #include "core/pmix.h"
 #include "proto/addr.h"
 

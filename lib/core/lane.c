@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "core/ctx.h"
+#include "core/onesided.h"
 #include "proto/conn.h"
 
 static const char *const state_names[] = {
@@ -95,8 +95,6 @@ void tr_lane_qcache_free(struct triad_ctx *ctx)
 
 static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void pump(struct tr_lane *l);
-static int lput_fence_needed(const struct tr_lane *l);
-static int post_fence(struct tr_lane *l);
 
 /* A lane that failed after start-up is rebuilt (by the lower rank): always
  * when connected eagerly; lazily, once it has been up, or when its first
@@ -274,16 +272,6 @@ static void bury(struct tr_lane *l)
 	l->bufmem = NULL;
 }
 
-/* A light put (or a fence) left the lane's list: its completion (a fence
- * counts in no epoch: the record is just given back). */
-static void lput_retire(struct tr_lane *l, struct tr_lput *lp, enum triad_status st)
-{
-	if (lp->fence)
-		tr_lane_lput_free(l->ctx, lp);
-	else
-		lp->ops->done(lp, st);
-}
-
 /* Releases the QP and the buffers: only when nothing is posted. */
 static void release(struct tr_lane *l)
 {
@@ -297,16 +285,7 @@ static void release(struct tr_lane *l)
 	l->bufmem = NULL;
 	l->rx = l->tx = l->tx_free = NULL;
 	l->rma_posted = l->req_msgs = 0;
-	/* Light puts that never came back (a provider that would not flush a
-	 * fence, or the close): their flushes learn they failed. */
-	while (l->lp_head) {
-		struct tr_lput *lp = l->lp_head;
-
-		l->lp_head = lp->next;
-		lput_retire(l, lp, TRIAD_S_CANCELLED);
-	}
-	l->lp_tail = NULL;
-	l->lp_unsig = l->lp_since_sig = l->fence_wanted = 0;
+	tr_lane_lputs_cancel(l);
 	for (int p = 0; p < TR_FC_NPRIO; p++) {
 		while (!tr_list_empty(&l->msgq[p])) {
 			struct queued_msg *q = tr_list_first(&l->msgq[p], struct queued_msg, link);
@@ -809,17 +788,8 @@ static void give_back_queued(struct tr_lane *l)
 	}
 }
 
-static void check_drained(struct tr_lane *l)
+void tr_lane_drained(struct tr_lane *l)
 {
-	/* Not while a WRITE's completion is being handled, even its lane's
-	 * last: its request, done again or held by the redo fence, must be
-	 * where a COPY_DATA given back looks for it (tr_peer_msg_lost), or
-	 * the COPY_DATA overtakes it and the destination answers before its
-	 * data is there (chaos seed 5006: a chunk NAKed by a destination
-	 * refusing WRITEs; the copy's COPY_DATA, queued for a slot behind it,
-	 * went out on the other plane first). */
-	if (l->state != TR_LANE_DRAINING || l->sq_posted || l->in_rma_wc)
-		return;
 	/* Every send came back: what waits for a slot can overtake nothing
 	 * any more, and goes now; flushed receives do not hold it up (a stream
 	 * stalled behind them under load, chaos seed 2002). */
@@ -842,13 +812,9 @@ static void lane_break(struct tr_lane *l, enum triad_status why)
 	/* Error state flushes everything posted, and the peer is told. */
 	tr_fab_qp_break(l->qp);
 	lane_set_state(l, TR_LANE_DRAINING);
-	/* Unsignalled light puts at the end of the list that succeeded would
-	 * never come back: a fence behind them does, flushed. */
-	if (lput_fence_needed(l) && post_fence(l))
-		tr_error("peer %d plane %d: no fence behind the last light puts on the broken "
-			 "connection: it cannot be released", l->peer, l->plane);
+	tr_lane_lputs_broken(l);
 	/* What waits for a slot goes elsewhere once the lane is drained. */
-	check_drained(l);
+	tr_lane_check_drained(l);
 }
 
 void tr_lane_fail(struct tr_lane *l, enum triad_status why)
@@ -901,11 +867,6 @@ void tr_lane_destroy(struct tr_lane *l)
 		ev_timer_stop(ctx->loop, &l->retry_w);
 	release(l);
 	lane_set_state(l, TR_LANE_FAILED);
-}
-
-uint32_t tr_lane_max_inline(const struct tr_lane *l)
-{
-	return l->qp ? tr_fab_qp_max_inline(l->qp) : 0;
 }
 
 /* ---- counters: their one writer ----------------------------------------------------*/
@@ -1220,202 +1181,6 @@ int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio)
 	return 0;
 }
 
-static int post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
-		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie,
-		    int signalled)
-{
-	unsigned wrs = op == TR_RMA_READ ? tr_fab_qp_read_wrs(l->qp) : 1;
-	int ret;
-
-	if (l->state != TR_LANE_UP)
-		return -ENOTCONN;
-	/* Keep room in the send queue for every message the slots allow, so
-	 * that bulk transfers never hold acknowledgements back, and for a
-	 * fence behind the light puts. */
-	if (l->sq_avail < (int)(l->ntx + 1 + wrs))
-		return -EAGAIN;
-	tr_progress_want_send(l->ctx, l->plane);
-	/* With tx_write/tx_read after it: how long the post itself takes (rxe
-	 * does the request inside it). */
-	TR_EV(l->ctx, "rma_post", l->peer, len);
-	ret = tr_fab_post_rma(l->qp, op, laddr, len, mr, raddr, rkey, cookie, signalled);
-	if (ret < 0)
-		return ret;
-	l->sq_avail -= ret;
-	l->sq_posted += ret;
-	l->rma_posted += ret;
-	TR_EV(l->ctx, op == TR_RMA_WRITE ? "tx_write" : "tx_read", l->peer, len);
-	return ret;
-}
-
-int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
-		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
-		     struct triad_req *req)
-{
-	return post_rma(l, op, laddr, len, mr, raddr, rkey, (uintptr_t)req | TR_CK_RMA, 1);
-}
-
-/* ---- light puts ------------------------------------------------------------------*/
-/* One light put in this many is signalled (UCX's rc_verbs: one in 64):
- * the others cost no completion to write, poll and handle. */
-#define TR_LPUT_SIGNAL 16
-/* Free records kept, like the request cache; freed at close. */
-#define LPUT_CACHE 256
-
-void tr_lane_lput_free(struct triad_ctx *ctx, struct tr_lput *lp)
-{
-	if (ctx->nlputs >= LPUT_CACHE) {
-		free(lp);
-		return;
-	}
-	lp->next = ctx->lputs;
-	ctx->lputs = lp;
-	ctx->nlputs++;
-}
-
-struct tr_lput *tr_lane_lput_new(struct triad_ctx *ctx)
-{
-	struct tr_lput *lp = ctx->lputs;
-
-	if (lp) {
-		ctx->lputs = lp->next;
-		ctx->nlputs--;
-	} else if (!(lp = malloc(sizeof(*lp)))) {
-		return NULL;
-	}
-	lp->ep = NULL;
-	lp->fence = 0;
-	lp->ops = NULL;
-	return lp;
-}
-
-void tr_lane_lput_cache_free(struct triad_ctx *ctx)
-{
-	while (ctx->lputs) {
-		struct tr_lput *lp = ctx->lputs;
-
-		ctx->lputs = lp->next;
-		free(lp);
-	}
-	ctx->nlputs = 0;
-}
-
-static void lput_append(struct tr_lane *l, struct tr_lput *lp)
-{
-	lp->next = NULL;
-	if (l->lp_tail)
-		l->lp_tail->next = lp;
-	else
-		l->lp_head = lp;
-	l->lp_tail = lp;
-	if (lp->signalled) {
-		l->lp_since_sig = 0;
-	} else {
-		l->lp_since_sig++;
-		l->lp_unsig++;
-	}
-}
-
-/* A light put's WRITE completed OK: counted, and its record given back. */
-static void lput_ok(struct tr_lane *l, struct tr_lput *lp)
-{
-	l->stats.tx_bytes += lp->len;
-	lput_retire(l, lp, TRIAD_S_OK);
-}
-
-/* lp came back: every light put posted before it has completed (one that
- * failed would have come back first, in order), and they leave the list
- * with it. */
-static void lput_unlink(struct tr_lane *l, struct tr_lput *lp)
-{
-	while (l->lp_head && l->lp_head != lp) {
-		struct tr_lput *done = l->lp_head;
-
-		l->lp_head = done->next;
-		l->lp_unsig -= !done->signalled;
-		l->sq_posted--;
-		l->sq_avail++;
-		l->rma_posted--;
-		lput_ok(l, done);
-	}
-	if (l->lp_head == lp)
-		l->lp_head = lp->next;
-	if (!l->lp_head)
-		l->lp_tail = NULL;
-	l->lp_unsig -= !lp->signalled;
-}
-
-static int lput_fence_needed(const struct tr_lane *l)
-{
-	return l->lp_tail && !l->lp_tail->signalled;
-}
-
-/* Posts an empty signalled WRITE behind the light puts: once it comes
- * back, they all have.  On a broken lane it comes back flushed, as any
- * post to a QP in the error state (what ib_drain_sq relies on). */
-static int post_fence(struct tr_lane *l)
-{
-	struct tr_lput *lp;
-	int ret;
-
-	/* Up, messages keep their share of the send queue (post_rma keeps one
-	 * more slot for this); broken, nothing else is posted any more. */
-	if (l->sq_avail <= (l->state == TR_LANE_UP ? l->ntx : 0))
-		return -EAGAIN;
-	lp = tr_lane_lput_new(l->ctx);
-	if (!lp)
-		return -ENOMEM;
-	lp->lane = l;
-	lp->len = 0;
-	lp->fence = 1;
-	lp->signalled = 1;
-	ret = tr_fab_post_rma(l->qp, TR_RMA_WRITE, lp->data, 0, NULL, l->lp_raddr, l->lp_rkey,
-			      (uintptr_t)lp | TR_CK_LPUT, 1);
-	if (ret < 0) {
-		tr_lane_lput_free(l->ctx, lp);
-		return ret;
-	}
-	l->sq_avail--;
-	l->sq_posted++;
-	l->rma_posted++;
-	lput_append(l, lp);
-	tr_progress_want_send(l->ctx, l->plane);
-	return 0;
-}
-
-void tr_lane_lput_fence(struct tr_lane *l)
-{
-	int ret;
-
-	l->fence_wanted = 0;
-	if (l->state != TR_LANE_UP || !lput_fence_needed(l))
-		return; /* a broken lane put one there when it broke */
-	ret = post_fence(l);
-	if (ret == -EAGAIN || ret == -ENOMEM)
-		l->fence_wanted = 1; /* after the next completion (pump) */
-	else if (ret)
-		tr_lane_fail(l, TRIAD_S_TRANSPORT);
-}
-
-int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uint32_t rkey)
-{
-	/* Signalled: one in TR_LPUT_SIGNAL, and every one once the send queue
-	 * runs short, so that its slots come back soon. */
-	int sig = l->lp_since_sig + 1 >= TR_LPUT_SIGNAL ||
-		  l->sq_avail <= l->ntx + 2 + TR_LPUT_SIGNAL;
-	int ret = post_rma(l, TR_RMA_WRITE, lp->data, lp->len, NULL, raddr, rkey,
-			   (uintptr_t)lp | TR_CK_LPUT, sig);
-
-	if (ret < 0)
-		return ret;
-	lp->signalled = (uint8_t)sig;
-	lput_append(l, lp);
-	l->lp_raddr = raddr;
-	l->lp_rkey = rkey;
-	l->stats.puts++;
-	return 0;
-}
-
 /* ---- completions and arrivals -----------------------------------------------------------*/
 static void repost(struct tr_buf *b)
 {
@@ -1438,17 +1203,7 @@ void tr_lane_release(struct tr_buf *b)
 	tr_fc_rx_drain(&l->fc_rx, b->slot);
 	repost(b);
 	pump(l);
-	check_drained(l);
-}
-
-/* A flushed work request means the QP is in the error state already: the
- * peer's disconnect, or an error on another work request, whose event is
- * not handled yet.  The lane is broken from now on, so that what comes back
- * flushed goes to another lane rather than to this one again. */
-static void flushed_while_up(struct tr_lane *l, const struct tr_fab_wc *wc)
-{
-	if (wc->flushed && l->state == TR_LANE_UP)
-		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
+	tr_lane_check_drained(l);
 }
 
 /* A bare active message (proto/wire.h): only from a peer we asked for
@@ -1479,8 +1234,8 @@ static void on_recv(struct tr_buf *b, const struct tr_fab_wc *wc)
 			tr_warn("peer %d plane %d: receive failed: %s", l->peer, l->plane, wc->why);
 			tr_lane_fail(l, wc->status);
 		}
-		flushed_while_up(l, wc);
-		check_drained(l);
+		tr_lane_flushed_while_up(l, wc);
+		tr_lane_check_drained(l);
 		return;
 	}
 	l->stats.rx_msgs++;
@@ -1542,14 +1297,6 @@ void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc)
 	on_recv((struct tr_buf *)(uintptr_t)(wc->cookie & ~(uint64_t)TR_CK_TAG_MASK), wc);
 }
 
-/* Room in l's send queue came back: the operations queued on it go, by
- * the pump of whoever queued them (tr_rma_ops). */
-static void rma_pump(struct tr_lane *l)
-{
-	if (!tr_list_empty(&l->rmaq))
-		tr_list_first(&l->rmaq, struct triad_req, link)->rma->pump(l);
-}
-
 /* b's message is handled: its buffer is free again, and counted so. */
 static void send_buf_done(struct tr_lane *l, struct tr_buf *b)
 {
@@ -1582,14 +1329,14 @@ static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
 			tr_warn("peer %d plane %d: send failed: %s", l->peer, l->plane, wc->why);
 			tr_lane_fail(l, wc->status);
 		}
-		flushed_while_up(l, wc);
+		tr_lane_flushed_while_up(l, wc);
 		/* It may or may not have arrived; the peer sends it again on
 		 * another lane and the receiver drops a duplicate by its sequence
 		 * number.  A BSM belongs to this lane: it dies with it. */
 		if (!bsm)
 			tr_peer_msg_lost(l, b->data, b->len, b->prio, req);
 		send_buf_done(l, b);
-		check_drained(l);
+		tr_lane_check_drained(l);
 		return;
 	}
 	if (!bsm)
@@ -1598,8 +1345,8 @@ static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
 	if (req)
 		tr_req_complete(req, TRIAD_S_OK);
 	pump(l);
-	rma_pump(l);
-	check_drained(l); /* a post of the pumps above may have broken it */
+	tr_lane_rma_pump(l);
+	tr_lane_check_drained(l); /* a post of the pumps above may have broken it */
 }
 
 int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq)
@@ -1651,98 +1398,6 @@ void tr_lane_pump(struct tr_lane *l)
 	pump(l);
 }
 
-/* What a WRITE or READ was for, for the log. */
-static const char *rma_what(const struct triad_req *req)
-{
-	if (!req)
-		return "light put";
-	return req->kind == TR_REQ_GET ? "get" : req->kind == TR_REQ_CHUNK ? "copy chunk" : "put";
-}
-
-/* A WRITE or READ came back: of req, or of the light put lp (the other
- * NULL).  A light put that failed becomes its request here, and everything
- * after is the same for both. */
-static void on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,
-		   const struct tr_fab_wc *wc)
-{
-	enum triad_status st = wc->status;
-	int failed = st != TRIAD_S_OK; /* it may break the lane: see check_drained */
-
-	TR_EV(l->ctx, "rma_done", l->peer, wc->status);
-	l->in_rma_wc += failed;
-	/* A work request's cookie is its request (or light put), trusted to
-	 * be alive until its completion.  One compare each catches a cookie
-	 * that outlived its request (memory reused by another, which this
-	 * completion would then complete) or a request that moved lanes while
-	 * posted: bugs that showed once as a get reporting OK with its buffer
-	 * unwritten (CI, fabric/copy-plane-failed). */
-	if (wc->qp_num != l->qpn)
-		tr_error("peer %d plane %d: completion (%s) of qp 0x%x for a %s on qp 0x%x: "
-			 "not its own", l->peer, l->plane, wc->why ? wc->why : "ok", wc->qp_num,
-			 rma_what(req), l->qpn);
-	if (req && !req->inflight)
-		tr_error("peer %d plane %d: completion (%s) of a %s with nothing in flight",
-			 l->peer, l->plane, wc->why ? wc->why : "ok", rma_what(req));
-	if (lp)
-		lput_unlink(l, lp);
-	l->sq_posted--;
-	l->sq_avail++;
-	l->rma_posted--;
-	if (lp && lp->fence) {
-		/* It only stood behind the others. */
-		if (st != TRIAD_S_OK && !wc->flushed) {
-			l->stats.errors++;
-			tr_warn("peer %d plane %d: fence failed: %s", l->peer, l->plane, wc->why);
-			tr_lane_fail(l, st);
-		}
-		flushed_while_up(l, wc);
-		lput_retire(l, lp, TRIAD_S_OK);
-		goto out;
-	}
-	if (st != TRIAD_S_OK) {
-		if (lp)
-			req = lp->ops->failed(lp);
-		flushed_while_up(l, wc);
-		if (wc->flushed) {
-			st = l->down_status;
-		} else {
-			l->stats.errors++;
-			tr_warn("peer %d plane %d: %s failed: %s", l->peer, l->plane,
-				rma_what(req), wc->why);
-			/* The NIC refused the keys: the owner destroyed the window and
-			 * its notice is still on the way.  Nothing else goes to it
-			 * with them; the next access asks the owner again. */
-			if (st == TRIAD_S_REMOTE_ACCESS)
-				req->rma->refused(req);
-			tr_lane_fail(l, st);
-		}
-	}
-	/* A fault of the connection, not of the operation (flushed, retries
-	 * exceeded, the responder's invalid-request NAK: fabric/wc.h) may be
-	 * done again on another plane.  CI once saw rxe NAK a copy chunk's
-	 * WRITE as an invalid request: final, it failed the copy although
-	 * two planes were live. */
-	if (req) {
-		req->rma->done(req, st, wc->conn_fault);
-	} else {
-		lput_ok(l, lp);
-	}
-out:
-	l->in_rma_wc -= failed;
-	if (l->state == TR_LANE_UP) {
-		/* RMA leaves room in the send queue for every message the buffers
-		 * allow (post_rma): a message or buffer status waits for the
-		 * entry this completion freed only when the queue was full. */
-		if (l->sq_avail == 1 || l->fence_wanted)
-			pump(l);
-		else if (l->ctx->choice.rules) /* less in flight here: a pass */
-			tr_peer_redecide(l->ctx, &l->ctx->peers[l->peer]);
-		rma_pump(l);
-	} else {
-		check_drained(l);
-	}
-}
-
 void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc)
 {
 	void *ptr = (void *)(uintptr_t)(wc->cookie & ~(uint64_t)TR_CK_TAG_MASK);
@@ -1755,10 +1410,10 @@ void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc)
 		on_send(ptr, wc);
 		break;
 	case TR_CK_LPUT:
-		on_rma(lp->lane, NULL, lp, wc);
+		tr_lane_on_rma(lp->lane, NULL, lp, wc);
 		break;
 	default:
-		on_rma(req->lane, req, NULL, wc);
+		tr_lane_on_rma(req->lane, req, NULL, wc);
 		break;
 	}
 }

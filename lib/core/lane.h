@@ -99,7 +99,7 @@ struct tr_lane {
 	struct tr_list msgq[TR_FC_NPRIO]; /* encoded messages waiting for a slot */
 	unsigned nqueued;
 	struct tr_list rmaq; /* requests with chunks left to post */
-	/* Light puts posted (rma.c, ctx.h), oldest first, linked by their
+	/* Light puts posted (onesided.h), oldest first, linked by their
 	 * next.  All but one in TR_LPUT_SIGNAL go unsignalled: one comes back
 	 * only if it fails, and is known complete once a light put posted
 	 * after it comes back.  Unsignalled ones at the tail (a flush waits
@@ -119,7 +119,7 @@ struct tr_lane {
 			     * disconnect, or its PLANE_DOWN) */
 	int in_rma_wc;	    /* WRITE or READ completions being handled:
 			     * what waits for a slot is given back only after
-			     * it (lane.c, check_drained) */
+			     * it (tr_lane_check_drained) */
 	/* The redo fence (proto/fence.h, peer.c): a WRITE flushed by a break
 	 * may still be on its way and land at the peer, until the peer's end
 	 * of the QP is in the error state.  The lane's breaks and the latest
@@ -203,64 +203,40 @@ void tr_lane_release(struct tr_buf *b);
 void tr_lane_fc_tick(struct tr_lane *l);
 /* The linger time of a deferred BSM is over: send it. */
 void tr_lane_bsm_flush(struct tr_lane *l);
-uint32_t tr_lane_max_inline(const struct tr_lane *l);
-/* What a WRITE or READ posted on a lane is for.  Its cookie, a request
- * or a light put's record, carries the functions its completion calls,
- * set by whoever posted it (rma.c): lane.c calls no feature by name. */
-struct tr_rma_ops {
-	/* One WRITE or READ of req came back with st; conn_fault: its
-	 * connection failed it (flushed, retries exceeded, an invalid-request
-	 * NAK: fabric/wc.h), so it may be done again elsewhere. */
-	void (*done)(struct triad_req *req, enum triad_status st, int conn_fault);
-	/* The NIC refused req's remote keys: called before the lane breaks for
-	 * it, so that nothing else goes out with them. */
-	void (*refused)(struct triad_req *req);
-	/* l's send queue has room again, and req heads its queue (rmaq):
-	 * post what it takes of the operations queued there. */
-	void (*pump)(struct tr_lane *l);
-	/* The lane req was queued on broke before req was posted whole. */
-	void (*broken)(struct triad_req *req, enum triad_status st);
-	/* req, held by the redo fence (peer.c), may settle now: done again
-	 * or completed. */
-	void (*fenced)(struct triad_req *req);
-};
-struct tr_lput;
-struct tr_lput_ops {
-	/* The light put's WRITE is known complete (st OK), or never will be
-	 * (CANCELLED: its lane was released): the record is the callee's. */
-	void (*done)(struct tr_lput *lp, enum triad_status st);
-	/* Its WRITE failed: the request it stands for, as posted once on its
-	 * lane (its rma ops set), which then takes the general path. */
-	struct triad_req *(*failed)(struct tr_lput *lp);
-};
-
-/* Post one RDMA WRITE or READ for req (req->rma set): the number of work
- * requests it took (a READ may take two: tr_fab_qp_read_wrs), each
- * completing once, or -EAGAIN when the send queue must keep its room for
- * messages. */
-int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
-		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
-		     struct triad_req *req);
-/* Post a light put's WRITE (its bytes inline, from the record; lp->ops
- * set): 1, or the same errors. */
-int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uint32_t rkey);
-/* Light-put records (ctx.h, struct tr_lput), light puts' and the lanes'
- * fences: from a cache of free ones that keeps malloc off the path (NULL:
- * no memory), given back, and the cache freed at close. */
-struct tr_lput *tr_lane_lput_new(struct triad_ctx *ctx);
-void tr_lane_lput_free(struct triad_ctx *ctx, struct tr_lput *lp);
-void tr_lane_lput_cache_free(struct triad_ctx *ctx);
-/* triad_flush: every light put posted on l so far is to come back, the
- * unsignalled ones at the end of its list too (a fence behind them, now
- * or as soon as the send queue has room). */
-void tr_lane_lput_fence(struct tr_lane *l);
-
 /* The counters (triad_conn_stats) have one writer, lane.c: an operation
  * issued (done = 0) or completed OK (done = 1: its bytes); a message
  * dropped (an active message for no handler, or a sequence number beyond
  * the window). */
 void tr_lane_count(struct tr_lane *l, const struct triad_req *req, int done);
 void tr_lane_count_drop(struct tr_lane *l, int am_unknown);
+
+/* ---- for the lane's own files (chan.c, onesided.c) ----------------------------------*/
+/* A completion came back or a kept receive buffer was given back: a
+ * broken lane whose work requests all came back gives back what waits for
+ * a slot, and once its receives are back too it is released (FAILED).
+ * Not while a WRITE's completion is being handled, even its lane's last:
+ * its request, done again or held by the redo fence, must be where a
+ * COPY_DATA given back looks for it (tr_peer_msg_lost), or the COPY_DATA
+ * overtakes it and the destination answers before its data is there
+ * (chaos seed 5006: a chunk NAKed by a destination refusing WRITEs; the
+ * copy's COPY_DATA, queued for a slot behind it, went out on the other
+ * plane first).  Inline: every send completion asks. */
+void tr_lane_drained(struct tr_lane *l);
+static inline void tr_lane_check_drained(struct tr_lane *l)
+{
+	if (l->state == TR_LANE_DRAINING && !l->sq_posted && !l->in_rma_wc)
+		tr_lane_drained(l);
+}
+
+/* A flushed work request means the QP is in the error state already: the
+ * peer's disconnect, or an error on another work request, whose event is
+ * not handled yet.  The lane is broken from now on, so that what comes back
+ * flushed goes to another lane rather than to this one again. */
+static inline void tr_lane_flushed_while_up(struct tr_lane *l, const struct tr_fab_wc *wc)
+{
+	if (wc->flushed && l->state == TR_LANE_UP)
+		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
+}
 
 /* The fabric's events (the ops table of ctx.c). */
 void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc);

@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "core/ctx.h"
+#include "core/onesided.h"
 
 /* A message that arrived beyond the receive window (see park()). */
 struct tr_parked {

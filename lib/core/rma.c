@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ctx.h"
+#include "core/onesided.h"
 #include "base/log.h"
 #include "proto/chunk.h"
 
