@@ -3,13 +3,14 @@
  * Layers (docs/design.md): core owns every piece of protocol state and
  * calls down into proto (pure engines) and fabric (the verbs executor);
  * fabric reports back only through the ops table of ctx.c.  Within
- * core, each object has one writer: a lane's state (lane.c), a peer's
+ * core, each object has one writer: a lane's state (lane.c, with its
+ * message channel in chan.c and its WRITEs and READs in onesided.c), a peer's
  * stream and dispatch (peer.c), waiting and the event loop (progress.c),
  * requests (req.c), the barrier (barrier.c), the features (win, rma, am,
  * copy, bcast).  The lower files reach a feature only through what it
  * registered at setup: message handlers and peer hooks (peer.c), progress
  * hooks (progress.c), request completion by kind (req.c), and the ops a
- * WRITE's or READ's cookie carries (lane.h).
+ * WRITE's or READ's cookie carries (onesided.h).
  *
  * Locking, decided once (progress.c): one mutex per context (ctx->lock)
  * guards all of its state.  Whoever holds it may drive the engine (poll
@@ -368,7 +369,7 @@ struct triad_ctx {
 	uint32_t plane_weight[TRIAD_MAX_PLANES];
 	struct tr_list orphans;	  /* receive buffers kept past their lane (lane.c) */
 	struct tr_reaper reaper;  /* releases broken lanes' QPs, without the lock */
-	struct queued_msg *qcache; /* free queue nodes of a slot's size (lane.c) */
+	struct queued_msg *qcache; /* free queue nodes of a slot's size (chan.c) */
 	unsigned nqcache;
 
 	struct tr_ctl_client *ctl; /* the node daemon's client (ctl.c), or NULL */
@@ -497,7 +498,7 @@ int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct t
 int tr_peer_send_chosen(struct tr_lane *l, struct tr_msg *m, unsigned prio,
 			struct triad_req *req);
 /* A scheduler pass of the adaptive choice over p's waiting messages
- * (lane.c calls it after every pump when TRIAD_ADAPTIVE is on). */
+ * (chan.c calls it after every pump when TRIAD_ADAPTIVE is on). */
 void tr_peer_redecide(struct triad_ctx *ctx, struct tr_peer *p);
 /* Lane events: a message arrived in receive buffer b (1 when the core
  * keeps b: an active message whose handler kept it); a message sent or

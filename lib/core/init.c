@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "core/chan.h"
 #include "core/ctx.h"
 #include "core/onesided.h"
 #include "core/pmix.h"

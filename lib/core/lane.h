@@ -2,15 +2,10 @@
  * connection's state machine (one writer: lane_set_state in lane.c), the
  * message buffers, both directions' flow-control registers, the message
  * queues by priority, the queue of one-sided operations waiting for
- * send-queue room, and the counters.
- *
- * Messages (control, active messages, BSMs) use the peer's receive slots
- * under buffer-status flow control (proto/fc): a message waits in its
- * priority's queue until the peer's last BSM leaves a slot for it; every
- * message carries this side's BSM for the reverse direction in its header,
- * and a standalone BSM goes out when proto/fc's decision says so.  Each
- * side tells the other its slot count and size when connecting; buffers
- * are sized from them at ESTABLISHED.
+ * send-queue room, and the counters.  Three files share it: lane.c sets
+ * the connection up, breaks, drains and rebuilds it (this header); chan.c
+ * carries messages over it (chan.h); onesided.c posts WRITEs and READs on
+ * it (onesided.h).
  *
  * Every function here is called with the context lock held. */
 #ifndef TRIAD_CORE_LANE_H
@@ -164,46 +159,8 @@ int tr_lane_use(struct tr_lane *l);
 int tr_lane_setting_up(const struct tr_lane *l);
 /* Progress thread: make the attempt tr_lane_use asked for. */
 void tr_lane_connect_wanted(struct tr_lane *l);
-/* Queue an encoded message (its sequence number already in it) on
- * priority prio, in order of number (a message given back by a broken
- * lane goes ahead of the later ones queued here, so that the receiver's
- * window never has to span a queue); it goes as soon as the peer has a
- * slot for it.  req (may
- * be NULL) completes when it arrived.  movable: its lane was a free
- * choice (no pin, nothing it must follow on this connection), so while it
- * waits another lane of the peer may take it (tr_lane_move).
- * -ENOTCONN, -EMSGSIZE. */
-int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
-		 struct triad_req *req, int movable);
-/* Where to encode a message for tr_lane_send, so that one that can go out
- * at once is posted from there (no copy), or NULL: the lane's next free
- * send buffer, peer_slot_size bytes, valid until the next call into the
- * lane. */
-void *tr_lane_msg_buf(struct tr_lane *l);
-/* Frees the context's cache of queue nodes (at context close). */
-void tr_lane_qcache_free(struct triad_ctx *ctx);
-/* Re-decision while queued (the adaptive choice): l could post a message
- * of prio now (up, send room, a slot, nothing of prio waiting); the oldest
- * message of prio waiting on l may move; post that one on `to` now (0),
- * or -EAGAIN when one of the two does not hold. */
-int tr_lane_room(const struct tr_lane *l, unsigned prio);
-int tr_lane_movable(const struct tr_lane *l, unsigned prio);
-int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio);
-/* Posts what the lane's queues may post now. */
-void tr_lane_pump(struct tr_lane *l);
-/* For a diagnosis: 1 when the encoded message data is number seq of
- * prio, 2 when it is a SEQ_SKIP that carries it, else 0; and where on l
- * such a message is ("queued", "in flight", "its SEQ_SKIP queued", ...),
- * or NULL. */
-int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq);
-const char *tr_lane_seq_where(const struct tr_lane *l, unsigned prio, uint32_t seq);
-/* A handler is done with a kept receive buffer: free its slot. */
-void tr_lane_release(struct tr_buf *b);
-/* One flow-control timer period passed. */
-void tr_lane_fc_tick(struct tr_lane *l);
-/* The linger time of a deferred BSM is over: send it. */
-void tr_lane_bsm_flush(struct tr_lane *l);
-/* The counters (triad_conn_stats) have one writer, lane.c: an operation
+/* The counters (triad_conn_stats) are written by the lane's files alone
+ * (lane.c, chan.c, onesided.c), and by others through these: an operation
  * issued (done = 0) or completed OK (done = 1: its bytes); a message
  * dropped (an active message for no handler, or a sequence number beyond
  * the window). */
@@ -211,6 +168,11 @@ void tr_lane_count(struct tr_lane *l, const struct triad_req *req, int done);
 void tr_lane_count_drop(struct tr_lane *l, int am_unknown);
 
 /* ---- for the lane's own files (chan.c, onesided.c) ----------------------------------*/
+/* One flow-control timer period passed on a broken lane (tr_lane_fc_tick). */
+void tr_lane_drain_tick(struct tr_lane *l);
+/* A handler gave back a receive buffer of o (tr_lane_release): o is freed
+ * with the last. */
+void tr_lane_orphan_put(struct tr_orphan *o);
 /* A completion came back or a kept receive buffer was given back: a
  * broken lane whose work requests all came back gives back what waits for
  * a slot, and once its receives are back too it is released (FAILED).
@@ -238,9 +200,7 @@ static inline void tr_lane_flushed_while_up(struct tr_lane *l, const struct tr_f
 		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
 }
 
-/* The fabric's events (the ops table of ctx.c). */
-void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc);
-void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc);
+/* The fabric's connection events (the ops table of ctx.c). */
 void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
 			      uint8_t *reply, size_t *reply_len);
 void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "base/log.h"
+#include "core/chan.h"
 #include "core/onesided.h"
 
 static int post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "core/chan.h"
 #include "core/ctx.h"
 #include "core/onesided.h"
 
