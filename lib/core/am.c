@@ -1,9 +1,10 @@
 /* Active messages: user handlers, run by the progress engine, fed by the
- * flow-controlled message channel (core/lane.c). */
+ * flow-controlled message channel (core/chan.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/chan.h"
 #include "core/ctx.h"
 #include "base/log.h"
 

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
+#include "core/win.h"
 #include "base/log.h"
 #include "proto/bcast.h"
 #include "proto/bnode.h"
@@ -53,8 +54,18 @@ _Static_assert((int)TRIAD_BCAST_PIPELINED == (int)TR_BCAST_PIPELINE &&
 
 struct tr_dbc;
 
+/* The broadcasts' state (ctx->bcast), made by tr_bcast_setup and freed
+ * by tr_bcast_teardown, under the context lock. */
+struct tr_bcasts {
+	struct tr_list bcasts;	  /* broadcasts in progress here */
+	struct tr_list bc_early;  /* BCAST_DONEs that came before the local call */
+	struct triad_group *world_group; /* triad_bcast's: every rank, id 0 */
+	struct tr_list groups;	  /* the groups triad_group_create made, live */
+	struct tr_list grp_early; /* BNODE messages of a group not created here yet */
+};
+
 struct triad_group {
-	struct tr_list link; /* ctx->groups, while created (not the world's) */
+	struct tr_list link; /* ctx->bcast->groups, while created (not the world's) */
 	struct triad_ctx *ctx;
 	uint32_t id;
 	struct tr_group_map map;
@@ -150,8 +161,8 @@ static void list_free_all(struct tr_list *h, size_t off)
 static struct triad_group *group_find(struct triad_ctx *ctx, uint32_t id)
 {
 	if (id == 0)
-		return ctx->world_group;
-	for (struct tr_list *l = ctx->groups.next; l != &ctx->groups; l = l->next) {
+		return ctx->bcast->world_group;
+	for (struct tr_list *l = ctx->bcast->groups.next; l != &ctx->bcast->groups; l = l->next) {
 		struct triad_group *g = tr_container_of(l, struct triad_group, link);
 
 		if (g->id == id)
@@ -164,13 +175,17 @@ int tr_bcast_setup(struct triad_ctx *ctx)
 {
 	static const struct tr_peer_hooks hooks = { .lost = peer_lost };
 	struct tr_group_map map;
+	struct tr_bcasts *bs = calloc(1, sizeof(*bs));
 
-	tr_list_init(&ctx->bcasts);
-	tr_list_init(&ctx->bc_early);
-	tr_list_init(&ctx->groups);
-	tr_list_init(&ctx->grp_early);
+	if (!bs)
+		return -ENOMEM;
+	ctx->bcast = bs;
+	tr_list_init(&bs->bcasts);
+	tr_list_init(&bs->bc_early);
+	tr_list_init(&bs->groups);
+	tr_list_init(&bs->grp_early);
 	if (tr_group_map_world(&map, ctx->size, ctx->rank) ||
-	    !(ctx->world_group = group_new(ctx, 0, &map)))
+	    !(bs->world_group = group_new(ctx, 0, &map)))
 		return -ENOMEM;
 	tr_peer_handle(ctx, TR_MSG_BCAST_DONE, on_bcast_done);
 	tr_peer_handle(ctx, TR_MSG_BNODE, on_bnode);
@@ -199,25 +214,28 @@ struct tr_grp_early {
 
 void tr_bcast_teardown(struct triad_ctx *ctx)
 {
-	if (!ctx->world_group)
+	struct tr_bcasts *bs = ctx->bcast;
+
+	if (!bs)
 		return;
-	while (!tr_list_empty(&ctx->bcasts)) {
-		struct tr_bc *bc = tr_list_first(&ctx->bcasts, struct tr_bc, link);
+	while (!tr_list_empty(&bs->bcasts)) {
+		struct tr_bc *bc = tr_list_first(&bs->bcasts, struct tr_bc, link);
 
 		if (bc->req)
 			tr_req_complete(bc->req, TRIAD_S_CANCELLED);
 		bc_free(bc);
 	}
-	list_free_all(&ctx->bc_early, offsetof(struct tr_bc_early, link));
-	list_free_all(&ctx->grp_early, offsetof(struct tr_grp_early, link));
-	while (!tr_list_empty(&ctx->groups)) {
-		struct triad_group *g = tr_list_first(&ctx->groups, struct triad_group, link);
+	list_free_all(&bs->bc_early, offsetof(struct tr_bc_early, link));
+	list_free_all(&bs->grp_early, offsetof(struct tr_grp_early, link));
+	while (!tr_list_empty(&bs->groups)) {
+		struct triad_group *g = tr_list_first(&bs->groups, struct triad_group, link);
 
 		tr_list_del(&g->link);
 		group_put(g);
 	}
-	group_put(ctx->world_group);
-	ctx->world_group = NULL;
+	group_put(bs->world_group);
+	free(bs);
+	ctx->bcast = NULL;
 }
 
 /* ---- delegated: every rank's engine (proto/bnode) -----------------------------*/
@@ -669,7 +687,7 @@ static void on_order(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t from,
 static struct tr_bc *bc_find(struct triad_ctx *ctx, const struct triad_group *g, int root,
 			     uint32_t seq, int uncalled)
 {
-	for (struct tr_list *l = ctx->bcasts.next; l != &ctx->bcasts; l = l->next) {
+	for (struct tr_list *l = ctx->bcast->bcasts.next; l != &ctx->bcast->bcasts; l = l->next) {
 		struct tr_bc *bc = tr_container_of(l, struct tr_bc, link);
 
 		if (bc->g == g && bc->root == root && bc->seq == seq && (!uncalled || !bc->called))
@@ -696,7 +714,7 @@ static void grp_early_keep(struct triad_ctx *ctx, int peer, const struct tr_wire
 	if (w->nbytes)
 		memcpy(e->data, w->data, w->nbytes);
 	e->w.data = w->nbytes ? e->data : NULL;
-	tr_list_add_tail(&ctx->grp_early, &e->link);
+	tr_list_add_tail(&ctx->bcast->grp_early, &e->link);
 }
 
 /* A BNODE message from world rank peer. */
@@ -731,7 +749,7 @@ static void bnode_in(struct triad_ctx *ctx, int peer, const struct tr_wire_bnode
 			g->refs++;
 			bc->root = root;
 			bc->seq = w->seq;
-			tr_list_add_tail(&ctx->bcasts, &bc->link);
+			tr_list_add_tail(&ctx->bcast->bcasts, &bc->link);
 		}
 		if (!bc || (bc->win = w->win, bc->off = w->off, dbc_new(bc, NULL))) {
 			tr_error("broadcast %u of rank %d: no memory for its state", w->seq, root);
@@ -952,7 +970,7 @@ static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
 	(void)st;
 	if (!ctx->initialized || ctx->closing)
 		return; /* not while starting or closing (the teardown cancels) */
-	for (l = ctx->bcasts.next; l != &ctx->bcasts; l = next) {
+	for (l = ctx->bcast->bcasts.next; l != &ctx->bcast->bcasts; l = next) {
 		struct tr_bc *bc = tr_container_of(l, struct tr_bc, link);
 		int gp = grank(bc, peer), n;
 
@@ -983,7 +1001,7 @@ static int on_bcast_done(struct tr_lane *l, const struct tr_msg *m, struct tr_bu
 	struct tr_bc_early *e;
 
 	(void)b;
-	for (i = ctx->bcasts.next; i != &ctx->bcasts; i = i->next) {
+	for (i = ctx->bcast->bcasts.next; i != &ctx->bcast->bcasts; i = i->next) {
 		struct tr_bc *bc = tr_container_of(i, struct tr_bc, link);
 
 		if (bc->g->id == m->u.bcast_done.group && bc->root == peer &&
@@ -1004,7 +1022,7 @@ static int on_bcast_done(struct tr_lane *l, const struct tr_msg *m, struct tr_bu
 	e->root = peer;
 	e->seq = m->u.bcast_done.seq;
 	e->status = (enum triad_status)m->u.bcast_done.status;
-	tr_list_add_tail(&ctx->bc_early, &e->link);
+	tr_list_add_tail(&ctx->bcast->bc_early, &e->link);
 	return 0;
 }
 
@@ -1050,11 +1068,11 @@ static int bcast_start(struct triad_ctx *ctx, struct triad_group *g, int root, u
 	}
 	bc->g = g;
 	g->refs++;
-	tr_list_add_tail(&ctx->bcasts, &bc->link);
+	tr_list_add_tail(&ctx->bcast->bcasts, &bc->link);
 	if (wroot == ctx->rank) {
 		ret = root_start(ctx, bc, len, algo);
 	} else {
-		for (l = ctx->bc_early.next; l != &ctx->bc_early; l = l->next) {
+		for (l = ctx->bcast->bc_early.next; l != &ctx->bcast->bc_early; l = l->next) {
 			struct tr_bc_early *e = tr_container_of(l, struct tr_bc_early, link);
 
 			if (e->group == g->id && e->root == wroot && e->seq == bc->seq) {
@@ -1080,7 +1098,7 @@ int triad_bcast(triad_ctx_t *ctx, int root, uint32_t win, uint64_t off, uint64_t
 				 ctx->size, (int)algo);
 		return -EINVAL;
 	}
-	return bcast_start(ctx, ctx->world_group, root, win, off, len, algo, req_p);
+	return bcast_start(ctx, ctx->bcast->world_group, root, win, off, len, algo, req_p);
 }
 
 int triad_group_bcast(triad_group_t *group, int root, uint32_t win, uint64_t off,
@@ -1120,9 +1138,9 @@ int triad_group_create(triad_ctx_t *ctx, uint32_t id, const int *ranks, int n,
 		group_put(g);
 		return -EEXIST;
 	}
-	tr_list_add_tail(&ctx->groups, &g->link);
+	tr_list_add_tail(&ctx->bcast->groups, &g->link);
 	/* Messages of its broadcasts that came first, in their order. */
-	for (l = ctx->grp_early.next; l != &ctx->grp_early; l = next) {
+	for (l = ctx->bcast->grp_early.next; l != &ctx->bcast->grp_early; l = next) {
 		struct tr_grp_early *e = tr_container_of(l, struct tr_grp_early, link);
 
 		next = l->next;
@@ -1131,7 +1149,7 @@ int triad_group_create(triad_ctx_t *ctx, uint32_t id, const int *ranks, int n,
 		tr_list_del(&e->link);
 		bnode_in(ctx, e->peer, &e->w);
 		free(e);
-		next = ctx->grp_early.next; /* the list may have changed */
+		next = ctx->bcast->grp_early.next; /* the list may have changed */
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	*group_p = g;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
+#include "core/win.h"
 #include "base/log.h"
 #include "proto/chunk.h"
 

@@ -18,7 +18,7 @@
  * A change takes effect when the registry says: the adaptive choice's
  * at once (its engine's configuration is rebuilt here), the order for
  * messages received from then on (am.c reads it per message), the flow
- * control's needs at the next connection (lane.c reads them there).  A
+ * control's needs at the next connection (chan.c reads them there).  A
  * knob the daemon stops publishing goes back to its default.  After every
  * change, and once per connection, this process reports what it has of
  * each knob triadd may set and where it came from (APPLIED), for

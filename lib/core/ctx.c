@@ -2,6 +2,7 @@
  * core), the connection data this rank sends, the accessors and counters.
  * triad_init and triad_fini are in init.c.  See ctx.h for the layers and
  * the locking. */
+#include "core/chan.h"
 #include "core/ctx.h"
 
 #include <errno.h>

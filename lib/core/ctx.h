@@ -3,13 +3,14 @@
  * Layers (docs/design.md): core owns every piece of protocol state and
  * calls down into proto (pure engines) and fabric (the verbs executor);
  * fabric reports back only through the ops table of ctx.c.  Within
- * core, each object has one writer: a lane's state (lane.c), a peer's
+ * core, each object has one writer: a lane's state (lane.c, with its
+ * message channel in chan.c and its WRITEs and READs in onesided.c), a peer's
  * stream and dispatch (peer.c), waiting and the event loop (progress.c),
  * requests (req.c), the barrier (barrier.c), the features (win, rma, am,
  * copy, bcast).  The lower files reach a feature only through what it
  * registered at setup: message handlers and peer hooks (peer.c), progress
  * hooks (progress.c), request completion by kind (req.c), and the ops a
- * WRITE's or READ's cookie carries (lane.h).
+ * WRITE's or READ's cookie carries (onesided.h).
  *
  * Locking, decided once (progress.c): one mutex per context (ctx->lock)
  * guards all of its state.  Whoever holds it may drive the engine (poll
@@ -42,7 +43,6 @@
 #include "base/time.h"
 #include "base/trace.h"
 #include "core/config.h"
-#include "core/regcache.h"
 #include "core/lane.h"
 #include "core/world.h"
 #include "fabric/fabric.h"
@@ -66,24 +66,6 @@
  * error kept for the next triad_flush to the rank. */
 #define TR_F_NO_REQ 0x20000u
 
-/* A peer's window as its owner described it (WIN_INFO).  GONE: the owner
- * destroyed it (WIN_GONE); the next access asks again, since the id may
- * be in use again.  A descriptor is freed only at close: requests in
- * flight keep pointing at it. */
-enum tr_rwin_state { TR_RWIN_QUERYING, TR_RWIN_READY, TR_RWIN_GONE };
-
-struct tr_rwin {
-	struct tr_rwin *next;
-	uint32_t id;
-	enum tr_rwin_state state;
-	uint32_t qid;	     /* query in flight */
-	uint64_t deadline_ns; /* of the query */
-	uint64_t base, len;
-	uint32_t access;
-	uint32_t rkey[TRIAD_MAX_PLANES];
-	struct tr_list waiters; /* requests waiting for the answer */
-};
-
 /* A peer: one rank, reached over one lane per plane.  Its stream (the
  * sequence numbers of what this side sends and receives) is shared by the
  * lanes, so a message resent on another lane after a failure is delivered
@@ -92,7 +74,6 @@ struct tr_rwin {
 struct tr_peer {
 	int rank;
 	struct tr_lane lane[TRIAD_MAX_PLANES];
-	struct tr_rwin *rwins;
 	/* The message streams (proto/stream), one per priority and
 	 * direction: a priority's messages keep their order on a lane, while
 	 * a higher one overtakes a lower one held back by flow control for as
@@ -112,13 +93,6 @@ struct tr_peer {
 	struct tr_list parked[TR_FC_NPRIO];
 	unsigned nparked;
 	int unparking;
-	/* triad_flush (rma.c): the puts and gets to this peer since the last
-	 * flush (an open epoch, created by the first of them), the epochs
-	 * flushed and not yet complete (oldest first), and the first error
-	 * of a request-less operation since the last flush completed. */
-	struct tr_epoch *ep_open;
-	struct tr_list ep_closed;
-	enum triad_status ep_err;
 	/* Connect on first use (TRIAD_CONNECT=lazy, peer.c): while its first
 	 * connection is being set up, messages (encoded, numbered) and puts
 	 * and gets (rma.c) wait here; they go once a lane is up, or fail as
@@ -141,16 +115,6 @@ struct tr_peer {
 	struct tr_list fenceq;
 	unsigned nfenced;
 	int fence_settling;
-};
-
-struct triad_win {
-	struct triad_ctx *ctx;
-	uint32_t id;
-	char *base;
-	size_t len;
-	uint32_t access;
-	int notify;
-	struct tr_mr *mr[TRIAD_MAX_PLANES];
 };
 
 enum tr_req_kind {
@@ -207,42 +171,6 @@ struct triad_req {
 	 * copy's COPY_DATA behind WRITEs still queued): sent once it is posted. */
 	struct tr_msg *then;
 	struct tr_raw_msg *then_raw; /* the same, encoded already (sent again) */
-};
-
-/* The operations a flush waits for: those issued to one peer between two
- * flushes.  Every flush called while it is the newest waits on it. */
-struct tr_epoch {
-	struct tr_list link;	/* in the peer's ep_closed, once flushed */
-	unsigned long out;	/* its operations not complete yet */
-	enum triad_status err;	/* the first error of a request-less one */
-	struct tr_list flushes; /* the flush requests waiting for it */
-};
-
-/* A light put: a put issued with no request (req_p NULL) that rides in its
- * work request, to a window already described, on a live lane with nothing
- * queued ahead (rma.c, lput_post).  It is posted at once (most of them
- * unsignalled: lane.c, light puts) with this record as its cookie instead
- * of a request: what its completion needs (ops, lane.h), and a copy
- * of its bytes (the WRITE took them inline at the post; a redo takes them
- * from here, not from a buffer the caller may have reused, as UCX's short
- * puts allow).  Should its work request fail, the record becomes the request it stands
- * for (req, ops->failed) and takes the general path from there: done
- * again on a live plane, or its error kept for the next flush.  A lane's
- * fence (lane.c) is such a record too, with no ops. */
-#define TR_LPUT_MAX 64
-struct tr_lput {
-	struct tr_lput *next; /* in the context's cache of free ones, or its lane's list */
-	struct tr_lane *lane;
-	uint8_t signalled;    /* its completion comes back even when it succeeds */
-	uint8_t fence;	      /* an empty WRITE that only retires those before it */
-	const struct tr_lput_ops *ops;
-	struct tr_rwin *rwin;
-	struct tr_epoch *ep;
-	uint64_t off;
-	uint32_t win, len;
-	unsigned flags;
-	char data[TR_LPUT_MAX];
-	struct triad_req req; /* only once its work request failed */
 };
 
 /* An encoded message waiting to be queued. */
@@ -336,13 +264,7 @@ struct triad_ctx {
 	ev_io cq_w[TRIAD_MAX_PLANES], async_w[TRIAD_MAX_PLANES];
 	struct tr_peer *peers; /* [size]; peers[rank] unused */
 
-	/* Registrations of buffers outside every window (TRIAD_REG_CACHE). */
-	struct tr_rc_plane {
-		struct triad_ctx *ctx;
-		int plane;
-		struct tr_regcache rc;
-	} rcache[TRIAD_MAX_PLANES];
-	struct tr_lput *lputs;	/* free light-put records (lane.c), under the lock */
+	struct tr_lput *lputs;	/* free light-put records (onesided.c), under the lock */
 	unsigned nlputs;
 
 	/* What the features registered at setup (peer.c runs them): the
@@ -382,11 +304,6 @@ struct triad_ctx {
 	uint64_t rx_msgs;	  /* messages received on every lane (the spin's measure) */
 	struct tr_trace *trace;	  /* TRIAD_TRACE, or NULL */
 
-	struct tr_list bcasts;	  /* broadcasts in progress here */
-	struct tr_list bc_early;  /* BCAST_DONEs that came before the local call */
-	struct triad_group *world_group; /* triad_bcast's: every rank, id 0 */
-	struct tr_list groups;	  /* the groups triad_group_create made, live */
-	struct tr_list grp_early; /* BNODE messages of a group not created here yet */
 
 	unsigned drained;	  /* planes drained on request (triad_plane_drain) */
 	struct tr_choice_cfg choice; /* adaptive plane choice (TRIAD_ADAPTIVE*) */
@@ -395,7 +312,7 @@ struct triad_ctx {
 	uint32_t plane_weight[TRIAD_MAX_PLANES];
 	struct tr_list orphans;	  /* receive buffers kept past their lane (lane.c) */
 	struct tr_reaper reaper;  /* releases broken lanes' QPs, without the lock */
-	struct queued_msg *qcache; /* free queue nodes of a slot's size (lane.c) */
+	struct queued_msg *qcache; /* free queue nodes of a slot's size (chan.c) */
 	unsigned nqcache;
 
 	struct tr_ctl_client *ctl; /* the node daemon's client (ctl.c), or NULL */
@@ -406,6 +323,8 @@ struct triad_ctx {
 	struct tr_copies *copies;   /* copy.c */
 	struct tr_wins *wins;	    /* win.c */
 	struct tr_ams *am;	    /* am.c */
+	struct tr_rmas *rma;	    /* rma.c */
+	struct tr_bcasts *bcast;    /* bcast.c */
 };
 
 /* ---- progress (progress.c) ---------------------------------------------------*/
@@ -524,7 +443,7 @@ int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct t
 int tr_peer_send_chosen(struct tr_lane *l, struct tr_msg *m, unsigned prio,
 			struct triad_req *req);
 /* A scheduler pass of the adaptive choice over p's waiting messages
- * (lane.c calls it after every pump when TRIAD_ADAPTIVE is on). */
+ * (chan.c calls it after every pump when TRIAD_ADAPTIVE is on). */
 void tr_peer_redecide(struct triad_ctx *ctx, struct tr_peer *p);
 /* Lane events: a message arrived in receive buffer b (1 when the core
  * keeps b: an active message whose handler kept it); a message sent or
@@ -560,25 +479,6 @@ void tr_peer_plane_event(struct triad_ctx *ctx, struct tr_peer *p, int plane);
 struct tr_ctl_client;
 int tr_ctl_setup(struct triad_ctx *ctx);
 void tr_ctl_teardown(struct triad_ctx *ctx);
-
-/* Windows (win.c).  Setup: its messages (WIN_QUERY, WIN_INFO, WIN_GONE),
- * peer hooks (a lost or unreached peer fails its lookups) and tick (the
- * lookups' deadlines). */
-int tr_win_setup(struct triad_ctx *ctx);
-struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id);
-struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size_t len);
-/* peer's window id as described and still good, or NULL (not asked yet,
- * being asked, gone). */
-struct tr_rwin *tr_rwin_ready(struct triad_ctx *ctx, int peer, uint32_t id);
-/* Resolve req->rwin, then start it; completes req on error. */
-void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
-/* rw's keys are no good any more (NULL: nothing): the next access asks
- * the owner again. */
-void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw);
-/* At close: every cached descriptor dropped, its waiters cancelled. */
-void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p);
-/* At close: this rank's windows destroyed, their state freed. */
-void tr_win_teardown(struct triad_ctx *ctx);
 
 /* What the fabric reports, and to whom in core (ctx.c): the ops table
  * triad_init opens the fabric with. */
@@ -651,18 +551,14 @@ void tr_rma_start(struct triad_req *req);
  * choice on (a wait for a connection, the window's descriptor, chunks,
  * done again on a live plane when its lane breaks). */
 void tr_rma_put_internal(struct triad_ctx *ctx, struct triad_req *req);
-/* triad_flush's bookkeeping: a put or get counted in its peer's open
- * epoch (lock held), its completion, and what is left at triad_fini. */
-struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer); /* NULL: no memory (warned) */
-/* err: the operation's status if it had no request, else OK. */
-void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum triad_status err);
-void tr_rma_peer_free(struct tr_peer *p);
-/* Once the planes are open: the per-plane registration caches
- * (TRIAD_REG_CACHE), the completion of puts and gets (their registration
- * released, their flush epoch told), and the peer hook of those that wait
- * for a connection.  0, or -ENOSPC. */
+/* Once the planes are open: its state (the per-plane registration caches,
+ * TRIAD_REG_CACHE, and each peer's flush epochs), the completion of puts
+ * and gets (their registration released, their flush epoch told), and the
+ * peer hook of those that wait for a connection.  0, -ENOMEM, -ENOSPC. */
 int tr_rma_setup(struct triad_ctx *ctx);
-/* At close: those caches. */
+/* At close: peer's flush epochs (what is left of them at triad_fini);
+ * then (teardown) the caches and the state. */
+void tr_rma_peer_free(struct triad_ctx *ctx, int peer);
 void tr_rma_teardown(struct triad_ctx *ctx);
 /* Connect on first use: req waits on its peer's await_rma (the peer hook
  * await lets it go or fail). */

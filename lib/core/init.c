@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "core/chan.h"
 #include "core/ctx.h"
+#include "core/win.h"
+#include "core/onesided.h"
 #include "core/pmix.h"
 #include "proto/addr.h"
 
@@ -249,7 +252,6 @@ static int open_peers(triad_ctx_t *ctx)
 			tr_stream_tx_init(&ctx->peers[r].stx[q], 0, 0);
 			tr_stream_rx_init(&ctx->peers[r].srx[q], 0, 0);
 		}
-		tr_list_init(&ctx->peers[r].ep_closed);
 		tr_list_init(&ctx->peers[r].await_msgs);
 		tr_list_init(&ctx->peers[r].await_rma);
 		tr_list_init(&ctx->peers[r].fenceq);
@@ -562,8 +564,8 @@ void triad_fini(triad_ctx_t *ctx)
 	for (r = 0; ctx->peers && r < ctx->size; r++) {
 		for (p = 0; p < ctx->nplanes; p++)
 			tr_lane_destroy(&ctx->peers[r].lane[p]);
-		tr_rwins_free(ctx, &ctx->peers[r]);
-		tr_rma_peer_free(&ctx->peers[r]);
+		tr_rwins_free(ctx, r);
+		tr_rma_peer_free(ctx, r);
 		tr_peer_free(&ctx->peers[r]);
 	}
 	if (ctx->peers)

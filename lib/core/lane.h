@@ -2,15 +2,10 @@
  * connection's state machine (one writer: lane_set_state in lane.c), the
  * message buffers, both directions' flow-control registers, the message
  * queues by priority, the queue of one-sided operations waiting for
- * send-queue room, and the counters.
- *
- * Messages (control, active messages, BSMs) use the peer's receive slots
- * under buffer-status flow control (proto/fc): a message waits in its
- * priority's queue until the peer's last BSM leaves a slot for it; every
- * message carries this side's BSM for the reverse direction in its header,
- * and a standalone BSM goes out when proto/fc's decision says so.  Each
- * side tells the other its slot count and size when connecting; buffers
- * are sized from them at ESTABLISHED.
+ * send-queue room, and the counters.  Three files share it: lane.c sets
+ * the connection up, breaks, drains and rebuilds it (this header); chan.c
+ * carries messages over it (chan.h); onesided.c posts WRITEs and READs on
+ * it (onesided.h).
  *
  * Every function here is called with the context lock held. */
 #ifndef TRIAD_CORE_LANE_H
@@ -100,7 +95,7 @@ struct tr_lane {
 	struct tr_list msgq[TR_FC_NPRIO]; /* encoded messages waiting for a slot */
 	unsigned nqueued;
 	struct tr_list rmaq; /* requests with chunks left to post */
-	/* Light puts posted (rma.c, ctx.h), oldest first, linked by their
+	/* Light puts posted (onesided.h), oldest first, linked by their
 	 * next.  All but one in TR_LPUT_SIGNAL go unsignalled: one comes back
 	 * only if it fails, and is known complete once a light put posted
 	 * after it comes back.  Unsignalled ones at the tail (a flush waits
@@ -120,7 +115,7 @@ struct tr_lane {
 			     * disconnect, or its PLANE_DOWN) */
 	int in_rma_wc;	    /* WRITE or READ completions being handled:
 			     * what waits for a slot is given back only after
-			     * it (lane.c, check_drained) */
+			     * it (tr_lane_check_drained) */
 	/* The redo fence (proto/fence.h, peer.c): a WRITE flushed by a break
 	 * may still be on its way and land at the peer, until the peer's end
 	 * of the QP is in the error state.  The lane's breaks and the latest
@@ -165,107 +160,48 @@ int tr_lane_use(struct tr_lane *l);
 int tr_lane_setting_up(const struct tr_lane *l);
 /* Progress thread: make the attempt tr_lane_use asked for. */
 void tr_lane_connect_wanted(struct tr_lane *l);
-/* Queue an encoded message (its sequence number already in it) on
- * priority prio, in order of number (a message given back by a broken
- * lane goes ahead of the later ones queued here, so that the receiver's
- * window never has to span a queue); it goes as soon as the peer has a
- * slot for it.  req (may
- * be NULL) completes when it arrived.  movable: its lane was a free
- * choice (no pin, nothing it must follow on this connection), so while it
- * waits another lane of the peer may take it (tr_lane_move).
- * -ENOTCONN, -EMSGSIZE. */
-int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
-		 struct triad_req *req, int movable);
-/* Where to encode a message for tr_lane_send, so that one that can go out
- * at once is posted from there (no copy), or NULL: the lane's next free
- * send buffer, peer_slot_size bytes, valid until the next call into the
- * lane. */
-void *tr_lane_msg_buf(struct tr_lane *l);
-/* Frees the context's cache of queue nodes (at context close). */
-void tr_lane_qcache_free(struct triad_ctx *ctx);
-/* Re-decision while queued (the adaptive choice): l could post a message
- * of prio now (up, send room, a slot, nothing of prio waiting); the oldest
- * message of prio waiting on l may move; post that one on `to` now (0),
- * or -EAGAIN when one of the two does not hold. */
-int tr_lane_room(const struct tr_lane *l, unsigned prio);
-int tr_lane_movable(const struct tr_lane *l, unsigned prio);
-int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio);
-/* Posts what the lane's queues may post now. */
-void tr_lane_pump(struct tr_lane *l);
-/* For a diagnosis: 1 when the encoded message data is number seq of
- * prio, 2 when it is a SEQ_SKIP that carries it, else 0; and where on l
- * such a message is ("queued", "in flight", "its SEQ_SKIP queued", ...),
- * or NULL. */
-int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq);
-const char *tr_lane_seq_where(const struct tr_lane *l, unsigned prio, uint32_t seq);
-/* A handler is done with a kept receive buffer: free its slot. */
-void tr_lane_release(struct tr_buf *b);
-/* One flow-control timer period passed. */
-void tr_lane_fc_tick(struct tr_lane *l);
-/* The linger time of a deferred BSM is over: send it. */
-void tr_lane_bsm_flush(struct tr_lane *l);
-uint32_t tr_lane_max_inline(const struct tr_lane *l);
-/* What a WRITE or READ posted on a lane is for.  Its cookie, a request
- * or a light put's record, carries the functions its completion calls,
- * set by whoever posted it (rma.c): lane.c calls no feature by name. */
-struct tr_rma_ops {
-	/* One WRITE or READ of req came back with st; conn_fault: its
-	 * connection failed it (flushed, retries exceeded, an invalid-request
-	 * NAK: fabric/wc.h), so it may be done again elsewhere. */
-	void (*done)(struct triad_req *req, enum triad_status st, int conn_fault);
-	/* The NIC refused req's remote keys: called before the lane breaks for
-	 * it, so that nothing else goes out with them. */
-	void (*refused)(struct triad_req *req);
-	/* l's send queue has room again, and req heads its queue (rmaq):
-	 * post what it takes of the operations queued there. */
-	void (*pump)(struct tr_lane *l);
-	/* The lane req was queued on broke before req was posted whole. */
-	void (*broken)(struct triad_req *req, enum triad_status st);
-	/* req, held by the redo fence (peer.c), may settle now: done again
-	 * or completed. */
-	void (*fenced)(struct triad_req *req);
-};
-struct tr_lput;
-struct tr_lput_ops {
-	/* The light put's WRITE is known complete (st OK), or never will be
-	 * (CANCELLED: its lane was released): the record is the callee's. */
-	void (*done)(struct tr_lput *lp, enum triad_status st);
-	/* Its WRITE failed: the request it stands for, as posted once on its
-	 * lane (its rma ops set), which then takes the general path. */
-	struct triad_req *(*failed)(struct tr_lput *lp);
-};
-
-/* Post one RDMA WRITE or READ for req (req->rma set): the number of work
- * requests it took (a READ may take two: tr_fab_qp_read_wrs), each
- * completing once, or -EAGAIN when the send queue must keep its room for
- * messages. */
-int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
-		     const struct tr_mr *mr, uint64_t raddr, uint32_t rkey,
-		     struct triad_req *req);
-/* Post a light put's WRITE (its bytes inline, from the record; lp->ops
- * set): 1, or the same errors. */
-int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uint32_t rkey);
-/* Light-put records (ctx.h, struct tr_lput), light puts' and the lanes'
- * fences: from a cache of free ones that keeps malloc off the path (NULL:
- * no memory), given back, and the cache freed at close. */
-struct tr_lput *tr_lane_lput_new(struct triad_ctx *ctx);
-void tr_lane_lput_free(struct triad_ctx *ctx, struct tr_lput *lp);
-void tr_lane_lput_cache_free(struct triad_ctx *ctx);
-/* triad_flush: every light put posted on l so far is to come back, the
- * unsignalled ones at the end of its list too (a fence behind them, now
- * or as soon as the send queue has room). */
-void tr_lane_lput_fence(struct tr_lane *l);
-
-/* The counters (triad_conn_stats) have one writer, lane.c: an operation
+/* The counters (triad_conn_stats) are written by the lane's files alone
+ * (lane.c, chan.c, onesided.c), and by others through these: an operation
  * issued (done = 0) or completed OK (done = 1: its bytes); a message
  * dropped (an active message for no handler, or a sequence number beyond
  * the window). */
 void tr_lane_count(struct tr_lane *l, const struct triad_req *req, int done);
 void tr_lane_count_drop(struct tr_lane *l, int am_unknown);
 
-/* The fabric's events (the ops table of ctx.c). */
-void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc);
-void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc);
+/* ---- for the lane's own files (chan.c, onesided.c) ----------------------------------*/
+/* One flow-control timer period passed on a broken lane (tr_lane_fc_tick). */
+void tr_lane_drain_tick(struct tr_lane *l);
+/* A handler gave back a receive buffer of o (tr_lane_release): o is freed
+ * with the last. */
+void tr_lane_orphan_put(struct tr_orphan *o);
+/* A completion came back or a kept receive buffer was given back: a
+ * broken lane whose work requests all came back gives back what waits for
+ * a slot, and once its receives are back too it is released (FAILED).
+ * Not while a WRITE's completion is being handled, even its lane's last:
+ * its request, done again or held by the redo fence, must be where a
+ * COPY_DATA given back looks for it (tr_peer_msg_lost), or the COPY_DATA
+ * overtakes it and the destination answers before its data is there
+ * (chaos seed 5006: a chunk NAKed by a destination refusing WRITEs; the
+ * copy's COPY_DATA, queued for a slot behind it, went out on the other
+ * plane first).  Inline: every send completion asks. */
+void tr_lane_drained(struct tr_lane *l);
+static inline void tr_lane_check_drained(struct tr_lane *l)
+{
+	if (l->state == TR_LANE_DRAINING && !l->sq_posted && !l->in_rma_wc)
+		tr_lane_drained(l);
+}
+
+/* A flushed work request means the QP is in the error state already: the
+ * peer's disconnect, or an error on another work request, whose event is
+ * not handled yet.  The lane is broken from now on, so that what comes back
+ * flushed goes to another lane rather than to this one again. */
+static inline void tr_lane_flushed_while_up(struct tr_lane *l, const struct tr_fab_wc *wc)
+{
+	if (wc->flushed && l->state == TR_LANE_UP)
+		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
+}
+
+/* The fabric's connection events (the ops table of ctx.c). */
 void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
 			      uint8_t *reply, size_t *reply_len);
 void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev,

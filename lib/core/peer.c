@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "core/chan.h"
 #include "core/ctx.h"
+#include "core/onesided.h"
 
 /* A message that arrived beyond the receive window (see park()). */
 struct tr_parked {

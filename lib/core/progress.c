@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "core/chan.h"
 #include "core/ctx.h"
 
 /* An application thread that called in within this window is taken to be

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "core/chan.h"
 #include "core/ctx.h"
 
 static const char *const status_names[TRIAD_S_MAX] = {

@@ -9,9 +9,42 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ctx.h"
+#include "core/onesided.h"
+#include "core/regcache.h"
+#include "core/win.h"
 #include "base/log.h"
 #include "proto/chunk.h"
+
+/* The operations a flush waits for: those issued to one peer between two
+ * flushes.  Every flush called while it is the newest waits on it. */
+struct tr_epoch {
+	struct tr_list link;	/* in the peer's ep_closed, once flushed */
+	unsigned long out;	/* its operations not complete yet */
+	enum triad_status err;	/* the first error of a request-less one */
+	struct tr_list flushes; /* the flush requests waiting for it */
+};
+
+/* triad_flush's state for one peer: the puts and gets to it since the
+ * last flush (an open epoch, created by the first of them), the epochs
+ * flushed and not yet complete (oldest first), and the first error of a
+ * request-less operation since the last flush completed. */
+struct tr_flushes {
+	struct tr_epoch *ep_open;
+	struct tr_list ep_closed;
+	enum triad_status ep_err;
+};
+
+/* What puts and gets keep (ctx->rma), made by tr_rma_setup and freed by
+ * tr_rma_teardown, under the context lock. */
+struct tr_rmas {
+	/* Registrations of buffers outside every window (TRIAD_REG_CACHE). */
+	struct tr_rc_plane {
+		struct triad_ctx *ctx;
+		int plane;
+		struct tr_regcache rc;
+	} rcache[TRIAD_MAX_PLANES];
+	struct tr_flushes peer[]; /* [size] */
+};
 
 /* ---- registrations of buffers outside every window ---------------------------------*/
 static void *rc_reg(void *arg, uintptr_t addr, size_t len)
@@ -31,15 +64,25 @@ static const struct tr_rc_ops rc_ops = { rc_reg, rc_dereg };
 
 static void rma_complete(struct triad_req *req, enum triad_status st);
 static void await_flush(struct triad_ctx *ctx, struct tr_peer *p, int all, enum triad_status st);
+static struct tr_epoch *epoch_take(struct triad_ctx *ctx, int peer);
+static void epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep,
+		       enum triad_status err);
 
 int tr_rma_setup(struct triad_ctx *ctx)
 {
 	static const struct tr_peer_hooks hooks = { .await = await_flush };
+	struct tr_rmas *rs;
 
+	rs = calloc(1, sizeof(*rs) + (size_t)ctx->size * sizeof(rs->peer[0]));
+	if (!rs)
+		return -ENOMEM;
+	ctx->rma = rs;
+	for (int r = 0; r < ctx->size; r++)
+		tr_list_init(&rs->peer[r].ep_closed);
 	for (int p = 0; p < ctx->nplanes; p++) {
-		ctx->rcache[p].ctx = ctx;
-		ctx->rcache[p].plane = p;
-		tr_rc_init(&ctx->rcache[p].rc, ctx->cfg.reg_cache, &rc_ops, &ctx->rcache[p]);
+		rs->rcache[p].ctx = ctx;
+		rs->rcache[p].plane = p;
+		tr_rc_init(&rs->rcache[p].rc, ctx->cfg.reg_cache, &rc_ops, &rs->rcache[p]);
 	}
 	tr_req_kind_done(ctx, TR_REQ_PUT, rma_complete);
 	tr_req_kind_done(ctx, TR_REQ_GET, rma_complete);
@@ -48,9 +91,14 @@ int tr_rma_setup(struct triad_ctx *ctx)
 
 void tr_rma_teardown(struct triad_ctx *ctx)
 {
+	struct tr_rmas *rs = ctx->rma;
+
+	if (!rs)
+		return;
 	for (int p = 0; p < ctx->nplanes; p++)
-		if (ctx->rcache[p].ctx) /* set up */
-			tr_rc_fini(&ctx->rcache[p].rc);
+		tr_rc_fini(&rs->rcache[p].rc);
+	free(rs);
+	ctx->rma = NULL;
 }
 
 /* The registration of req's buffer on its lane's plane: from the cache
@@ -60,7 +108,7 @@ static int register_buf(struct triad_req *req, struct tr_lane *l)
 	struct triad_ctx *ctx = l->ctx;
 
 	if (ctx->cfg.reg_cache) {
-		req->rc_ent = tr_rc_get(&ctx->rcache[l->plane].rc, req->buf, req->len);
+		req->rc_ent = tr_rc_get(&ctx->rma->rcache[l->plane].rc, req->buf, req->len);
 		if (!req->rc_ent)
 			return -1;
 		req->rc_plane = l->plane;
@@ -79,7 +127,7 @@ static void unregister(struct triad_req *req)
 		req->tmp_mr = NULL;
 	}
 	if (req->rc_ent) {
-		tr_rc_put(&req->ctx->rcache[req->rc_plane].rc, req->rc_ent);
+		tr_rc_put(&req->ctx->rma->rcache[req->rc_plane].rc, req->rc_ent);
 		req->rc_ent = NULL;
 	}
 }
@@ -100,7 +148,7 @@ static void rma_complete(struct triad_req *req, enum triad_status st)
 	req->ep = NULL;
 	tr_req_finish(req, st);
 	if (ep)
-		tr_epoch_done(ctx, peer, ep, err);
+		epoch_done(ctx, peer, ep, err);
 	tr_ctx_signal(ctx);
 }
 
@@ -112,7 +160,7 @@ int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len)
 		return -EINVAL;
 	tr_ctx_lock(ctx);
 	for (int p = 0; ctx->cfg.reg_cache && p < ctx->nplanes; p++)
-		n += tr_rc_invalidate(&ctx->rcache[p].rc, addr, len);
+		n += tr_rc_invalidate(&ctx->rma->rcache[p].rc, addr, len);
 	pthread_mutex_unlock(&ctx->lock);
 	return (int)n;
 }
@@ -626,7 +674,7 @@ static int lput_post(struct triad_ctx *ctx, const void *buf, uint32_t len, int r
 		tr_lane_lput_free(ctx, lp); /* no room, or the post failed: the general path decides */
 		return 0;
 	}
-	lp->ep = tr_epoch_take(ctx, rank); /* its completion comes under this lock */
+	lp->ep = epoch_take(ctx, rank); /* its completion comes under this lock */
 	return 1;
 }
 
@@ -639,7 +687,7 @@ static void lput_done(struct tr_lput *lp, enum triad_status st)
 
 	tr_lane_lput_free(ctx, lp);
 	if (ep)
-		tr_epoch_done(ctx, peer, ep, st);
+		epoch_done(ctx, peer, ep, st);
 }
 
 /* Its WRITE failed: the request-less put it stands for, as posted once on
@@ -722,7 +770,7 @@ static int rma_submit(struct triad_ctx *ctx, enum tr_req_kind kind, void *buf, s
 		*req_p = req;
 	else
 		req->flags |= TR_F_NO_REQ;
-	req->ep = tr_epoch_take(ctx, rank);
+	req->ep = epoch_take(ctx, rank);
 	if (rank == ctx->rank) {
 		rma_self(ctx, req);
 	} else {
@@ -767,9 +815,9 @@ static struct tr_epoch *epoch_new(void)
 	return ep;
 }
 
-struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer)
+static struct tr_epoch *epoch_take(struct triad_ctx *ctx, int peer)
 {
-	struct tr_peer *p = &ctx->peers[peer];
+	struct tr_flushes *p = &ctx->rma->peer[peer];
 
 	if (!p->ep_open && !(p->ep_open = epoch_new())) {
 		tr_warn("put/get to rank %d: out of memory for its flush epoch: "
@@ -784,7 +832,7 @@ struct tr_epoch *tr_epoch_take(struct triad_ctx *ctx, int peer)
 /* A flush reports the first error of a request-less operation to its rank
  * since the last flush there completed (an operation with a request
  * reports its own), and the slate is clean again. */
-static void flush_complete(struct tr_peer *p, struct triad_req *fl)
+static void flush_complete(struct tr_flushes *p, struct triad_req *fl)
 {
 	tr_list_del(&fl->link);
 	tr_req_complete(fl, p->ep_err);
@@ -792,7 +840,7 @@ static void flush_complete(struct tr_peer *p, struct triad_req *fl)
 
 /* Completes the flushes of every closed epoch that is done and has no
  * older one still going. */
-static void epochs_retire(struct tr_peer *p)
+static void epochs_retire(struct tr_flushes *p)
 {
 	while (!tr_list_empty(&p->ep_closed)) {
 		struct tr_epoch *ep = tr_list_first(&p->ep_closed, struct tr_epoch, link);
@@ -809,14 +857,9 @@ static void epochs_retire(struct tr_peer *p)
 	}
 }
 
-void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum triad_status err)
+/* The last operation counted in ep completed. */
+static void epoch_idle(struct tr_flushes *p, struct tr_epoch *ep)
 {
-	struct tr_peer *p = &ctx->peers[peer];
-
-	if (err && !ep->err)
-		ep->err = err;
-	if (--ep->out)
-		return;
 	if (ep == p->ep_open) { /* not flushed yet: it keeps counting */
 		if (ep->err && !p->ep_err)
 			p->ep_err = ep->err;
@@ -826,10 +869,19 @@ void tr_epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep, enum tr
 	epochs_retire(p);
 }
 
+static void epoch_done(struct triad_ctx *ctx, int peer, struct tr_epoch *ep,
+		       enum triad_status err)
+{
+	if (err && !ep->err)
+		ep->err = err;
+	if (!--ep->out)
+		epoch_idle(&ctx->rma->peer[peer], ep);
+}
+
 int triad_flush(triad_ctx_t *ctx, int rank, triad_req_t **req_p)
 {
 	struct triad_req *fl;
-	struct tr_peer *p;
+	struct tr_flushes *p;
 	struct tr_epoch *last;
 
 	if (!ctx || !req_p)
@@ -842,7 +894,7 @@ int triad_flush(triad_ctx_t *ctx, int rank, triad_req_t **req_p)
 	if (!fl)
 		return -ENOMEM;
 	*req_p = fl;
-	p = &ctx->peers[rank];
+	p = &ctx->rma->peer[rank];
 	tr_ctx_lock(ctx);
 	if (p->ep_open && p->ep_open->out) { /* close it: this flush waits for it */
 		tr_list_add_tail(&p->ep_closed, &p->ep_open->link);
@@ -850,7 +902,7 @@ int triad_flush(triad_ctx_t *ctx, int rank, triad_req_t **req_p)
 		/* Light puts that succeeded unsignalled come back only behind a
 		 * signalled one. */
 		for (int i = 0; i < ctx->nplanes; i++)
-			tr_lane_lput_fence(&p->lane[i]);
+			tr_lane_lput_fence(&ctx->peers[rank].lane[i]);
 	}
 	if (tr_list_empty(&p->ep_closed)) {
 		/* Nothing outstanding: done at once, with what failed since. */
@@ -867,8 +919,13 @@ int triad_flush(triad_ctx_t *ctx, int rank, triad_req_t **req_p)
 
 /* At triad_fini every operation has completed (cancelled), so every epoch
  * has retired; what may be left is the open one, empty. */
-void tr_rma_peer_free(struct tr_peer *p)
+void tr_rma_peer_free(struct triad_ctx *ctx, int peer)
 {
+	struct tr_flushes *p;
+
+	if (!ctx->rma) /* not set up */
+		return;
+	p = &ctx->rma->peer[peer];
 	free(p->ep_open);
 	p->ep_open = NULL;
 	while (!tr_list_empty(&p->ep_closed)) { /* not expected: freed, flushes cancelled */

@@ -10,17 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ctx.h"
+#include "core/win.h"
 #include "base/log.h"
 #include "proto/chunk.h"
 
-/* This rank's windows and its lookups in flight (ctx->wins), under the
- * context lock. */
+/* This rank's windows, its lookups in flight and the descriptors of the
+ * peers' windows (ctx->wins), under the context lock. */
 struct tr_wins {
 	struct triad_win **v;
 	int n, cap;
 	uint32_t next_qid;
 	int nqueries; /* WIN_QUERYs awaiting their answer */
+	struct tr_rwin *rwins[]; /* [size]: each peer's, as asked for */
 };
 
 struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id)
@@ -167,19 +168,6 @@ int triad_win_destroy(triad_win_t *w)
 	return 0;
 }
 
-void tr_win_teardown(struct triad_ctx *ctx)
-{
-	struct tr_wins *ws = ctx->wins;
-
-	if (!ws)
-		return;
-	while (ws->n)
-		win_remove(ws->v[ws->n - 1]);
-	free(ws->v);
-	free(ws);
-	ctx->wins = NULL;
-}
-
 /* ---- the owner's side --------------------------------------------------------------*/
 static int on_query(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
@@ -209,9 +197,9 @@ static int on_query(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 }
 
 /* ---- the initiator's side ------------------------------------------------------------*/
-static struct tr_rwin **rwin_slot(struct tr_peer *p, uint32_t id)
+static struct tr_rwin **rwin_slot(struct triad_ctx *ctx, int peer, uint32_t id)
 {
-	struct tr_rwin **s = &p->rwins;
+	struct tr_rwin **s = &ctx->wins->rwins[peer];
 
 	while (*s && (*s)->id != id)
 		s = &(*s)->next;
@@ -220,9 +208,16 @@ static struct tr_rwin **rwin_slot(struct tr_peer *p, uint32_t id)
 
 struct tr_rwin *tr_rwin_ready(struct triad_ctx *ctx, int peer, uint32_t id)
 {
-	struct tr_rwin *rw = *rwin_slot(&ctx->peers[peer], id);
+	struct tr_rwin *rw = *rwin_slot(ctx, peer, id);
 
 	return rw && rw->state == TR_RWIN_READY ? rw : NULL;
+}
+
+int tr_rwin_state(struct triad_ctx *ctx, int peer, uint32_t id)
+{
+	const struct tr_rwin *rw = *rwin_slot(ctx, peer, id);
+
+	return rw ? (int)rw->state : -1;
 }
 
 /* Fails everyone waiting for rw's description; the next access asks
@@ -244,8 +239,7 @@ static void rwin_fail(struct triad_ctx *ctx, struct tr_rwin *rw, enum triad_stat
 
 void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 {
-	struct tr_peer *p = &ctx->peers[req->peer];
-	struct tr_rwin **slot = rwin_slot(p, req->win), *rw = *slot;
+	struct tr_rwin **slot = rwin_slot(ctx, req->peer, req->win), *rw = *slot;
 	struct tr_msg m;
 
 	if (rw && rw->state != TR_RWIN_GONE) {
@@ -285,8 +279,7 @@ static int on_info(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
 	struct triad_ctx *ctx = l->ctx;
 	int peer = l->peer;
-	struct tr_peer *p = &ctx->peers[peer];
-	struct tr_rwin **slot = rwin_slot(p, m->u.win_info.win), *rw = *slot;
+	struct tr_rwin **slot = rwin_slot(ctx, peer, m->u.win_info.win), *rw = *slot;
 
 	(void)b;
 	if (!rw || rw->state != TR_RWIN_QUERYING || rw->qid != m->u.win_info.qid) {
@@ -323,7 +316,7 @@ static int on_info(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 /* No plane to peer is left (or none could be connected): its lookups fail with st. */
 static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
 {
-	for (struct tr_rwin *rw = ctx->peers[peer].rwins; rw; rw = rw->next)
+	for (struct tr_rwin *rw = ctx->wins->rwins[peer]; rw; rw = rw->next)
 		if (rw->state == TR_RWIN_QUERYING)
 			rwin_fail(ctx, rw, st);
 }
@@ -337,7 +330,7 @@ static void check_timeouts(struct triad_ctx *ctx)
 		return;
 	now = tr_now_ns();
 	for (int r = 0; r < ctx->size; r++) {
-		for (struct tr_rwin *rw = ctx->peers[r].rwins; rw; rw = rw->next) {
+		for (struct tr_rwin *rw = ctx->wins->rwins[r]; rw; rw = rw->next) {
 			if (rw->state == TR_RWIN_QUERYING && now > rw->deadline_ns) {
 				tr_warn("rank %d did not describe window %u in time", r, rw->id);
 				rwin_fail(ctx, rw, TRIAD_S_TIMEOUT);
@@ -362,17 +355,22 @@ static int on_gone(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	int peer = l->peer;
 
 	(void)b;
-	tr_win_stale(ctx, *rwin_slot(&ctx->peers[peer], m->u.win_gone.win));
+	tr_win_stale(ctx, *rwin_slot(ctx, peer, m->u.win_gone.win));
 	return 0;
 }
 
-void tr_rwins_free(struct triad_ctx *ctx, struct tr_peer *p)
+void tr_rwins_free(struct triad_ctx *ctx, int peer)
 {
-	while (p->rwins) {
-		struct tr_rwin *rw = p->rwins;
+	struct tr_rwin **head;
+
+	if (!ctx->wins) /* not set up */
+		return;
+	head = &ctx->wins->rwins[peer];
+	while (*head) {
+		struct tr_rwin *rw = *head;
 
 		rwin_fail(ctx, rw, TRIAD_S_CANCELLED);
-		p->rwins = rw->next;
+		*head = rw->next;
 		free(rw);
 	}
 }
@@ -382,7 +380,7 @@ int tr_win_setup(struct triad_ctx *ctx)
 	static const struct tr_peer_hooks hooks = { .unreached = peer_lost, .lost = peer_lost };
 	static const struct tr_progress_hooks progress = { .tick = check_timeouts };
 
-	ctx->wins = calloc(1, sizeof(*ctx->wins));
+	ctx->wins = calloc(1, sizeof(*ctx->wins) + (size_t)ctx->size * sizeof(struct tr_rwin *));
 	if (!ctx->wins)
 		return -ENOMEM;
 	tr_peer_handle(ctx, TR_MSG_WIN_QUERY, on_query);
@@ -391,4 +389,17 @@ int tr_win_setup(struct triad_ctx *ctx)
 	if (tr_peer_hooks_add(ctx, &hooks))
 		return -ENOSPC;
 	return tr_progress_hooks_add(ctx, &progress);
+}
+
+void tr_win_teardown(struct triad_ctx *ctx)
+{
+	struct tr_wins *ws = ctx->wins;
+
+	if (!ws)
+		return;
+	while (ws->n)
+		win_remove(ws->v[ws->n - 1]);
+	free(ws->v);
+	free(ws);
+	ctx->wins = NULL;
 }

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "core/win.h"
 #include "ft.h"
 #include "proto/wire.h"
 
@@ -238,12 +239,10 @@ static enum triad_status get_status(int peer, uint32_t win)
 /* The state of this rank's descriptor of peer's window id (-1: none). */
 static int rwin_state(int peer, uint32_t id)
 {
-	int st = -1;
+	int st;
 
 	pthread_mutex_lock(&ctx->lock);
-	for (struct tr_rwin *rw = ctx->peers[peer].rwins; rw; rw = rw->next)
-		if (rw->id == id)
-			st = (int)rw->state;
+	st = tr_rwin_state(ctx, peer, id);
 	pthread_mutex_unlock(&ctx->lock);
 	return st;
 }
