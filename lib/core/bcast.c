@@ -373,6 +373,8 @@ static void send_order(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t to,
 	m.u.bnode.k = o->k;
 	m.u.bnode.mul = (uint8_t)o->mul;
 	m.u.bnode.rot = o->rot;
+	m.u.bnode.grp = (uint16_t)o->grp;
+	m.u.bnode.fan = (uint8_t)o->fan;
 	m.u.bnode.nbytes = (uint32_t)nbytes;
 	m.u.bnode.data = data;
 	bnode_send(ctx, bc, to, &m);
@@ -489,6 +491,8 @@ static void act_report(struct triad_ctx *ctx, struct tr_bc *bc, const struct tr_
 	m.u.bnode.shape = a->ord.shape;
 	m.u.bnode.mul = (uint8_t)a->ord.mul;
 	m.u.bnode.rot = a->ord.rot;
+	m.u.bnode.grp = (uint16_t)a->ord.grp;
+	m.u.bnode.fan = (uint8_t)a->ord.fan;
 	m.u.bnode.status = a->status;
 	m.u.bnode.failed = a->failed;
 	bnode_send(ctx, bc, a->to, &m);
@@ -651,7 +655,7 @@ static void on_order(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t from,
 	struct tr_dbc *d = bc->d;
 	struct tr_bnode_order ord = { .shape = w->shape, .carried = w->carried, .hi = w->hi,
 				      .len = w->len, .chunk = w->chunk, .k = w->k, .mul = w->mul,
-				      .rot = w->rot };
+				      .rot = w->rot, .grp = w->grp, .fan = w->fan };
 	enum triad_status st = w->carried ? place(ctx, bc, w) : TRIAD_S_OK;
 	struct tr_bstash *e;
 	int n;
@@ -758,7 +762,8 @@ static void bnode_in(struct triad_ctx *ctx, int peer, const struct tr_wire_bnode
 			return;
 		}
 	}
-	struct tr_bnode_order tag = { .shape = w->shape, .mul = w->mul, .rot = w->rot };
+	struct tr_bnode_order tag = { .shape = w->shape, .mul = w->mul, .rot = w->rot,
+				      .grp = w->grp, .fan = w->fan };
 
 	bc->d->busy++;
 	switch (w->kind) {

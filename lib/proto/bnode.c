@@ -10,6 +10,7 @@
 #define K_REPORTED 0x02 /* ... and sent it */
 #define K_DEAD 0x04	/* reported failed */
 #define K_CUT 0x08	/* no more WRITEs to it (failed, or this rank aborted) */
+#define K_FAR 0x10	/* TWOTREE: in another group than this rank (served first) */
 
 static const char *const shape_names[TR_BNODE_NSHAPES] = {
 	[TR_BNODE_AUTO] = "auto",
@@ -154,7 +155,7 @@ static uint32_t ix_parent(uint32_t n, uint32_t j)
 /* The trees' positions x are relabelled: position x is relative rank
  * 1 + (mul x + rot) mod n (gcd(mul, n) = 1; the identity is mul 1, rot 0),
  * so that the root can move the trees onto fast links (choose_perm()). */
-static const struct tr_bnode_perm identity = { 1, 0, 1 };
+static const struct tr_bnode_perm identity = { .mul = 1, .rot = 0, .inv = 1 };
 
 static uint32_t rel_at(const struct tr_bnode_perm *p, uint32_t n, uint32_t x)
 {
@@ -186,6 +187,165 @@ static uint32_t inverse(uint32_t mul, uint32_t n)
 	return (uint32_t)(t0 < 0 ? t0 + n : t0);
 }
 
+/* ---- TWOTREE over groups ---------------------------------------------------
+ * With link latencies that come in groups (racks: the ranks a / grp), the
+ * in-order trees cross between groups at every level above the group size,
+ * whatever the relabelling.  Grouped, each group's members (in rank order,
+ * the root left out) form a two-tree of their own, and the groups a tree
+ * of fanout fan in heap order of their index relative to the root's group
+ * (group g feeds groups 1 + g fan + i, i < fan): the i-th feeder of a
+ * group sends tree t's chunks to the child group's tree-t root.  A group's
+ * feeders are the root (group 0 only) and then its tree-t members, the
+ * highest first (the earliest to hold a chunk); every member feeds at most
+ * one group (fan <= the smallest group), so a rank has at most two
+ * children inside its group and one outside per tree.  A chunk crosses
+ * groups once per level of the groups' tree, not once per level of a
+ * binary tree over all ranks. */
+
+struct gview {
+	uint32_t nr, root, grp, fan, ng, qr; /* ng groups; qr: the root's */
+};
+
+static struct gview gview_of(const struct tr_bnode_perm *p, uint32_t nranks, uint32_t root)
+{
+	return (struct gview){ .nr = nranks, .root = root, .grp = p->grp, .fan = p->fan,
+			       .ng = (uint32_t)(((uint64_t)nranks + p->grp - 1) / p->grp),
+			       .qr = root / p->grp };
+}
+
+/* Group g (relative to the root's): its absolute number, members, the
+ * x-th of them, and a member's x. */
+static uint32_t g_abs(const struct gview *gv, uint32_t g)
+{
+	return (uint32_t)(((uint64_t)g + gv->qr) % gv->ng);
+}
+
+static uint32_t g_size(const struct gview *gv, uint32_t g)
+{
+	uint32_t q = g_abs(gv, g);
+	uint64_t base = (uint64_t)q * gv->grp, end = base + gv->grp;
+
+	if (end > gv->nr)
+		end = gv->nr;
+	return (uint32_t)(end - base) - (q == gv->qr);
+}
+
+static uint32_t g_member(const struct gview *gv, uint32_t g, uint32_t x)
+{
+	uint32_t q = g_abs(gv, g), a = q * gv->grp + x;
+
+	return q == gv->qr && a >= gv->root ? a + 1 : a;
+}
+
+static uint32_t g_pos(const struct gview *gv, uint32_t a)
+{
+	uint32_t q = a / gv->grp, x = a - q * gv->grp;
+
+	return q == gv->qr && a > gv->root ? x - 1 : x;
+}
+
+static uint32_t g_rel(const struct gview *gv, uint32_t a)
+{
+	return (uint32_t)(((uint64_t)a / gv->grp + gv->ng - gv->qr) % gv->ng);
+}
+
+/* Indices 1..n by height (their lowest set bit), highest first, then in
+ * order: the index's place, and the place's index (the feeders). */
+static uint32_t at_height(uint32_t n, unsigned h)
+{
+	return (uint32_t)((((uint64_t)n >> h) + 1) / 2);
+}
+
+static uint32_t hord_of(uint32_t n, uint32_t j)
+{
+	unsigned h = 0;
+	uint32_t before = 0;
+
+	while (!(j >> h & 1))
+		h++;
+	for (unsigned g = h + 1; g < 32 && (1ull << g) <= n; g++)
+		before += at_height(n, g);
+	return before + (j >> (h + 1));
+}
+
+static uint32_t j_at_hord(uint32_t n, uint32_t i)
+{
+	unsigned h = 0;
+
+	while (h < 31 && (1ull << (h + 1)) <= n)
+		h++;
+	for (;; h--) {
+		uint32_t c = at_height(n, h);
+
+		if (i < c || h == 0)
+			return (uint32_t)((2ull * i + 1) << h);
+		i -= c;
+	}
+}
+
+/* Group g's tree-t root. */
+static uint32_t g_troot(const struct gview *gv, uint32_t g, unsigned t)
+{
+	uint32_t s = g_size(gv, g);
+
+	return g_member(gv, g, x_of(s, ix_root(s), t));
+}
+
+/* The feeder place of rank a (the root: 0) in tree t: the groups it
+ * feeds are 1 + g fan + place (one at most: fan <= every group's size). */
+static uint32_t g_place(const struct gview *gv, uint32_t a, unsigned t)
+{
+	uint32_t g, s;
+
+	if (a == gv->root)
+		return 0;
+	g = g_rel(gv, a);
+	s = g_size(gv, g);
+	return hord_of(s, j_of(s, g_pos(gv, a), t)) + (g == 0);
+}
+
+static uint32_t g_tparent(const struct gview *gv, uint32_t a, unsigned t)
+{
+	uint32_t g = g_rel(gv, a), s = g_size(gv, g), pg, i, p;
+
+	p = ix_parent(s, j_of(s, g_pos(gv, a), t));
+	if (p)
+		return g_member(gv, g, x_of(s, p, t));
+	if (g == 0)
+		return gv->root;
+	pg = (g - 1) / gv->fan;
+	i = (g - 1) % gv->fan;
+	if (pg == 0) {
+		if (i == 0)
+			return gv->root;
+		i--;
+	}
+	s = g_size(gv, pg);
+	return g_member(gv, pg, x_of(s, j_at_hord(s, i), t));
+}
+
+/* Children: the group fed first (its chunks cross the slow link), then
+ * the two inside the group. */
+static unsigned g_tkids(const struct gview *gv, uint32_t a, unsigned t,
+			uint32_t kids[TR_BNODE_TKIDS])
+{
+	uint32_t g = a == gv->root ? 0 : g_rel(gv, a), place = g_place(gv, a, t), ix[2];
+	uint64_t c = 1 + (uint64_t)g * gv->fan + place;
+	unsigned cnt = 0, k;
+
+	if (place < gv->fan && c < gv->ng)
+		kids[cnt++] = g_troot(gv, (uint32_t)c, t);
+	if (a == gv->root) {
+		if (g_size(gv, 0))
+			kids[cnt++] = g_troot(gv, 0, t);
+		return cnt;
+	}
+	k = ix_kids(g_size(gv, g), j_of(g_size(gv, g), g_pos(gv, a), t), ix);
+	for (unsigned i = 0; i < k; i++)
+		kids[cnt++] = g_member(gv, g, x_of(g_size(gv, g), ix[i], t));
+	return cnt;
+}
+
 uint32_t tr_bnode_tparent(const struct tr_bnode_perm *pm, uint32_t nranks, uint32_t root,
 			  uint32_t r, unsigned t)
 {
@@ -195,12 +355,17 @@ uint32_t tr_bnode_tparent(const struct tr_bnode_perm *pm, uint32_t nranks, uint3
 		pm = &identity;
 	if (v == 0)
 		return NIL;
+	if (pm->grp) {
+		struct gview gv = gview_of(pm, nranks, root);
+
+		return g_tparent(&gv, r, t);
+	}
 	p = ix_parent(n, j_of(n, pos_of(pm, n, v), t));
 	return p == 0 ? root : abs_of(nranks, root, rel_at(pm, n, x_of(n, p, t)));
 }
 
 unsigned tr_bnode_tkids(const struct tr_bnode_perm *pm, uint32_t nranks, uint32_t root,
-			uint32_t r, unsigned t, uint32_t kids[2])
+			uint32_t r, unsigned t, uint32_t kids[TR_BNODE_TKIDS])
 {
 	uint32_t n = nranks - 1, v = rel_of(nranks, root, r), ix[2];
 	unsigned c;
@@ -209,6 +374,11 @@ unsigned tr_bnode_tkids(const struct tr_bnode_perm *pm, uint32_t nranks, uint32_
 		pm = &identity;
 	if (n == 0)
 		return 0;
+	if (pm->grp) {
+		struct gview gv = gview_of(pm, nranks, root);
+
+		return g_tkids(&gv, r, t, kids);
+	}
 	if (v == 0) {
 		kids[0] = abs_of(nranks, root, rel_at(pm, n, x_of(n, ix_root(n), t)));
 		return 1;
@@ -219,16 +389,40 @@ unsigned tr_bnode_tkids(const struct tr_bnode_perm *pm, uint32_t nranks, uint32_
 	return c;
 }
 
-/* The relabelling a message's tag (shape, mul, rot) names for nranks
- * ranks: 0, or -EINVAL (p untouched) if no root would send it: TREE with
- * one, rot without mul, mul >= N - 1, > 255 or not coprime to N - 1,
- * rot >= N - 1. */
-static int perm_of(uint32_t nranks, const struct tr_bnode_order *tag, struct tr_bnode_perm *p)
+/* The smallest group's members (the root left out of its own). */
+static uint32_t g_min_size(uint32_t nranks, uint32_t root, uint32_t grp)
+{
+	uint32_t ng = (uint32_t)(((uint64_t)nranks + grp - 1) / grp);
+	uint32_t last = nranks - (ng - 1) * grp, qr = root / grp;
+	uint32_t m = last - (qr == ng - 1);
+
+	if (qr != ng - 1 && grp - 1 < m)
+		m = grp - 1;
+	return m;
+}
+
+/* The relabelling a message's tag (shape, mul, rot, grp, fan) names for
+ * nranks ranks: 0, or -EINVAL (p untouched) if no root would send it: TREE
+ * with one, rot without mul, mul >= N - 1, > 255 or not coprime to N - 1,
+ * rot >= N - 1; groups with a relabelling too, of fewer than 2 ranks or not
+ * fewer than N, more than 65535, fan 0, above 255, above the groups but
+ * one or above the smallest group. */
+static int perm_of(uint32_t nranks, uint32_t root, const struct tr_bnode_order *tag,
+		   struct tr_bnode_perm *p)
 {
 	uint32_t n = nranks ? nranks - 1 : 0;
 	struct tr_bnode_perm q = identity;
 
-	if (tag->mul || tag->rot) {
+	if (tag->grp || tag->fan) {
+		uint32_t g = tag->grp;
+
+		if (tag->shape != TR_BNODE_TWOTREE || tag->mul || tag->rot || g < 2 ||
+		    g >= nranks || g > UINT16_MAX || !tag->fan || tag->fan > UINT8_MAX ||
+		    tag->fan > (nranks + g - 1) / g - 1 || tag->fan > g_min_size(nranks, root, g))
+			return -EINVAL;
+		q.grp = g;
+		q.fan = tag->fan;
+	} else if (tag->mul || tag->rot) {
 		if (tag->shape != TR_BNODE_TWOTREE || !tag->mul || tag->mul >= n ||
 		    tag->mul > UINT8_MAX || tag->rot >= n)
 			return -EINVAL;
@@ -449,7 +643,8 @@ static struct tr_bnode_order tag_of(const struct tr_bnode *b)
 	bool id = b->perm.mul == 1 && b->perm.rot == 0;
 
 	return (struct tr_bnode_order){ .shape = b->shape, .mul = id ? 0 : b->perm.mul,
-					.rot = id ? 0 : b->perm.rot };
+					.rot = id ? 0 : b->perm.rot, .grp = b->perm.grp,
+					.fan = b->perm.fan };
 }
 
 struct tr_bnode_order tr_bnode_tag(const struct tr_bnode *b)
@@ -650,6 +845,8 @@ static void twotree_pump(struct tr_bnode *b, struct out *o)
 			struct tr_bnode_kid *x = &b->kids[i];
 			uint64_t c = 2 * x->sent + x->tree;
 
+			if (!(x->flags & K_FAR))
+				c += b->nchunks;
 			if (!(x->flags & K_CUT) && x->sent < b->have[x->tree] &&
 			    x->sent < chunks_in(b, x->tree) && x->sent - x->done < kid_window(b, x) &&
 			    c < kc) {
@@ -660,7 +857,7 @@ static void twotree_pump(struct tr_bnode *b, struct out *o)
 		if (!k)
 			break;
 
-		uint64_t c = kc, off = c * b->cfg.chunk;
+		uint64_t c = 2 * k->sent + k->tree, off = c * b->cfg.chunk;
 		uint64_t len = b->cfg.len - off < b->cfg.chunk ? b->cfg.len - off : b->cfg.chunk;
 		struct tr_bnode_act *a;
 
@@ -809,6 +1006,8 @@ static uint64_t mix64(uint64_t z)
 	return z ^ (z >> 31);
 }
 
+#define GSTACK 256u
+
 struct pnode {
 	uint32_t j, r; /* tree index, rank */
 	double at;
@@ -853,9 +1052,86 @@ static double perm_cost(const struct tr_bnode *b, const struct tr_bnode_perm *p,
 	return worst + 0.1 * far * (double)(b->nchunks / 2);
 }
 
+/* The time the last chunk reaches the last rank under p, as
+ * tr_bnode_tkids() gives the trees: a rank sends each chunk of its tree to
+ * its children in turn (first: a child in another group, which the
+ * root serves all its chunks first), m per tree; hop: a chunk's fixed
+ * cost, step: what a send occupies the sender.  -1: more levels than the
+ * walk has room for.  What the root compares groups against the flat
+ * trees with. */
+static double tree_cost(const struct tr_bnode *b, const struct tr_bnode_perm *p, double hop,
+			double step)
+{
+	uint32_t nr = b->cfg.nranks, root = b->cfg.root;
+	double m = (double)((b->nchunks + 1) / 2), worst = 0;
+
+	if (p->grp) {
+		uint32_t ng = (nr + p->grp - 1) / p->grp;
+		uint64_t reach = 1, width = 1;
+		unsigned lv = 0;
+
+		while (reach < ng) {
+			width *= p->fan;
+			reach += width;
+			lv++;
+		}
+		if (2 * (lv + 1) * (ceil_log2(p->grp) + 1) + 4 > GSTACK)
+			return -1;
+	}
+	for (unsigned t = 0; t < 2; t++) {
+		struct { uint32_t r; double f, l; } st[GSTACK];
+		uint32_t kids[TR_BNODE_TKIDS];
+		unsigned top = 0, c = tr_bnode_tkids(p, nr, root, root, t, kids);
+
+		for (unsigned i = 0; i < c; i++) {
+			double l = b->cfg.lat(b->cfg.lat_arg, root, kids[i]) + hop;
+
+			st[top].r = kids[i];
+			st[top].f = (t + 2 * i * m) * step + l;
+			st[top++].l = 2 * (i + 1) * m * step + l;
+		}
+		while (top) {
+			uint32_t r = st[--top].r;
+			double f = st[top].f, l = st[top].l;
+
+			worst = mx(worst, l);
+			c = tr_bnode_tkids(p, nr, root, r, t, kids);
+			for (unsigned i = 0; i < c; i++) {
+				double h = hop + b->cfg.lat(b->cfg.lat_arg, r, kids[i]);
+
+				st[top].r = kids[i];
+				st[top].f = f + i * step + h;
+				st[top++].l = mx(l + (i + 1) * step, f + m * (i + 1) * step) + h;
+			}
+		}
+	}
+	return worst;
+}
+
+/* Groups of g ranks are worth trying: the root's links to (up to 8 of) its
+ * own group's members are faster on average than those to (up to 8)
+ * other groups' first members, by a tenth. */
+static bool grouped_links(const struct tr_bnode *b, uint32_t g)
+{
+	struct tr_bnode_perm p = { .grp = g, .fan = 1 };
+	struct gview gv = gview_of(&p, b->cfg.nranks, b->cfg.root);
+	double in = 0, out = 0;
+	uint32_t ni = 0, no = 0;
+
+	for (uint32_t x = 0; x < 8 && x < g_size(&gv, 0); x++, ni++)
+		in += b->cfg.lat(b->cfg.lat_arg, b->cfg.root, g_member(&gv, 0, x));
+	for (uint32_t q = 1; q <= 8 && q < gv.ng; q++, no++)
+		out += b->cfg.lat(b->cfg.lat_arg, b->cfg.root, g_member(&gv, q, 0));
+	return ni && no && in / ni < 0.9 * out / no;
+}
+
 /* The root, TWOTREE with link latencies: of the relabellings tried (the
  * identity first, then rotations and small multipliers drawn from a fixed
- * sequence) the one whose first chunk reaches the last rank soonest. */
+ * sequence) the one whose first chunk reaches the last rank soonest; then
+ * groups instead, if their last chunk arrives sooner than the flat trees'
+ * (racks: a chunk crosses between them once per level of the groups'
+ * tree, but the root sends every chunk twice, so they win where latency
+ * rules, not bandwidth). */
 static void choose_perm(struct tr_bnode *b)
 {
 	static const uint32_t muls[] = { 1, 2, 3, 5, 7, 11, 13, 17 };
@@ -885,6 +1161,26 @@ static void choose_perm(struct tr_bnode *b)
 			b->perm = p;
 		}
 	}
+	/* Groups of a power of two ranks whose links inside are faster than
+	 * those between them, each feeding a power of two, against the flat
+	 * trees chosen: by the last chunk's arrival. */
+	best = tree_cost(b, &b->perm, hop, step);
+	for (uint32_t g = 2; g < b->cfg.nranks && g <= UINT16_MAX; g *= 2) {
+		uint32_t nr = b->cfg.nranks, ng = (nr + g - 1) / g;
+		uint32_t fmax = g_min_size(nr, b->cfg.root, g);
+
+		if (fmax == 0 || !grouped_links(b, g))
+			continue;
+		for (uint32_t f = 1; f <= fmax && f < ng && f <= UINT8_MAX; f *= 2) {
+			struct tr_bnode_perm p = { .mul = 1, .rot = 0, .inv = 1, .grp = g, .fan = f };
+			double e = tree_cost(b, &p, hop, step);
+
+			if (e >= 0 && e < best) {
+				best = e;
+				b->perm = p;
+			}
+		}
+	}
 }
 
 /* ---- set-up ------------------------------------------------------------------ */
@@ -907,12 +1203,16 @@ static void set_shape(struct tr_bnode *b, unsigned shape, uint64_t len, uint64_t
 	if (had)
 		return; /* the trees were set up by an earlier REPORT or ABORT */
 	for (unsigned t = 0; t < 2; t++) {
-		uint32_t kids[2];
+		uint32_t kids[TR_BNODE_TKIDS];
 		unsigned c = tr_bnode_tkids(&b->perm, n, root, r, t, kids);
 
 		b->tparent[t] = tr_bnode_tparent(&b->perm, n, root, r, t);
-		for (unsigned i = 0; i < c; i++)
-			kid_add(b, kids[i], 0, t, t == 0);
+		for (unsigned i = 0; i < c; i++) {
+			struct tr_bnode_kid *k = kid_add(b, kids[i], 0, t, t == 0);
+
+			if (b->perm.grp && kids[i] / b->perm.grp != r / b->perm.grp)
+				k->flags |= K_FAR;
+		}
 	}
 	b->parent = b->tparent[0];
 }
@@ -997,10 +1297,11 @@ static bool perm_told(struct tr_bnode *b, const struct tr_bnode_order *o)
 {
 	struct tr_bnode_perm p;
 
-	if (perm_of(b->cfg.nranks, o, &p))
+	if (perm_of(b->cfg.nranks, b->cfg.root, o, &p))
 		return false;
 	if (b->shape == TR_BNODE_TWOTREE)
-		return b->perm.mul == p.mul && b->perm.rot == p.rot;
+		return b->perm.mul == p.mul && b->perm.rot == p.rot && b->perm.grp == p.grp &&
+		       b->perm.fan == p.fan;
 	b->perm = p;
 	return true;
 }
@@ -1089,7 +1390,7 @@ static void kid_cut(struct tr_bnode *b, struct tr_bnode_kid *k, struct out *o, b
 		if (b->abort_kid > (uint32_t)(k - b->kids))
 			b->abort_kid = (uint32_t)(k - b->kids);
 	} else {
-		uint32_t kids[2];
+		uint32_t kids[TR_BNODE_TKIDS];
 		unsigned c = tr_bnode_tkids(&b->perm, n, b->cfg.root, k->rank, k->tree, kids);
 
 		for (unsigned i = 0; i < c + !dead; i++) {

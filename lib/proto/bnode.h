@@ -55,7 +55,11 @@
  *     a tree's root against the whole stream (bnode.c, choose_perm()); every
  *     message of the broadcast (ORDER, REPORT, ABORT) carries mul and rot,
  *     so that a rank whose first message is an ABORT knows the trees too.
- *     Reports go up T0.
+ *     Or, where latencies come in groups (racks), the root may take groups
+ *     of grp ranks instead, each a two-tree of its own, fed across groups
+ *     by a heap of fan-out fan (bnode.c, "groups"), if its estimate of the
+ *     last chunk's arrival is sooner than the flat trees'; every message
+ *     carries grp and fan then.  Reports go up T0.
  *
  *   AUTO (the root only): the shape whose estimate from cfg.cost (the
  *     measured L, o, g, B) is lower for this N and S, and for TWOTREE the
@@ -165,12 +169,20 @@ struct tr_bnode_order {
 	 * mod (N - 1), 0 < mul < 256 coprime to N - 1 (0 and 0: the
 	 * identity); TREE: 0 */
 	uint32_t mul, rot;
+	/* TWOTREE over groups (0: none; then mul and rot are 0): the ranks
+	 * a / grp form groups of grp, each a two-tree of its own, and every
+	 * group feeds fan others (bnode.c, "groups"); TREE: 0 */
+	uint32_t grp, fan;
 };
 
-/* TWOTREE's relabelling as the engine keeps it. */
+/* TWOTREE's relabelling, or its groups, as the engine keeps them. */
 struct tr_bnode_perm {
 	uint32_t mul, rot, inv; /* inv: mul's inverse mod N - 1 */
+	uint32_t grp, fan;	/* groups of grp ranks, each feeding fan groups; 0: flat */
 };
+
+/* TWOTREE: children per tree at most (two inside a group, one group fed). */
+#define TR_BNODE_TKIDS 3u
 
 struct tr_bnode_act {
 	enum tr_bnode_act_type type;
@@ -288,11 +300,12 @@ bool tr_bnode_pending(const struct tr_bnode *b);
 
 /* TWOTREE's trees under relabelling pm (NULL: none), for tests and tools:
  * rank r's parent in tree t (TR_BNODE_NO_RANK for the root) and its
- * children (returns how many, <= 2). */
+ * children, the group it feeds first (returns how many, <= TR_BNODE_TKIDS;
+ * <= 2 without groups). */
 uint32_t tr_bnode_tparent(const struct tr_bnode_perm *pm, uint32_t nranks, uint32_t root,
 			  uint32_t r, unsigned t);
 unsigned tr_bnode_tkids(const struct tr_bnode_perm *pm, uint32_t nranks, uint32_t root,
-			uint32_t r, unsigned t, uint32_t kids[2]);
+			uint32_t r, unsigned t, uint32_t kids[TR_BNODE_TKIDS]);
 
 static inline bool tr_bnode_finished(const struct tr_bnode *b)
 {

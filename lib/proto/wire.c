@@ -124,9 +124,12 @@ static int bnode_ok(const struct tr_msg *m)
 	if (b->kind >= TR_WIRE_BNODE_NKINDS || b->shape < 1 || b->shape > 2 || b->carried > 1 ||
 	    b->status >= TRIAD_S_MAX)
 		return 0;
-	/* TREE: no relabelling; TWOTREE: no hi, and a rotation only with a
-	 * multiplier (the engine checks both against N). */
-	if (b->shape == 1 ? b->mul || b->rot : b->hi || (!b->mul && b->rot))
+	/* TREE: no relabelling; TWOTREE: no hi, a rotation only with a
+	 * multiplier, groups with a fan-out and neither (the engine checks
+	 * them against N). */
+	if (b->shape == 1 ? b->mul || b->rot || b->grp || b->fan
+			  : b->hi || (!b->mul && b->rot) || !b->grp != !b->fan ||
+				    (b->grp && (b->mul || b->rot)))
 		return 0;
 	if (b->kind != TR_WIRE_BNODE_ORDER)
 		return !b->carried && !b->nbytes && !b->hi && !b->len && !b->chunk && !b->k;
@@ -302,9 +305,9 @@ int tr_msg_encode(const struct tr_msg *m, void *buf, size_t size)
 		put_le(&c, b->kind, 1);
 		put_le(&c, b->shape, 1);
 		put_le(&c, b->carried, 1);
-		put_le(&c, b->mul, 1);
+		put_le(&c, b->grp ? b->fan : b->mul, 1);
 		PUT16(&c, b->status);
-		PUT16(&c, 0);
+		PUT16(&c, b->grp);
 		PUT32(&c, b->root);
 		PUT32(&c, b->seq);
 		PUT32(&c, b->win);
@@ -501,8 +504,11 @@ int tr_msg_decode(const void *buf, size_t len, struct tr_msg *out)
 		b->carried = GET8(&c);
 		b->mul = GET8(&c);
 		b->status = GET16(&c);
-		if (GET16(&c) != 0)
-			return -EBADMSG;
+		b->grp = GET16(&c);
+		if (b->grp) {
+			b->fan = b->mul;
+			b->mul = 0;
+		}
 		b->root = GET32(&c);
 		b->seq = GET32(&c);
 		b->win = GET32(&c);

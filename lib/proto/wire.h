@@ -25,9 +25,9 @@
 #include "triad.h"
 
 #define TR_WIRE_MAGIC 0x5472
-#define TR_WIRE_VERSION 6 /* 3: a COPY_DATA may carry the copy's data; 4: no AM ord;
+#define TR_WIRE_VERSION 7 /* 3: a COPY_DATA may carry the copy's data; 4: no AM ord;
 			    * 5: broadcasts name their group; 6: BNODE carries
-			    * TWOTREE's relabelling */
+			    * TWOTREE's relabelling; 7: and its groups */
 #define TR_WIRE_HDR_LEN 32
 #define TR_WIRE_CTRL_LEN 256	/* every message but AM and a COPY_DATA with data fits */
 #define TR_WIRE_COPY_LEN 64	/* a copy message's body before the data it carries */
@@ -121,7 +121,9 @@ struct tr_msg {
 		 * offset (the same on every rank); a carried one brings the
 		 * bytes of chunk k (TREE: all len bytes), exactly.  Every
 		 * TWOTREE message carries the trees' relabelling, mul in byte
-		 * 3 and rot in the word of TREE's hi (0 and 0: none). */
+		 * 3 and rot in the word of TREE's hi (0 and 0: none), or
+		 * their groups: grp in the half-word after status, fan in
+		 * byte 3 (then mul and rot are 0). */
 		struct tr_wire_bnode {
 			uint8_t kind;	 /* enum tr_wire_bnode_kind */
 			uint8_t shape;	 /* 1 TREE, 2 TWOTREE (enum tr_bnode_shape) */
@@ -129,6 +131,8 @@ struct tr_msg {
 			uint16_t status; /* REPORT, ABORT: enum triad_status */
 			uint32_t root, seq, win;
 			uint8_t mul;	 /* TWOTREE: the relabelling (struct tr_bnode_order), every kind */
+			uint8_t fan;	 /* TWOTREE: the groups (struct tr_bnode_order), every kind */
+			uint16_t grp;
 			uint32_t hi;	 /* ORDER, TREE */
 			uint32_t rot;	 /* TWOTREE, every kind (the word of TREE's hi) */
 			uint32_t failed; /* REPORT, ABORT: first failed rank, or UINT32_MAX */
@@ -244,7 +248,8 @@ int tr_msg_decode_bare(uint32_t imm, const void *payload, size_t len,
  * wire version 4 (an active message without its order number).  Version 6
  * has version 5's layout and names wire version 5 (a broadcast's messages
  * name its group: triad_group_create); version 7, the same layout, wire
- * version 6 (BNODE carries TWOTREE's relabelling).  The job
+ * version 6 (BNODE carries TWOTREE's relabelling); version 8, the same
+ * layout, wire version 7 (and its groups).  The job
  * key (0: none) must be the receiver's own: a request from another job is
  * refused.  An incarnation is a process's random
  * 64-bit name, never 0: two runs of one world file share its key but not
@@ -252,7 +257,7 @@ int tr_msg_decode_bare(uint32_t imm, const void *payload, size_t len,
  * run for its peer (proto/conn.h, tr_conn_same_run). */
 #define TR_WIRE_PRIV_MAGIC 0x74726978u	  /* "trix" */
 #define TR_WIRE_PRIV_MAGIC_V1 0x74726961u /* "tria" */
-#define TR_WIRE_PRIV_VERSION 7
+#define TR_WIRE_PRIV_VERSION 8
 #define TR_WIRE_PRIV_LEN 56 /* rdma_cm carries at most 56 in a request */
 #define TR_WIRE_PRIV_LEN_V1 24
 #define TR_CONN_F_BARE_AM 0x1u

@@ -241,7 +241,7 @@ int main(int argc, char **argv)
 	m.u.copy.data = "copied bytes";
 	bad |= emit(argv[1], "copy_data_carried", &m);
 	/* The delegated broadcast: a TREE ORDER carrying 5 bytes, a relabelled
-	 * TWOTREE ORDER of chunk 3 (written) and its ABORT. */
+	 * TWOTREE ORDER of chunk 3 (written) and its ABORT, a grouped ORDER. */
 	memset(&m, 0, sizeof(m));
 	m.type = TR_MSG_BNODE;
 	m.prio = 1;
@@ -259,6 +259,11 @@ int main(int argc, char **argv)
 					    .rot = 40, .root = 2, .seq = 9, .win = 1,
 					    .status = TRIAD_S_UNREACHABLE, .failed = 4 };
 	bad |= emit(argv[1], "bnode_abort_twotree", &m);
+	m.u.bnode = (struct tr_wire_bnode){ .kind = TR_WIRE_BNODE_ORDER, .shape = 2, .grp = 32,
+					    .fan = 2, .root = 2, .seq = 9, .win = 1,
+					    .failed = UINT32_MAX, .len = 65536, .chunk = 7936,
+					    .k = 1 };
+	bad |= emit(argv[1], "bnode_order_groups", &m);
 	bad |= emit_priv(argv[1], "conn_priv");
 	/* slot 13, priority 2, id 7, number ...0x0005 against next 0x1fff0 */
 	bad |= emit_bare(argv[1], "am_bare_1k", 13u | 2u << 6 | 7u << 8 | 5u << 16, 0x1fff0, 1024);

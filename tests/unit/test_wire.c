@@ -146,6 +146,8 @@ static void assert_msg_equal(const struct tr_msg *a, const struct tr_msg *b)
 		assert_int_equal(x->hi, y->hi);
 		assert_int_equal(x->mul, y->mul);
 		assert_int_equal(x->rot, y->rot);
+		assert_int_equal(x->grp, y->grp);
+		assert_int_equal(x->fan, y->fan);
 		assert_int_equal(x->failed, y->failed);
 		assert_int_equal(x->group, y->group);
 		assert_int_equal(x->off, y->off);
@@ -427,9 +429,12 @@ static struct tr_msg random_msg(void)
 		b->win = (uint32_t)rnd();
 		b->group = (uint32_t)rnd();
 		b->off = rnd();
-		if (b->shape == 2 && rnd() % 2) {
+		if (b->shape == 2 && rnd() % 3 == 1) {
 			b->mul = (uint8_t)(1 + rnd() % 255);
 			b->rot = (uint32_t)rnd();
+		} else if (b->shape == 2 && rnd() % 2) {
+			b->grp = (uint16_t)(1 + rnd() % 65535);
+			b->fan = (uint8_t)(1 + rnd() % 255);
 		}
 		if (b->kind != TR_WIRE_BNODE_ORDER) {
 			b->status = (uint16_t)(rnd() % TRIAD_S_MAX);
@@ -480,7 +485,7 @@ static int pool_setup(void **state)
 static void test_layout_win_query(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x06, 0x01, 40, 0, 0, 0, /* magic, version, type, length, slot, flags */
+		0x72, 0x54, 0x07, 0x01, 40, 0, 0, 0, /* magic, version, type, length, slot, flags */
 		0x44, 0x33, 0x22, 0x11, 0, 0, 0, 0, /* seq, rsvd */
 		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_n */
 		0, 0, 0, 0, 0, 0, 0, 0,		    /* bsm_c */
@@ -499,7 +504,7 @@ static void test_layout_win_query(void **state)
 static void test_layout_bcast_done(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x06, TR_MSG_BCAST_DONE, 44, 0, 0, 0,
+		0x72, 0x54, 0x07, TR_MSG_BCAST_DONE, 44, 0, 0, 0,
 		0x02, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0,
@@ -524,7 +529,7 @@ static void test_layout_bcast_done(void **state)
 static void test_layout_link_fields(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x06, 0x03, 36, 0, 63, 0x06, /* slot 63, prio 2 | BSM */
+		0x72, 0x54, 0x07, 0x03, 36, 0, 63, 0x06, /* slot 63, prio 2 | BSM */
 		0x01, 0, 0, 0, 0, 0, 0, 0,
 		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* bsm_n */
 		0xf0, 0xde, 0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12, /* bsm_c */
@@ -553,7 +558,7 @@ static void test_layout_link_fields(void **state)
 static void test_layout_win_info(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x06, 0x02, 72, 0, 3, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x07, 0x02, 72, 0, 3, 0, 0x01, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x0a, 0, 0, 0,				/* qid */
 		0x0b, 0, 0, 0,				/* win */
@@ -585,7 +590,7 @@ static void test_layout_win_info(void **state)
 static void test_layout_barrier(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x06, 0x04, 36, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+		0x72, 0x54, 0x07, 0x04, 36, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0x78, 0x56, 0x34, 0x12,
 	};
@@ -603,7 +608,7 @@ static void test_layout_barrier(void **state)
 static void test_layout_bsm(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x06, 0x05, 32, 0, 0xff, 0x04, 0x07, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x07, 0x05, 32, 0, 0xff, 0x04, 0x07, 0, 0, 0, 0, 0, 0, 0,
 		0xff, 0, 0, 0, 0, 0, 0, 0x80, /* bsm_n */
 		0x01, 0, 0, 0, 0, 0, 0, 0,    /* bsm_c */
 	};
@@ -621,7 +626,7 @@ static void test_layout_bsm(void **state)
 static void test_layout_am(void **state)
 {
 	static const uint8_t want[] = {
-		0x72, 0x54, 0x06, 0x06, 37, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
+		0x72, 0x54, 0x07, 0x06, 37, 0, 0x05, 0x01, 0x02, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0xef, 0xbe, 'a', 'b', 'c', /* id, payload */
 	};
@@ -721,6 +726,32 @@ static void test_copy_carried(void **state)
  * chunk after them, exactly its bytes (the last chunk may be short); a
  * REPORT or ABORT carries no ORDER field and no data; kinds and shapes are
  * known ones. */
+/* A BNODE's tag: encoded with these bytes of the body, decoded as it
+ * was; each of the bad bytes (put in alone, then undone) refused. */
+struct byte_at {
+	unsigned off;
+	uint8_t v;
+};
+
+static void tag_bytes(const struct tr_msg *m, const struct byte_at *want, unsigned nw,
+		      const struct byte_at *bad, unsigned nb)
+{
+	struct tr_msg out;
+	int n = encode(m, buf_a);
+
+	for (unsigned i = 0; i < nw; i++)
+		assert_int_equal(buf_a[BODY + want[i].off], want[i].v);
+	decode_ok(buf_a, (size_t)n, &out);
+	assert_msg_equal(m, &out);
+	for (unsigned i = 0; i < nb; i++) {
+		uint8_t was = buf_a[BODY + bad[i].off];
+
+		buf_a[BODY + bad[i].off] = bad[i].v;
+		decode_bad(buf_a, (size_t)n, -EPROTO);
+		buf_a[BODY + bad[i].off] = was;
+	}
+}
+
 static void test_bnode(void **state)
 {
 	struct tr_msg m, out;
@@ -808,8 +839,8 @@ static void test_bnode(void **state)
 	buf_a[BODY + 1] = 3;
 	decode_bad(buf_a, (size_t)n, -EPROTO);
 	buf_a[BODY + 1] = 2;
-	buf_a[BODY + 6] = 1;
-	decode_bad(buf_a, (size_t)n, -EBADMSG);
+	buf_a[BODY + 6] = 1; /* groups without a fan-out */
+	decode_bad(buf_a, (size_t)n, -EPROTO);
 	buf_a[BODY + 6] = 0;
 	buf_a[BODY + 28] = 7; /* any group id */
 	decode_ok(buf_a, (size_t)n, &out);
@@ -825,25 +856,44 @@ static void test_bnode(void **state)
 	put16(buf_a + OFF_LEN, 32 + 63);
 	decode_bad(buf_a, 32 + 63, -EBADMSG);
 
-	/* TWOTREE's relabelling (wire 6): mul in byte 3, rot in hi's word,
-	 * on every kind; none on TREE, no rot without a mul, no hi. */
-	m = bnode_report(0, 1);
-	b->shape = 2;
+	/* TWOTREE's relabelling (wire 6): mul in byte 3, rot in hi's word;
+	 * its groups (wire 7): grp in the half-word after status, fan in byte
+	 * 3.  On every kind; none on TREE, no rot without a mul, no hi, grp
+	 * and fan both or neither, not with a relabelling. */
+	{
+		static const struct {
+			uint8_t mul, fan;
+			uint16_t grp;
+			uint32_t rot;
+			struct byte_at want[3], bad[3];
+			unsigned nbad;
+		} tags[] = {
+			{ 5, 0, 0, 0x01020304, { { 3, 5 }, { 20, 4 }, { 23, 1 } },
+			  { { 3, 0 }, { 1, 1 } }, 2 },
+			{ 0, 7, 0x0120, 0, { { 3, 7 }, { 6, 0x20 }, { 7, 0x01 } },
+			  { { 3, 0 }, { 20, 1 }, { 1, 1 } }, 3 },
+		};
+
+		for (unsigned i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
+			m = bnode_report(0, 1);
+			b->shape = 2;
+			b->mul = tags[i].mul;
+			b->rot = tags[i].rot;
+			b->grp = tags[i].grp;
+			b->fan = tags[i].fan;
+			tag_bytes(&m, tags[i].want, 3, tags[i].bad, tags[i].nbad);
+		}
+	}
 	b->mul = 5;
-	b->rot = 0x01020304;
-	n = encode(&m, buf_a);
-	assert_int_equal(buf_a[BODY + 3], 5);
-	assert_int_equal(buf_a[BODY + 20], 4);
-	assert_int_equal(buf_a[BODY + 23], 1);
-	decode_ok(buf_a, (size_t)n, &out);
-	assert_msg_equal(&m, &out);
-	assert_int_equal(out.u.bnode.hi, 0);
-	buf_a[BODY + 3] = 0; /* a rotation alone */
-	decode_bad(buf_a, (size_t)n, -EPROTO);
-	buf_a[BODY + 3] = 5;
-	buf_a[BODY + 1] = 1; /* TREE with a relabelling */
-	decode_bad(buf_a, (size_t)n, -EPROTO);
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 	b->mul = 0;
+	b->fan = 0;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	b->grp = 0;
+	b->fan = 7;
+	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
+	b->fan = 0;
+	b->rot = 9;
 	assert_int_equal(tr_msg_encode(&m, buf_a, TR_WIRE_MAX_LEN), -EINVAL);
 	b->mul = 5;
 	b->hi = 1;
@@ -2198,6 +2248,10 @@ static void test_priv_bad(void **state)
 	/* version 6 (this layout, wire version 5: no TWOTREE relabelling) is named */
 	bad[7] = 6;
 	assert_int_equal(tr_conn_priv_version(bad, sizeof(bad)), 6);
+	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTONOSUPPORT);
+	/* version 7 (this layout, wire version 6: no TWOTREE groups) is named */
+	bad[7] = 7;
+	assert_int_equal(tr_conn_priv_version(bad, sizeof(bad)), 7);
 	assert_int_equal(tr_conn_priv_decode(bad, sizeof(bad), &e), -EPROTONOSUPPORT);
 	/* a flag this version does not know */
 	for (int bit = 1; bit < 32; bit++) {
