@@ -477,6 +477,11 @@ int triad_coll_progress(void)
 	triad_coll_module_t **pm = &c->busy, *m;
 	int done = 0;
 
+	if (!c->busy)
+		return 0;
+	/* The handshake's messages are handled here, at once: a thread that
+	 * keeps calling triad is left to poll by triad's own progress thread. */
+	triad_progress(c->ctx);
 	while ((m = *pm)) {
 		triad_coll_req_t *r;
 		int over = 0;
