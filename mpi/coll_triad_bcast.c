@@ -126,7 +126,13 @@ struct triad_coll_req {
 };
 typedef struct triad_coll_req triad_coll_req_t;
 
-OBJ_CLASS_INSTANCE(triad_coll_req_t, ompi_coll_base_nbc_request_t, NULL, NULL);
+/* OBJ_NEW does not clear what the parent classes' constructors leave. */
+static void req_construct(triad_coll_req_t *r)
+{
+	memset((char *)r + sizeof(r->super), 0, sizeof(*r) - sizeof(r->super));
+}
+
+OBJ_CLASS_INSTANCE(triad_coll_req_t, ompi_coll_base_nbc_request_t, req_construct, NULL);
 
 static uint64_t now_ns(void)
 {
