@@ -80,6 +80,7 @@ struct triad_coll_module {
 	uint32_t cid;	/* its context id */
 	int agree;	 /* enable must agree on triad's start (first world communicator) */
 	uint32_t seq;	 /* segments started on the communicator */
+	int took;	 /* it took its window once (coll_triad_bcast.c: seg_take) */
 	struct triad_coll_req *head, *tail; /* its broadcasts under way, in call order */
 	struct triad_coll_module *next_busy; /* in the component's busy list */
 	mca_coll_base_module_bcast_fn_t prev_bcast;

@@ -12,14 +12,23 @@
  * The root's copies land in the other ranks' windows whether or not those
  * ranks reached the segment, and every rank that holds the data is a
  * source of copies until every rank holds it; so a segment:
- *   - takes the window once the previous segment is over everywhere: the
- *     root of a segment knows it is (its triad request completes once
- *     every rank holds the data) and tells every other rank (FIN);
- *   - a non-root then calls triad_group_bcast and tells the root its
- *     window is ready (READY);
+ *   - the root writes its window once the previous segment is over
+ *     everywhere: the root of a segment knows it is (its triad request
+ *     completes once every rank holds the data) and tells every other
+ *     rank (FIN);
+ *   - a non-root calls triad_group_bcast and tells the root its window is
+ *     ready (READY) once it unpacked the previous segment: it need not
+ *     wait for that one's FIN, since only the root writes its window, and
+ *     only once it knows the previous segment is over everywhere;
  *   - the root packs its part into its window, waits for every READY,
  *     calls triad_group_bcast, and once it completed sends every FIN;
  *   - a non-root unpacks once its triad request completed.
+ * So the root of consecutive segments packs the next while the others
+ * unpack the last, and one message (READY) separates them, as before
+ * them a barrier did.  A FIN matters to a rank about to be a root, and to
+ * the first segment of a later communicator with the same context id
+ * (whose root may not have been in the earlier one's group): each rank
+ * counts the FINs it waits for.
  * The handshake is per communicator (its own window, group and numbers),
  * so broadcasts of different communicators never wait for each other and
  * may be started in different orders on different ranks.
@@ -55,7 +64,7 @@ struct triad_coll_slot {
 	triad_win_t *win;
 	int broken; /* a segment failed on it */
 	/* Under the component's lock: the AM handler writes them. */
-	uint32_t busy;	    /* the segment whose copies may still use it; 0: free */
+	unsigned unfin;	    /* segments taken here as a non-root whose FIN has not come */
 	uint32_t ready_seq; /* the segment whose READYs came (root) */
 	int nready;
 };
@@ -232,17 +241,18 @@ int triad_coll_am(void *arg, int src_rank, const void *data, size_t len, triad_a
 			    "has no window here (or no memory for it): dropped", src_rank, h.kind,
 			    h.cid);
 	} else if (h.kind == HS_FIN) {
-		/* A FIN ends the segment this rank took the window for: nothing
-		 * else can come (the root waited for this rank's READY). */
-		if (s->busy == h.seq)
-			s->busy = 0;
+		/* A FIN ends a segment this rank took the window for (the root
+		 * waited for its READY); those of different roots may come in
+		 * any order. */
+		if (s->unfin)
+			s->unfin--;
 		else
 			opal_output(0, "coll/triad: rank %d ended segment %u of context id %u, "
-				    "which is not under way here (%u is): ignored", src_rank,
-				    h.seq, h.cid, s->busy);
+				    "which is not under way here: ignored", src_rank, h.seq, h.cid);
 	} else if (h.kind == HS_READY && (!s->nready || s->ready_seq == h.seq)) {
-		/* Only one segment's READYs can be on their way to a root: the
-		 * next one's need its FIN first. */
+		/* Only one segment's READYs can be on their way to a root: a
+		 * rank sends the next one's once this one completed there,
+		 * after the root took these. */
 		s->ready_seq = h.seq;
 		s->nready++;
 	} else {
@@ -330,7 +340,12 @@ static int seg_next(struct triad_coll_component *c, triad_coll_req_t *r)
 	return 0;
 }
 
-/* Takes the window for r's segment: 1 done, 0 not free yet, -1 failed. */
+/* Takes the window for r's segment: 1 done, 0 not free yet, -1 failed.
+ * A root waits for the FIN of every segment it took as a non-root: then
+ * the communicator's previous segment, and every earlier one of this
+ * context id, is over everywhere.  A non-root waits only at the
+ * communicator's first segment here, for those of the communicator that
+ * had its context id before (whose ranks may be this one's only). */
 static int seg_take(struct triad_coll_component *c, triad_coll_req_t *r)
 {
 	struct triad_coll_slot *s = r->slot;
@@ -348,12 +363,13 @@ static int seg_take(struct triad_coll_component *c, triad_coll_req_t *r)
 		return -1;
 	}
 	pthread_mutex_lock(&c->lock);
-	free_now = s->busy == 0;
-	if (free_now)
-		s->busy = r->seq;
+	free_now = !s->unfin || (!r->is_root && r->m->took);
+	if (free_now && !r->is_root)
+		s->unfin++;
 	pthread_mutex_unlock(&c->lock);
 	if (!free_now)
 		return 0;
+	r->m->took = 1;
 	ret = slot_window(c, s);
 	if (ret) {
 		seg_fail(c, r, strerror(-ret));
@@ -453,6 +469,7 @@ static int advance(struct triad_coll_component *c, triad_coll_req_t *r)
 				if (ret == -EAGAIN)
 					r->fin_to--; /* the same rank again */
 				/* One that cannot go: that rank's next segment
+				 * as a root (or a later communicator's first)
 				 * fails on its timeout; this one is over
 				 * everywhere. */
 				else if (ret)
@@ -462,9 +479,6 @@ static int advance(struct triad_coll_component *c, triad_coll_req_t *r)
 			}
 			if (ret == -EAGAIN)
 				break;
-			pthread_mutex_lock(&c->lock);
-			r->slot->busy = 0;
-			pthread_mutex_unlock(&c->lock);
 			if (seg_next(c, r))
 				return 1;
 			continue;

@@ -16,6 +16,7 @@ static void module_construct(triad_coll_module_t *m)
 	m->comm = NULL;
 	m->agree = 0;
 	m->seq = 0;
+	m->took = 0;
 	m->head = m->tail = NULL;
 	m->next_busy = NULL;
 	m->prev_bcast = NULL;
