@@ -54,6 +54,7 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/request/request.h"
 #include "opal/datatype/opal_convertor.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
 /* The staging window of a context id. */
@@ -640,6 +641,29 @@ int triad_coll_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int r
 	return OMPI_SUCCESS;
 }
 
+/* MPI_Bcast's wait.  ompi_request_wait_completion would spin in
+ * opal_progress, polling triad at every turn: triad's progress thread
+ * then leaves the completions to this thread, and ranks that spin on
+ * shared CPUs (four on the test VM's two) serve and forward a broadcast's
+ * copies only when the scheduler runs them.  While a segment's data is
+ * under way (most of a large broadcast), when it is all this component
+ * has under way, the thread sleeps in triad_wait instead, as a blocking
+ * triad_bcast does (and this component's MPI_Bcast did before
+ * MPI_Ibcast): triad's progress thread serves the copies and wakes it.
+ * Open MPI's own progress still runs every WAIT_SLICE_MS. */
+#define WAIT_SLICE_MS 10
+
+static void bcast_wait(struct triad_coll_component *c, ompi_request_t *req)
+{
+	while (!REQUEST_COMPLETE(req)) {
+		triad_coll_module_t *m = c->busy;
+
+		if (m && !m->next_busy && m->head && m->head->st == SEG_BCAST && m->head->treq)
+			(void)triad_wait(m->head->treq, WAIT_SLICE_MS);
+		opal_progress();
+	}
+}
+
 int triad_coll_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
 		     struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
@@ -656,7 +680,7 @@ int triad_coll_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int ro
 	req = (ompi_request_t *)start(m, buf, count, dtype, root, total, comm);
 	if (!req)
 		return OMPI_ERR_OUT_OF_RESOURCE;
-	ompi_request_wait_completion(req);
+	bcast_wait(&mca_coll_triad_component, req);
 	ret = req->req_status.MPI_ERROR;
 	req_free(&req);
 	return ret;
