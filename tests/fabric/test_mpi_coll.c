@@ -4,7 +4,9 @@
  * even ranks, each in reverse order; the last rank alone and the others
  * together), roots first, middle and last of each, 0 B .. 64 MiB, MPI_BYTE
  * and a vector type (gaps must keep their bytes).  Every rank checks every
- * byte of its buffer, and the failures are summed.
+ * byte of its buffer, and the failures are summed.  Every case is named on
+ * stderr as it starts, with the seconds since MPI_Init, by the rank 0 of
+ * its communicator: a run that times out shows where it stopped.
  *
  *     mpirun --mca mca_component_path OMPI_PKGLIBDIR:BUILD/mpi \
  *            --mca coll_triad_priority 90 -np N test_mpi_coll --expect triad
@@ -41,12 +43,28 @@
  * traffic must then keep off PLANE (examples/triad-vmrank's
  * TRIAD_VM_UCX_PLANES), since UCX does not fail over. */
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int rank, failures;
+static double t0; /* MPI_Wtime at the start */
+
+/* A case about to start, on stderr with the seconds since the start: a
+ * run that times out shows where it stopped, and the times what each
+ * case took.  Called by one rank of the case (the communicator's 0). */
+static void note(const char *fmt, ...)
+{
+	char line[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "test_mpi_coll: %7.1f s rank %d: %s\n", MPI_Wtime() - t0, rank, line);
+}
 
 #define CHECK(cond, ...)                                                   \
 	do {                                                               \
@@ -157,6 +175,8 @@ static unsigned long fault_loop(int size, int node, int plane)
 			       plane, i == FAULT_DOWN ? "down" : "up");
 			fflush(stdout);
 		}
+		if (!rank)
+			note("broadcast %d of %zu B from %d", i, FAULT_BYTES, root);
 		for (size_t k = 0; k < FAULT_BYTES; k++)
 			buf[k] = rank == root ? pattern((uint32_t)i, k)
 					      : pattern((uint32_t)(i + 1000 * (rank + 1)), k);
@@ -285,6 +305,9 @@ static void matrix(int size, unsigned long min_size, unsigned long max_size,
 					 * numbers of cases on others (an odd world's
 					 * halves). */
 					seed = 1 + ((c * 2 + vector) * 16 + k) * 3 + r;
+					if (!crank)
+						note("%s, %s %zu B from %d", comms[c].name,
+						     vector ? "vector" : "bytes", bytes, root);
 					fill(buf, span, vector, seed, crank == root);
 					MPI_Bcast(buf, count, type, root, comm);
 					bad = wrong(buf, span, seed);
@@ -394,6 +417,10 @@ static void ibcast_cases(int size, unsigned long min_size, unsigned long max_siz
 			if (r && root == 0)
 				continue;
 			ib_start(&b, MPI_COMM_WORLD, sizes[k], vector, root, ++seed);
+			if (!rank)
+				note("MPI_Ibcast, world, %s %zu B from %d, %s",
+				     b.vector ? "vector" : "bytes", b.bytes, root,
+				     r ? "MPI_Test loop" : "compute then MPI_Wait");
 			if (r) {
 				MPI_Test(&b.req, &flag, MPI_STATUS_IGNORE);
 				for (; !flag; MPI_Test(&b.req, &flag, MPI_STATUS_IGNORE))
@@ -410,6 +437,7 @@ static void ibcast_cases(int size, unsigned long min_size, unsigned long max_siz
 	/* Several at once on every communicator, the communicators started
 	 * in a different order on every rank. */
 	ncomms = comms_make(comms, size);
+	note("MPI_Ibcast, %d at once on %d communicators, started", ncomms * IB_PER_COMM, ncomms);
 	for (int i = 0; i < ncomms; i++) {
 		int c = rank % 2 ? (rank + ncomms - i) % ncomms : (rank + i) % ncomms;
 		int crank, csize;
@@ -442,6 +470,7 @@ static void ibcast_cases(int size, unsigned long min_size, unsigned long max_siz
 		count_case(&world, size, blocking.bytes, min_size, want_served, want_back);
 	}
 	compute(5);
+	note("MPI_Ibcast, %d at once: MPI_Bcast on the world done, waiting", n);
 	for (int i = 0; i < n; i++) {
 		MPI_Wait(&outstanding[i].req, MPI_STATUS_IGNORE);
 		ib_check(&outstanding[i], "several at once on every communicator");
@@ -455,6 +484,9 @@ static void ibcast_cases(int size, unsigned long min_size, unsigned long max_siz
 		struct ib b;
 		int ret, cancelled = 1;
 
+		if (!rank)
+			note("MPI_Ibcast, world, bytes %d B from %d, MPI_Cancel and "
+			     "MPI_Request_free", 4 << 20, size / 2);
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 		ib_start(&b, MPI_COMM_WORLD, 4 << 20, 0, size / 2, 400000);
 		ret = MPI_Cancel(&b.req);
@@ -500,6 +532,7 @@ int main(int argc, char **argv)
 		}
 	}
 	MPI_Init(&argc, &argv);
+	t0 = MPI_Wtime();
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (expect_triad < 0) {
