@@ -132,7 +132,7 @@ struct triad_coll_req {
 	enum seg_state st;
 	triad_req_t *treq;
 	int fin_to; /* root: the next rank FIN goes to */
-	uint64_t deadline;
+	uint64_t since, deadline; /* of its state */
 };
 typedef struct triad_coll_req triad_coll_req_t;
 
@@ -326,7 +326,8 @@ static void seg_fail(struct triad_coll_component *c, triad_coll_req_t *r, const 
 static void seg_state(struct triad_coll_component *c, triad_coll_req_t *r, enum seg_state st)
 {
 	r->st = st;
-	r->deadline = now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+	r->since = now_ns();
+	r->deadline = r->since + (uint64_t)c->timeout_ms * 1000000ull;
 }
 
 /* The next segment, or the end: 1 when the broadcast is over. */
@@ -650,16 +651,28 @@ int triad_coll_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int r
  * has under way, the thread sleeps in triad_wait instead, as a blocking
  * triad_bcast does (and this component's MPI_Bcast did before
  * MPI_Ibcast): triad's progress thread serves the copies and wakes it.
- * Open MPI's own progress still runs every WAIT_SLICE_MS. */
+ * Open MPI's own progress still runs every WAIT_SLICE_MS.  A step of the
+ * handshake that waits for another rank (its window, the READYs: a rank
+ * still busy with what came before) spins WAIT_SPIN_NS, as triad's waits
+ * do, then looks every WAIT_NAP_NS: a root that spun there took the CPU
+ * from the ranks it waited for. */
 #define WAIT_SLICE_MS 10
+#define WAIT_SPIN_NS 200000ull
+#define WAIT_NAP_NS 100000
 
 static void bcast_wait(struct triad_coll_component *c, ompi_request_t *req)
 {
+	static const struct timespec nap = { .tv_nsec = WAIT_NAP_NS };
+
 	while (!REQUEST_COMPLETE(req)) {
 		triad_coll_module_t *m = c->busy;
+		triad_coll_req_t *h = m && !m->next_busy ? m->head : NULL;
 
-		if (m && !m->next_busy && m->head && m->head->st == SEG_BCAST && m->head->treq)
-			(void)triad_wait(m->head->treq, WAIT_SLICE_MS);
+		if (h && h->st == SEG_BCAST && h->treq)
+			(void)triad_wait(h->treq, WAIT_SLICE_MS);
+		else if (h && (h->st == SEG_SLOT || h->st == SEG_READY_WAIT) &&
+			 now_ns() - h->since > WAIT_SPIN_NS)
+			nanosleep(&nap, NULL);
 		opal_progress();
 	}
 }
