@@ -1,21 +1,24 @@
-/* coll/triad: an Open MPI 4.1 collective component whose MPI_Bcast is
- * triad_bcast (docs/mpi.md).
+/* coll/triad: an Open MPI 4.1 collective component whose MPI_Bcast and
+ * MPI_Ibcast are triad_group_bcast (docs/mpi.md).
  *
  * triad starts once per process, from the launcher's PMIx (lib/core/pmix.c),
  * at the first communicator that spans the whole world (MPI_COMM_WORLD in
  * MPI_Init); every rank then agrees whether it started everywhere.  Every
- * intra-communicator of two ranks or more gets a module once triad is up
- * (a proper subset of the world gets a triad group, triad_group_create,
- * freed with the module): its broadcasts of at least coll_triad_min_size
- * bytes go through triad, the others to the module that served MPI_Bcast
- * before this one was enabled.  Intercommunicators and a subset of one
- * rank get no module (Open MPI's own choice serves them).
+ * intra-communicator of two ranks or more gets a module once triad is up,
+ * and the module a triad group of the communicator's ranks (freed with the
+ * module): its broadcasts of at least coll_triad_min_size bytes go through
+ * triad, the others to the module that served them before this one was
+ * enabled.  Intercommunicators and a subset of one rank get no module
+ * (Open MPI's own choice serves them).
  *
- * triad_bcast moves a window's range, under one window id at every rank,
- * so the data is staged: every rank exposes one window (coll_triad_stage_size
- * bytes, registered once); the root packs the user's buffer into it, the
- * others unpack from it.  A broadcast larger than the window goes in
- * segments. */
+ * triad_group_bcast moves a window's range, under one window id at every
+ * rank, so the data is staged: every communicator's context id has its own
+ * staging window (coll_triad_stage_size bytes, made at its first broadcast
+ * and kept until triad stops); the root packs the user's buffer into it,
+ * the others unpack from it.  A broadcast larger than the window goes in
+ * segments, and the segments of a communicator's broadcasts, blocking or
+ * not, go one after the other in the order they were called
+ * (coll_triad_bcast.c). */
 #ifndef TRIAD_COLL_TRIAD_H
 #define TRIAD_COLL_TRIAD_H
 
@@ -24,14 +27,16 @@
 #include "mpi.h"
 #include "ompi/mca/coll/coll.h"
 
+#include <pthread.h>
+
 #include <triad.h>
 
-/* The window id of the staging window: not for the application's own. */
-#define TRIAD_COLL_WIN_ID 0x74434f4cu /* "tCOL" */
-/* The triad group id of a communicator: its context id, which all its
- * members share, with the top bit set (ids below 2^31 are the
- * application's own). */
-#define TRIAD_COLL_GROUP_ID(cid) (0x80000000u | (uint32_t)(cid))
+/* The triad group id and the staging window id of a communicator: its
+ * context id, which all its members share, with the top bit set (ids
+ * below 2^31 are the application's own). */
+#define TRIAD_COLL_ID(cid) (0x80000000u | (uint32_t)(cid))
+/* The active message id of the staging handshake (coll_triad_bcast.c). */
+#define TRIAD_COLL_AM_ID 0xc7u
 
 enum triad_coll_state {
 	TRIAD_COLL_UNTRIED, /* triad not started yet */
@@ -48,7 +53,7 @@ struct triad_coll_component {
 	unsigned long min_size;	 /* coll_triad_min_size: smaller broadcasts handed back */
 	unsigned long stage_size; /* coll_triad_stage_size: the staging window, bytes */
 	int algo;		 /* coll_triad_algorithm: enum triad_bcast_algo */
-	int timeout_ms;		 /* coll_triad_timeout_ms: a broadcast's and a barrier's */
+	int timeout_ms;		 /* coll_triad_timeout_ms: each wait of a segment */
 	/* performance variables (MPI_T) */
 	unsigned long served;	  /* coll_triad_bcast_served */
 	unsigned long handed_back; /* coll_triad_bcast_handed_back */
@@ -58,8 +63,10 @@ struct triad_coll_component {
 	int modules; /* alive: triad stops with the last (MPI_COMM_WORLD's, at MPI_Finalize) */
 	enum triad_coll_state state;
 	triad_ctx_t *ctx;
-	void *stage;
-	triad_win_t *win;
+	int progress; /* triad_coll_progress is registered */
+	struct triad_coll_slot *slots; /* staging windows by context id */
+	struct triad_coll_module *busy; /* modules with broadcasts under way */
+	pthread_mutex_t lock;		 /* the slots' handshake fields (AM handler) */
 };
 
 extern struct triad_coll_component mca_coll_triad_component;
@@ -67,10 +74,19 @@ extern struct triad_coll_component mca_coll_triad_component;
 struct triad_coll_module {
 	mca_coll_base_module_t super;
 	int *world_rank; /* communicator rank -> triad (world) rank */
-	triad_group_t *group; /* a proper subset of the world: its group; NULL: the world */
+	triad_group_t *group; /* the communicator's ranks; NULL: nothing served */
+	struct ompi_communicator_t *comm; /* its communicator (which holds it) */
+	int size, rank;			   /* the communicator's */
+	uint32_t cid;	/* its context id */
 	int agree;	 /* enable must agree on triad's start (first world communicator) */
+	uint32_t seq;	 /* segments started on the communicator */
+	int took;	 /* it took its window once (coll_triad_bcast.c: seg_take) */
+	struct triad_coll_req *head, *tail; /* its broadcasts under way, in call order */
+	struct triad_coll_module *next_busy; /* in the component's busy list */
 	mca_coll_base_module_bcast_fn_t prev_bcast;
 	mca_coll_base_module_t *prev_bcast_module;
+	mca_coll_base_module_ibcast_fn_t prev_ibcast;
+	mca_coll_base_module_t *prev_ibcast_module;
 };
 OBJ_CLASS_DECLARATION(triad_coll_module_t);
 typedef struct triad_coll_module triad_coll_module_t;
@@ -78,7 +94,17 @@ typedef struct triad_coll_module triad_coll_module_t;
 mca_coll_base_module_t *triad_coll_comm_query(struct ompi_communicator_t *comm, int *priority);
 int triad_coll_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
 		     struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-/* Starts triad (collective over the world), creates the staging window. */
+int triad_coll_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+		      struct ompi_communicator_t *comm, ompi_request_t **request,
+		      mca_coll_base_module_t *module);
+/* Advances every broadcast under way (registered with opal_progress);
+ * returns how many completed. */
+int triad_coll_progress(void);
+/* The AM handler of the staging handshake. */
+int triad_coll_am(void *arg, int src_rank, const void *data, size_t len, triad_am_msg_t *msg);
+/* Destroys the staging windows (before triad_fini). */
+void triad_coll_slots_free(void);
+/* Starts triad (collective over the world) and its handshake. */
 int triad_coll_start(void);
 /* Closes what triad_coll_start opened (again: nothing); later
  * communicators get no module. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
 static int triad_coll_register(void);
@@ -33,6 +34,7 @@ struct triad_coll_component mca_coll_triad_component = {
 	.algo = TRIAD_BCAST_AUTO,
 	.timeout_ms = 120000,
 	.output = -1,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static void var(const char *name, const char *desc, mca_base_var_type_t type, void *storage)
@@ -61,16 +63,18 @@ static int triad_coll_register(void)
 	    "end; 2: every broadcast)", MCA_BASE_VAR_TYPE_INT, &c->verbose);
 	var("min_size", "Broadcasts of fewer bytes go to the component selected before coll/triad",
 	    MCA_BASE_VAR_TYPE_UNSIGNED_LONG, &c->min_size);
-	var("stage_size", "Bytes of each rank's staging window (registered once); larger "
-	    "broadcasts go in segments of this size", MCA_BASE_VAR_TYPE_UNSIGNED_LONG,
-	    &c->stage_size);
+	var("stage_size", "Bytes of each staging window (one per communicator that broadcasts "
+	    "through triad, registered once); larger broadcasts go in segments of this size",
+	    MCA_BASE_VAR_TYPE_UNSIGNED_LONG, &c->stage_size);
 	var("algorithm", "triad's broadcast algorithm: 0 auto, 1 greedy, 2 binomial, 3 pipelined",
 	    MCA_BASE_VAR_TYPE_INT, &c->algo);
-	var("timeout_ms", "A broadcast that takes longer fails the MPI call (MPI_ERR_OTHER)",
-	    MCA_BASE_VAR_TYPE_INT, &c->timeout_ms);
-	counter("bcast_served", "Broadcasts coll/triad moved with triad", &c->served);
-	counter("bcast_handed_back", "Broadcasts on coll/triad's communicators handed back to the "
-		"component selected before it", &c->handed_back);
+	var("timeout_ms", "A segment of a broadcast that waits longer for a rank fails the "
+	    "broadcast (MPI_ERR_OTHER)", MCA_BASE_VAR_TYPE_INT, &c->timeout_ms);
+	counter("bcast_served", "Broadcasts (MPI_Bcast and MPI_Ibcast) coll/triad moved with "
+		"triad", &c->served);
+	counter("bcast_handed_back", "Broadcasts (MPI_Bcast and MPI_Ibcast) on coll/triad's "
+		"communicators handed back to the component selected before it",
+		&c->handed_back);
 	counter("bcast_bytes", "Bytes coll/triad's broadcasts moved with triad", &c->bytes);
 	return OMPI_SUCCESS;
 }
@@ -100,9 +104,8 @@ static int triad_coll_close(void)
 static int triad_coll_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
 	(void)enable_progress_threads;
-	/* Concurrent broadcasts on several communicators would share the
-	 * staging window, and triad matches broadcasts by root and order in
-	 * the whole world, not per communicator. */
+	/* A communicator's broadcasts are queued and advanced by whichever
+	 * thread calls in, without locks. */
 	if (enable_mpi_threads) {
 		opal_output_verbose(1, mca_coll_triad_component.output,
 				    "coll/triad: off under MPI_THREAD_MULTIPLE");
@@ -114,11 +117,10 @@ static int triad_coll_init_query(bool enable_progress_threads, bool enable_mpi_t
 int triad_coll_start(void)
 {
 	struct triad_coll_component *c = &mca_coll_triad_component;
-	size_t len = c->stage_size;
 	int ret;
 
 	c->state = TRIAD_COLL_FAILED;
-	if (!len || c->algo < TRIAD_BCAST_AUTO || c->algo > TRIAD_BCAST_PIPELINED) {
+	if (!c->stage_size || c->algo < TRIAD_BCAST_AUTO || c->algo > TRIAD_BCAST_PIPELINED) {
 		opal_output(0, "coll/triad: coll_triad_stage_size must be > 0 and "
 			    "coll_triad_algorithm 0..3: not used");
 		return OMPI_ERR_BAD_PARAM;
@@ -130,24 +132,24 @@ int triad_coll_start(void)
 		c->ctx = NULL;
 		return OMPI_ERROR;
 	}
-	ret = posix_memalign(&c->stage, 4096, len);
+	ret = triad_am_register(c->ctx, TRIAD_COLL_AM_ID, triad_coll_am, NULL);
 	if (ret) {
-		c->stage = NULL;
-		opal_output(0, "coll/triad: no memory for a %zu-byte staging window", len);
-		triad_coll_stop();
-		return OMPI_ERR_OUT_OF_RESOURCE;
-	}
-	ret = triad_win_create(c->ctx, TRIAD_COLL_WIN_ID, c->stage, len, NULL, &c->win);
-	if (ret) {
-		c->win = NULL;
-		opal_output(0, "coll/triad: triad_win_create (%zu bytes): %s", len, strerror(-ret));
+		opal_output(0, "coll/triad: triad_am_register(%u): %s", TRIAD_COLL_AM_ID,
+			    strerror(-ret));
 		triad_coll_stop();
 		return OMPI_ERROR;
 	}
+	ret = opal_progress_register(triad_coll_progress);
+	if (ret != OPAL_SUCCESS) {
+		opal_output(0, "coll/triad: opal_progress_register: %d", ret);
+		triad_coll_stop();
+		return OMPI_ERROR;
+	}
+	c->progress = 1;
 	c->state = TRIAD_COLL_STARTED;
 	opal_output_verbose(1, c->output, "coll/triad: rank %d of %d: triad up, %d plane(s), "
-			    "%zu-byte staging window", triad_rank(c->ctx), triad_size(c->ctx),
-			    triad_nplanes(c->ctx), len);
+			    "%lu-byte staging windows", triad_rank(c->ctx), triad_size(c->ctx),
+			    triad_nplanes(c->ctx), c->stage_size);
 	return OMPI_SUCCESS;
 }
 
@@ -162,12 +164,13 @@ void triad_coll_stop(void)
 				    c->handed_back);
 	if (c->state != TRIAD_COLL_UNTRIED)
 		c->state = TRIAD_COLL_FAILED;
-	if (c->win)
-		triad_win_destroy(c->win);
-	c->win = NULL;
+	if (c->progress)
+		opal_progress_unregister(triad_coll_progress);
+	c->progress = 0;
+	/* The windows go with the context, then their memory (no handler
+	 * runs any more). */
 	if (c->ctx)
 		triad_fini(c->ctx);
 	c->ctx = NULL;
-	free(c->stage);
-	c->stage = NULL;
+	triad_coll_slots_free();
 }

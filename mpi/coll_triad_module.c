@@ -1,6 +1,5 @@
-/* coll/triad's module: which communicators it serves, the triad group of
- * one that is a proper subset of the world, and the functions it saves
- * from the module selected before it. */
+/* coll/triad's module: which communicators it serves, their triad groups,
+ * and the functions it saves from the module selected before it. */
 #include "coll_triad.h"
 
 #include <stdlib.h>
@@ -14,9 +13,16 @@ static void module_construct(triad_coll_module_t *m)
 {
 	m->world_rank = NULL;
 	m->group = NULL;
+	m->comm = NULL;
 	m->agree = 0;
+	m->seq = 0;
+	m->took = 0;
+	m->head = m->tail = NULL;
+	m->next_busy = NULL;
 	m->prev_bcast = NULL;
 	m->prev_bcast_module = NULL;
+	m->prev_ibcast = NULL;
+	m->prev_ibcast_module = NULL;
 }
 
 /* triad stops with the last module, not when the component closes: a
@@ -26,6 +32,8 @@ static void module_destruct(triad_coll_module_t *m)
 {
 	if (m->prev_bcast_module)
 		OBJ_RELEASE(m->prev_bcast_module);
+	if (m->prev_ibcast_module)
+		OBJ_RELEASE(m->prev_ibcast_module);
 	/* triad_fini freed it if triad stopped first (the component closed). */
 	if (m->group && mca_coll_triad_component.ctx)
 		triad_group_destroy(m->group);
@@ -63,14 +71,44 @@ static void agree(struct ompi_communicator_t *comm)
 	triad_coll_stop();
 }
 
-/* Saves the bcast of the module selected before this one (enable runs in
- * increasing priority, before this module's functions are copied in). */
+/* The triad group of comm, whose world ranks are wr (comm rank i is group
+ * rank i), named by comm's context id, which every member shares; NULL
+ * (said why) when it cannot be made: comm's broadcasts then stay with
+ * Open MPI.  Every communicator has one, those that span the world too:
+ * triad matches broadcasts per group, and two communicators' broadcasts
+ * may be started in different orders on different ranks. */
+static triad_group_t *comm_group(struct ompi_communicator_t *comm, const int *wr)
+{
+	struct triad_coll_component *c = &mca_coll_triad_component;
+	uint32_t id = TRIAD_COLL_ID(ompi_comm_get_cid(comm));
+	triad_group_t *g = NULL;
+	int ret;
+
+	if (c->state != TRIAD_COLL_UP)
+		return NULL;
+	ret = triad_group_create(c->ctx, id, wr, ompi_comm_size(comm), &g);
+	if (ret) {
+		opal_output(0, "coll/triad: triad_group_create of %s (%d ranks, id %#x): %s: its "
+			    "broadcasts stay with Open MPI", comm->c_name, ompi_comm_size(comm), id,
+			    strerror(-ret));
+		return NULL;
+	}
+	return g;
+}
+
+/* Saves the functions of the modules selected before this one (enable
+ * runs in increasing priority, before this module's functions are copied
+ * in); a function with none before it is not taken. */
 static int module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
 	triad_coll_module_t *m = (triad_coll_module_t *)module;
 
-	if (m->agree)
+	if (m->agree) {
 		agree(comm);
+		/* Not up everywhere: no module here either (docs/mpi.md). */
+		if (mca_coll_triad_component.state != TRIAD_COLL_UP)
+			return OMPI_ERROR;
+	}
 	if (!comm->c_coll->coll_bcast || !comm->c_coll->coll_bcast_module) {
 		opal_output_verbose(1, mca_coll_triad_component.output,
 				    "coll/triad: no MPI_Bcast selected below coll/triad on %s: not "
@@ -80,6 +118,16 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
 	m->prev_bcast = comm->c_coll->coll_bcast;
 	m->prev_bcast_module = comm->c_coll->coll_bcast_module;
 	OBJ_RETAIN(m->prev_bcast_module);
+	if (comm->c_coll->coll_ibcast && comm->c_coll->coll_ibcast_module) {
+		m->prev_ibcast = comm->c_coll->coll_ibcast;
+		m->prev_ibcast_module = comm->c_coll->coll_ibcast_module;
+		OBJ_RETAIN(m->prev_ibcast_module);
+	} else {
+		m->super.coll_ibcast = NULL;
+	}
+	/* The first world communicator's: now that triad is up everywhere. */
+	if (m->agree && !m->group)
+		m->group = comm_group(comm, m->world_rank);
 	return OMPI_SUCCESS;
 }
 
@@ -108,31 +156,6 @@ no:
 	return NULL;
 }
 
-/* The triad group of comm, a proper subset of the world whose world ranks
- * are wr (comm rank i is group rank i), named by comm's context id, which
- * every member shares; NULL (said why) when it cannot be made. */
-static triad_group_t *subset_group(struct ompi_communicator_t *comm, const int *wr)
-{
-	struct triad_coll_component *c = &mca_coll_triad_component;
-	uint32_t id = TRIAD_COLL_GROUP_ID(ompi_comm_get_cid(comm));
-	triad_group_t *g = NULL;
-	int ret;
-
-	if (c->state != TRIAD_COLL_UP) {
-		opal_output_verbose(2, c->output, "coll/triad: triad is not up: %s not served",
-				    comm->c_name);
-		return NULL;
-	}
-	ret = triad_group_create(c->ctx, id, wr, ompi_comm_size(comm), &g);
-	if (ret) {
-		opal_output_verbose(1, c->output, "coll/triad: triad_group_create of %s (%d ranks, "
-				    "id %#x): %s: not served", comm->c_name, ompi_comm_size(comm),
-				    id, strerror(-ret));
-		return NULL;
-	}
-	return g;
-}
-
 mca_coll_base_module_t *triad_coll_comm_query(struct ompi_communicator_t *comm, int *priority)
 {
 	struct triad_coll_component *c = &mca_coll_triad_component;
@@ -156,7 +179,8 @@ mca_coll_base_module_t *triad_coll_comm_query(struct ompi_communicator_t *comm, 
 		free(wr);
 		return NULL;
 	}
-	if (n < world_size && !(g = subset_group(comm, wr))) {
+	/* triad not started yet: the group comes at enable (below). */
+	if (c->state != TRIAD_COLL_UNTRIED && !(g = comm_group(comm, wr))) {
 		free(wr);
 		return NULL;
 	}
@@ -169,6 +193,10 @@ mca_coll_base_module_t *triad_coll_comm_query(struct ompi_communicator_t *comm, 
 	}
 	m->world_rank = wr;
 	m->group = g;
+	m->comm = comm;
+	m->size = n;
+	m->rank = ompi_comm_rank(comm);
+	m->cid = ompi_comm_get_cid(comm);
 	c->modules++;
 	if (c->state == TRIAD_COLL_UNTRIED) {
 		/* Every rank is here, at the same communicator: start triad, and
@@ -178,6 +206,7 @@ mca_coll_base_module_t *triad_coll_comm_query(struct ompi_communicator_t *comm, 
 	}
 	m->super.coll_module_enable = module_enable;
 	m->super.coll_bcast = triad_coll_bcast;
+	m->super.coll_ibcast = triad_coll_ibcast;
 	*priority = c->priority;
 	return &m->super;
 }

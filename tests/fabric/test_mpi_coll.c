@@ -4,7 +4,9 @@
  * even ranks, each in reverse order; the last rank alone and the others
  * together), roots first, middle and last of each, 0 B .. 64 MiB, MPI_BYTE
  * and a vector type (gaps must keep their bytes).  Every rank checks every
- * byte of its buffer, and the failures are summed.
+ * byte of its buffer, and the failures are summed.  Every case is named on
+ * stderr as it starts, with the seconds since MPI_Init, by the rank 0 of
+ * its communicator: a run that times out shows where it stopped.
  *
  *     mpirun --mca mca_component_path OMPI_PKGLIBDIR:BUILD/mpi \
  *            --mca coll_triad_priority 90 -np N test_mpi_coll --expect triad
@@ -21,6 +23,17 @@
  * --max-size B leaves out the cases of more than B bytes (Open MPI's own
  * broadcast of 16 MiB over UCX on rxe takes minutes).
  *
+ * Then MPI_Ibcast (ibcast_cases): on MPI_COMM_WORLD with compute between
+ * the start and MPI_Wait (or an MPI_Test loop), roots first and last, a
+ * derived type freed while its broadcast is under way; several at once
+ * on every communicator of the matrix, each rank starting the
+ * communicators' broadcasts in an order of its own (the communicators in
+ * turn from its rank on, every other rank backwards), waited for all at
+ * once after a blocking MPI_Bcast on MPI_COMM_WORLD that must follow the
+ * world's; and MPI_Cancel (refused, as Open MPI refuses it for every
+ * non-blocking collective) and MPI_Request_free (refused while active)
+ * on one under way.  Sizes 0 B .. 4 MiB + 3 and the counting above.
+ *
  * --fault NODE:PLANE runs instead a loop of FAULT_LOOPS broadcasts of
  * FAULT_BYTES over MPI_COMM_WORLD, the root going round the ranks, during
  * which the link of NODE's PLANE goes down (fabric-ctl, in the background
@@ -30,12 +43,28 @@
  * traffic must then keep off PLANE (examples/triad-vmrank's
  * TRIAD_VM_UCX_PLANES), since UCX does not fail over. */
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int rank, failures;
+static double t0; /* MPI_Wtime at the start */
+
+/* A case about to start, on stderr with the seconds since the start: a
+ * run that times out shows where it stopped, and the times what each
+ * case took.  Called by one rank of the case (the communicator's 0). */
+static void note(const char *fmt, ...)
+{
+	char line[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "test_mpi_coll: %7.1f s rank %d: %s\n", MPI_Wtime() - t0, rank, line);
+}
 
 #define CHECK(cond, ...)                                                   \
 	do {                                                               \
@@ -66,6 +95,26 @@ static uint8_t pattern(uint32_t seed, uint64_t i)
 static int is_data(int vector, uint64_t i)
 {
 	return !vector || (i / sizeof(int)) % VEC_STRIDE < VEC_BLOCK;
+}
+
+/* The root's bytes (seed) in the first span bytes of buf on the root and
+ * in the gaps of the vector type everywhere; every other rank starts from
+ * bytes of its own. */
+static void fill(uint8_t *buf, size_t span, int vector, int seed, int is_root)
+{
+	for (size_t i = 0; i < span; i++)
+		buf[i] = is_root || !is_data(vector, i)
+				 ? pattern((uint32_t)seed, i)
+				 : pattern((uint32_t)(seed + 1000 * (rank + 1)), i);
+}
+
+/* The first byte of buf that is not the root's, or -1. */
+static int64_t wrong(const uint8_t *buf, size_t span, int seed)
+{
+	for (size_t i = 0; i < span; i++)
+		if (buf[i] != pattern((uint32_t)seed, i))
+			return (int64_t)i;
+	return -1;
 }
 
 /* A handle on one of coll/triad's MPI_T counters: Open MPI's handle of a
@@ -126,6 +175,8 @@ static unsigned long fault_loop(int size, int node, int plane)
 			       plane, i == FAULT_DOWN ? "down" : "up");
 			fflush(stdout);
 		}
+		if (!rank)
+			note("broadcast %d of %zu B from %d", i, FAULT_BYTES, root);
 		for (size_t k = 0; k < FAULT_BYTES; k++)
 			buf[k] = rank == root ? pattern((uint32_t)i, k)
 					      : pattern((uint32_t)(i + 1000 * (rank + 1)), k);
@@ -177,6 +228,21 @@ static int comms_make(struct comm_case *comms, int size)
 	return n;
 }
 
+/* Counts a broadcast of bytes on comm (of csize ranks) as one coll/triad
+ * must serve or hand back.  MPI_Bcast and MPI_Ibcast of 0 elements return
+ * before any component sees them; a communicator of one rank has no
+ * coll/triad module. */
+static void count_case(const struct comm_case *comm, int csize, size_t bytes,
+		       unsigned long min_size, unsigned long *want_served, unsigned long *want_back)
+{
+	if (!(comm->world || csize > 1) || !bytes)
+		return;
+	if (bytes >= min_size)
+		(*want_served)++;
+	else
+		(*want_back)++;
+}
+
 /* The matrix of cases (above) over the communicators of comms_make;
  * counts the broadcasts coll/triad must serve and hand back. */
 static void matrix(int size, unsigned long min_size, unsigned long max_size,
@@ -186,7 +252,7 @@ static void matrix(int size, unsigned long min_size, unsigned long max_size,
 					(4 << 20) + 3, 16 << 20, 64 << 20 };
 	static const int vec_blocks[] = { 1, 4096, 131072, 1 << 20 };
 	struct comm_case comms[NCOMMS];
-	int ncomms = comms_make(comms, size), seed = 1;
+	int ncomms = comms_make(comms, size);
 	size_t max = 0;
 	uint8_t *buf;
 
@@ -210,10 +276,10 @@ static void matrix(int size, unsigned long min_size, unsigned long max_size,
 			for (int k = 0; k < ncase; k++) {
 				for (int r = 0; r < 3; r++) {
 					/* first, middle, last: each once */
-					int root = r == 0 ? 0 : r == 1 ? csize / 2 : csize - 1, count;
+					int root = r == 0 ? 0 : r == 1 ? csize / 2 : csize - 1, count, seed;
 					size_t bytes, span;
 					MPI_Datatype type = MPI_BYTE;
-					int64_t bad = -1;
+					int64_t bad;
 
 					if ((r == 1 && root == 0) || (r == 2 && root <= csize / 2))
 						continue;
@@ -234,27 +300,22 @@ static void matrix(int size, unsigned long min_size, unsigned long max_size,
 							MPI_Type_free(&type);
 						continue;
 					}
-					seed++;
-					/* The root's data everywhere on the root; every
-					 * other rank starts from its own bytes. */
-					for (size_t i = 0; i < span; i++)
-						buf[i] = crank == root || !is_data(vector, i)
-								 ? pattern((uint32_t)seed, i)
-								 : pattern((uint32_t)(seed + 1000 * (rank + 1)), i);
+					/* Named by the case, not counted: members of a
+					 * communicator may have skipped different
+					 * numbers of cases on others (an odd world's
+					 * halves). */
+					seed = 1 + ((c * 2 + vector) * 16 + k) * 3 + r;
+					if (!crank)
+						note("%s, %s %zu B from %d", comms[c].name,
+						     vector ? "vector" : "bytes", bytes, root);
+					fill(buf, span, vector, seed, crank == root);
 					MPI_Bcast(buf, count, type, root, comm);
-					for (size_t i = 0; i < span && bad < 0; i++)
-						if (buf[i] != pattern((uint32_t)seed, i))
-							bad = (int64_t)i;
+					bad = wrong(buf, span, seed);
 					CHECK(bad < 0, "%s, %s %zu B from %d: byte %lld of %zu wrong",
 					      comms[c].name, vector ? "vector" : "bytes", bytes, root,
 					      (long long)bad, span);
-					/* MPI_Bcast of 0 elements returns before
-					 * any component sees it; a communicator of
-					 * one rank has no coll/triad module. */
-					if ((comms[c].world || csize > 1) && bytes && bytes >= min_size)
-						(*want_served)++;
-					else if ((comms[c].world || csize > 1) && bytes)
-						(*want_back)++;
+					count_case(&comms[c], csize, bytes, min_size, want_served,
+						   want_back);
 					if (vector)
 						MPI_Type_free(&type);
 				}
@@ -264,6 +325,186 @@ static void matrix(int size, unsigned long min_size, unsigned long max_size,
 	for (int c = 1; c < ncomms; c++)
 		MPI_Comm_free(&comms[c].comm);
 	free(buf);
+}
+
+/* Work that makes no MPI call (about a millisecond a round): what an
+ * application does while its broadcast is under way. */
+static volatile double sink;
+
+static void compute(int rounds)
+{
+	static double v[1 << 16];
+	double sum = 0;
+
+	for (int r = 0; r < rounds; r++)
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+			sum += v[i] = v[i] * 0.5 + (double)(i ^ (size_t)r);
+	sink += sum;
+}
+
+/* One MPI_Ibcast of the ibcast cases and what it must deliver. */
+struct ib {
+	uint8_t *buf;
+	MPI_Request req;
+	int root, seed, vector;
+	size_t bytes, span;
+};
+
+/* Starts a broadcast of bytes (as MPI_BYTE, or as that many bytes of the
+ * vector type, freed at once: MPI keeps it while the broadcast needs it)
+ * from comm rank root. */
+static void ib_start(struct ib *b, MPI_Comm comm, size_t bytes, int vector, int root, int seed)
+{
+	MPI_Datatype type = MPI_BYTE;
+	int crank, count = (int)bytes;
+
+	MPI_Comm_rank(comm, &crank);
+	vector = vector && bytes >= VEC_BLOCK * sizeof(int); /* a block at least */
+	b->root = root;
+	b->seed = seed;
+	b->vector = vector;
+	b->bytes = b->span = bytes;
+	if (vector) {
+		int blocks = (int)(bytes / (VEC_BLOCK * sizeof(int)));
+
+		MPI_Type_vector(blocks, VEC_BLOCK, VEC_STRIDE, MPI_INT, &type);
+		MPI_Type_commit(&type);
+		count = 1;
+		b->bytes = (size_t)blocks * VEC_BLOCK * sizeof(int);
+		b->span = ((size_t)(blocks - 1) * VEC_STRIDE + VEC_BLOCK) * sizeof(int);
+	}
+	b->buf = malloc(b->span ? b->span : 1);
+	if (!b->buf)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	fill(b->buf, b->span, vector, seed, crank == root);
+	MPI_Ibcast(b->buf, count, type, root, comm, &b->req);
+	if (vector)
+		MPI_Type_free(&type);
+}
+
+/* Checks every byte of a completed broadcast; frees its buffer. */
+static void ib_check(struct ib *b, const char *what)
+{
+	int64_t bad = wrong(b->buf, b->span, b->seed);
+
+	CHECK(bad < 0, "MPI_Ibcast, %s, %s %zu B from %d: byte %lld of %zu wrong", what,
+	      b->vector ? "vector" : "bytes", b->bytes, b->root, (long long)bad, b->span);
+	free(b->buf);
+}
+
+#define IB_PER_COMM 3
+
+/* The MPI_Ibcast cases (above); counts them as matrix does. */
+static void ibcast_cases(int size, unsigned long min_size, unsigned long max_size,
+			 unsigned long *want_served, unsigned long *want_back)
+{
+	static const size_t sizes[] = { 0, 1, 65536, 262144, 1 << 20, (4 << 20) + 3 };
+	/* Per communicator: several at once, two of them served by triad
+	 * (one in two segments under the fabric run's 4 MiB windows), one
+	 * handed back between them. */
+	static const size_t many[IB_PER_COMM] = { (4 << 20) + 3, 65536, 3 << 19 };
+	const struct comm_case world = { "world", MPI_COMM_WORLD, 1 };
+	struct ib outstanding[NCOMMS * IB_PER_COMM], blocking;
+	struct comm_case comms[NCOMMS];
+	int ncomms, n = 0, seed = 100000;
+
+	/* On MPI_COMM_WORLD, one at a time, compute before the wait. */
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		for (int r = 0; r < 2 && sizes[k] <= max_size; r++) {
+			int root = r ? size - 1 : 0, vector = k % 2, flag = 0;
+			struct ib b;
+
+			if (r && root == 0)
+				continue;
+			ib_start(&b, MPI_COMM_WORLD, sizes[k], vector, root, ++seed);
+			if (!rank)
+				note("MPI_Ibcast, world, %s %zu B from %d, %s",
+				     b.vector ? "vector" : "bytes", b.bytes, root,
+				     r ? "MPI_Test loop" : "compute then MPI_Wait");
+			if (r) {
+				MPI_Test(&b.req, &flag, MPI_STATUS_IGNORE);
+				for (; !flag; MPI_Test(&b.req, &flag, MPI_STATUS_IGNORE))
+					compute(1);
+			} else {
+				compute(20);
+				MPI_Wait(&b.req, MPI_STATUS_IGNORE);
+			}
+			ib_check(&b, r ? "world, MPI_Test loop" : "world, compute then MPI_Wait");
+			count_case(&world, size, b.bytes, min_size, want_served, want_back);
+		}
+	}
+
+	/* Several at once on every communicator, the communicators started
+	 * in a different order on every rank. */
+	ncomms = comms_make(comms, size);
+	note("MPI_Ibcast, %d at once on %d communicators, started", ncomms * IB_PER_COMM, ncomms);
+	for (int i = 0; i < ncomms; i++) {
+		int c = rank % 2 ? (rank + ncomms - i) % ncomms : (rank + i) % ncomms;
+		int crank, csize;
+
+		MPI_Comm_rank(comms[c].comm, &crank);
+		MPI_Comm_size(comms[c].comm, &csize);
+		for (int k = 0; k < IB_PER_COMM; k++) {
+			if (many[k] > max_size)
+				continue;
+			/* The seed names the case, the same at every rank. */
+			ib_start(&outstanding[n], comms[c].comm, many[k], k == 2, (k * csize) / 3,
+				 200000 + c * IB_PER_COMM + k);
+			count_case(&comms[c], csize, outstanding[n].bytes, min_size, want_served,
+				   want_back);
+			n++;
+		}
+	}
+	/* A blocking one behind the world's non-blocking ones. */
+	if ((1u << 20) <= max_size) {
+		blocking.seed = 300000;
+		blocking.root = size - 1;
+		blocking.vector = 0;
+		blocking.bytes = blocking.span = 1 << 20;
+		blocking.buf = malloc(blocking.span);
+		if (!blocking.buf)
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		fill(blocking.buf, blocking.span, 0, blocking.seed, rank == blocking.root);
+		MPI_Bcast(blocking.buf, (int)blocking.bytes, MPI_BYTE, blocking.root, MPI_COMM_WORLD);
+		ib_check(&blocking, "MPI_Bcast on the world with MPI_Ibcasts under way");
+		count_case(&world, size, blocking.bytes, min_size, want_served, want_back);
+	}
+	compute(5);
+	note("MPI_Ibcast, %d at once: MPI_Bcast on the world done, waiting", n);
+	for (int i = 0; i < n; i++) {
+		MPI_Wait(&outstanding[i].req, MPI_STATUS_IGNORE);
+		ib_check(&outstanding[i], "several at once on every communicator");
+	}
+	for (int c = 1; c < ncomms; c++)
+		MPI_Comm_free(&comms[c].comm);
+
+	/* MPI_Cancel and MPI_Request_free on one under way, errors returned. */
+	if (size > 1 && (size_t)(4 << 20) <= max_size) {
+		MPI_Status st;
+		struct ib b;
+		int ret, cancelled = 1;
+
+		if (!rank)
+			note("MPI_Ibcast, world, bytes %d B from %d, MPI_Cancel and "
+			     "MPI_Request_free", 4 << 20, size / 2);
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+		ib_start(&b, MPI_COMM_WORLD, 4 << 20, 0, size / 2, 400000);
+		ret = MPI_Cancel(&b.req);
+		CHECK(ret != MPI_SUCCESS, "MPI_Cancel of an MPI_Ibcast succeeded");
+		ret = MPI_Request_free(&b.req);
+		/* Refused while active; a complete one may be freed. */
+		CHECK((ret == MPI_SUCCESS) == (b.req == MPI_REQUEST_NULL),
+		      "MPI_Request_free of an MPI_Ibcast: %d, the request %s", ret,
+		      b.req == MPI_REQUEST_NULL ? "freed" : "kept");
+		if (b.req != MPI_REQUEST_NULL) {
+			CHECK(MPI_Wait(&b.req, &st) == MPI_SUCCESS, "MPI_Wait after MPI_Cancel");
+			MPI_Test_cancelled(&st, &cancelled);
+			CHECK(!cancelled, "an MPI_Ibcast reports itself cancelled");
+		}
+		ib_check(&b, "world, after MPI_Cancel and MPI_Request_free");
+		count_case(&world, size, b.bytes, min_size, want_served, want_back);
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	}
 }
 
 int main(int argc, char **argv)
@@ -291,6 +532,7 @@ int main(int argc, char **argv)
 		}
 	}
 	MPI_Init(&argc, &argv);
+	t0 = MPI_Wtime();
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (expect_triad < 0) {
@@ -305,8 +547,10 @@ int main(int argc, char **argv)
 
 	if (fault_node >= 0)
 		want_served = fault_loop(size, fault_node, fault_plane);
-	else
+	else {
 		matrix(size, min_size, max_size, &want_served, &want_back);
+		ibcast_cases(size, min_size, max_size, &want_served, &want_back);
+	}
 	got[0] = counter_close(&served);
 	got[1] = counter_close(&back);
 	if (!expect_triad)
