@@ -753,14 +753,16 @@ static void tell_stuck(struct tr_lane *l)
  * sender's own report, tell_stuck, cannot see it). */
 static void tell_held(struct tr_lane *l)
 {
+	/* the first period that ends STUCK_MS or more after the first */
+	int period = l->ctx->cfg.fc_timer_ms;
+	int told_at = period >= STUCK_MS ? 1 : (STUCK_MS + period - 1) / period;
 	char line[768];
 
 	if (l->rx_held < (int)l->fc_rx.nslots) {
 		l->held_ticks = 0;
 		return;
 	}
-	if ((uint64_t)++l->held_ticks * (uint64_t)l->ctx->cfg.fc_timer_ms < STUCK_MS ||
-	    (uint64_t)(l->held_ticks - 1) * (uint64_t)l->ctx->cfg.fc_timer_ms >= STUCK_MS)
+	if (++l->held_ticks != told_at)
 		return;
 	tr_peer_describe(l->ctx, l->peer, line, sizeof(line));
 	tr_warn("peer %d plane %d: all %d receive slots held here for more than %.1f s (kept "
