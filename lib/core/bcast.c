@@ -62,7 +62,15 @@ struct tr_bcasts {
 	struct triad_group *world_group; /* triad_bcast's: every rank, id 0 */
 	struct tr_list groups;	  /* the groups triad_group_create made, live */
 	struct tr_list grp_early; /* BNODE messages of a group not created here yet */
+	unsigned ngrp_early;	  /* on grp_early, at most GRP_EARLY_MAX */
 };
+
+/* BNODE messages kept for groups not created here yet.  A member ahead of
+ * this rank has a few of each broadcast it started in flight to it, so
+ * this is far above what correct use leaves waiting; beyond it the groups
+ * are not being created here (an id that differs between members), and
+ * memory must not grow with what peers send. */
+#define GRP_EARLY_MAX 4096
 
 struct triad_group {
 	struct tr_list link; /* ctx->bcast->groups, while created (not the world's) */
@@ -704,8 +712,16 @@ static struct tr_bc *bc_find(struct triad_ctx *ctx, const struct triad_group *g,
  * triad_group_create hands it on. */
 static void grp_early_keep(struct triad_ctx *ctx, int peer, const struct tr_wire_bnode *w)
 {
-	struct tr_grp_early *e = malloc(sizeof(*e) + w->nbytes);
+	struct tr_grp_early *e;
 
+	if (ctx->bcast->ngrp_early >= GRP_EARLY_MAX) {
+		tr_error("broadcast %u of rank %u: a message of group %u, not created here, "
+			 "dropped: %d such messages wait already (is triad_group_create called "
+			 "with the same id at every member?)", w->seq, w->root, w->group,
+			 GRP_EARLY_MAX);
+		return;
+	}
+	e = malloc(sizeof(*e) + w->nbytes);
 	if (!e) {
 		tr_error("broadcast %u of rank %u: no memory to keep a message of group %u", w->seq,
 			 w->root, w->group);
@@ -719,6 +735,7 @@ static void grp_early_keep(struct triad_ctx *ctx, int peer, const struct tr_wire
 		memcpy(e->data, w->data, w->nbytes);
 	e->w.data = w->nbytes ? e->data : NULL;
 	tr_list_add_tail(&ctx->bcast->grp_early, &e->link);
+	ctx->bcast->ngrp_early++;
 }
 
 /* A BNODE message from world rank peer. */
@@ -1152,6 +1169,7 @@ int triad_group_create(triad_ctx_t *ctx, uint32_t id, const int *ranks, int n,
 		if (e->w.group != id)
 			continue;
 		tr_list_del(&e->link);
+		ctx->bcast->ngrp_early--;
 		bnode_in(ctx, e->peer, &e->w);
 		free(e);
 		next = ctx->bcast->grp_early.next; /* the list may have changed */
