@@ -897,22 +897,21 @@ void tr_peer_free(struct tr_peer *p)
 static int park(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
 	struct tr_peer *p = &l->ctx->peers[l->peer];
+	struct tr_msg at = *m;
 	struct tr_parked *e;
-
-	/* A copy's or an ORDER's carried data points into a receive buffer
+	/* Carried data (a copy's, an ORDER's) points into a receive buffer
 	 * that is posted again: it is kept with the message. */
-	size_t extra = b ? 0 : m->type == TR_MSG_COPY ? m->u.copy.carried
-			     : m->type == TR_MSG_BNODE ? m->u.bnode.nbytes : 0;
+	size_t extra = 0;
+	const void **carried = b ? NULL : tr_msg_carried(&at, &extra);
 
+	if (!carried)
+		extra = 0;
 	if (!(e = malloc(sizeof(*e) + extra)))
 		return -1;
 	*e = (struct tr_parked){ .l = l, .b = b, .m = *m };
 	if (extra) {
-		memcpy(e->data, m->type == TR_MSG_COPY ? m->u.copy.data : m->u.bnode.data, extra);
-		if (m->type == TR_MSG_COPY)
-			e->m.u.copy.data = e->data;
-		else
-			e->m.u.bnode.data = e->data;
+		memcpy(e->data, *carried, extra);
+		*tr_msg_carried(&e->m, &extra) = e->data;
 	}
 	tr_list_add_tail(&p->parked[m->prio], &e->link);
 	p->nparked++;
