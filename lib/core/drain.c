@@ -7,7 +7,8 @@
  * lane it was queued on), so every choice is a message boundary.  A copy
  * this rank serves is several sends to one peer (WRITE chunks, then
  * COPY_DATA, which must arrive after them): its chunks and COPY_DATA keep
- * the lane of its first chunk (tr_copy_lane).  The peers are asked to leave
+ * the lane of its first chunk while that connection lives (copy.c,
+ * src_lane), COPY_DATA as the lane's ordered send.  The peers are asked to leave
  * the plane too (PLANE_DRAIN), so that the NIC can be taken out once both
  * directions are quiet. */
 #include <errno.h>
