@@ -673,6 +673,27 @@ static void copy_checks_end(uint64_t len, const char *what)
 	copy_world_down();
 }
 
+/* A world of seed, and a copy of 16 chunks from rank 0 to rank 1 whose
+ * chunks wait for send-queue room on the home plane *h, COPY_DATA behind
+ * them, what is posted held in flight (both ways). */
+static triad_req_t *copy_stuck(uint64_t seed, int *h)
+{
+	triad_req_t *req;
+
+	copy_world(seed);
+	*h = home_plane(0, 1);
+	copy_end(copy_start(0, CCHUNK), "the first copy"); /* rank 1's window described */
+	fh_hold(0, 1, *h, 1);
+	fh_hold(1, 0, *h, 1);
+	req = copy_start(0, 16 * CCHUNK);
+	assert_int_equal(drive_until(chunks_wait, h, 10), 0);
+	for (int i = 0; i < 20; i++)
+		drive();
+	assert_int_equal(triad_test(req), 0);
+	assert_true(chunks_wait(h));
+	return req;
+}
+
 /* The copy's chunks wait for send-queue room on the home plane, COPY_DATA
  * behind them; what is posted is in flight (held), and the plane breaks at
  * the source.  The chunks not posted are done again on the other plane at
@@ -680,21 +701,10 @@ static void copy_checks_end(uint64_t len, const char *what)
  * given back, must reach rank 1 after every one of them, and once. */
 static void test_copy_break(void **state)
 {
-	triad_req_t *req;
 	int h;
+	triad_req_t *req = copy_stuck(3, &h);
 
 	(void)state;
-	copy_world(3);
-	h = home_plane(0, 1);
-	copy_end(copy_start(0, CCHUNK), "the first copy"); /* rank 1's window described */
-	fh_hold(0, 1, h, 1);
-	fh_hold(1, 0, h, 1);
-	req = copy_start(0, 16 * CCHUNK);
-	assert_int_equal(drive_until(chunks_wait, &h, 10), 0);
-	for (int i = 0; i < 20; i++)
-		drive();
-	assert_int_equal(triad_test(req), 0);
-	assert_true(chunks_wait(&h));
 	assert_int_equal(fh_break(0, 1, h), 0);
 	copy_end(req, "through the break");
 	fh_hold(0, 1, h, 0);
@@ -707,17 +717,10 @@ static void test_copy_break(void **state)
  * both; the chunks wait for it, and COPY_DATA, given back, waits for them. */
 static void test_copy_rejoin(void **state)
 {
-	triad_req_t *req;
 	int h;
+	triad_req_t *req = copy_stuck(5, &h);
 
 	(void)state;
-	copy_world(5);
-	h = home_plane(0, 1);
-	copy_end(copy_start(0, CCHUNK), "the first copy");
-	fh_hold(0, 1, h, 1);
-	fh_hold(1, 0, h, 1);
-	req = copy_start(0, 16 * CCHUNK);
-	assert_int_equal(drive_until(chunks_wait, &h, 10), 0);
 	assert_int_equal(fh_break(0, 1, 1 - h), 0);
 	assert_int_equal(fh_break(0, 1, h), 0);
 	for (int i = 0; i < 20; i++)
