@@ -5,8 +5,10 @@
  *
  *   triad-sim -a all -n 8..4096 -s 1K..64M [--lat-model racks --lat-spread 10] [--csv|--json]
  *   triad-sim --memory -n 8..4096 --planes 1,2,4
+ *   triad-sim --check [--lat-model M --lat-spread K] [-n ...] [-s ...]
  *
- * Exit 0, 1 when a simulation failed, 2 for a bad option. */
+ * Exit 0, 1 when a simulation failed (--check: or a target is not met), 2
+ * for a bad option. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -37,7 +39,9 @@ struct opts {
 	uint32_t fanout, window, max_kids;
 	uint64_t inline_max;
 	enum fmt fmt;
-	bool memory;
+	bool memory, check;
+	bool model_given, ranks_given, sizes_given, spread_given;
+	uint64_t check_max;
 };
 
 static const char *prog = "triad-sim";
@@ -76,6 +80,13 @@ static void usage(FILE *f)
 		"      --memory        print memory and QPs per process instead (-n, --planes,\n"
 		"                      TRIAD_* variables; peers from a broadcast of -a at -s)\n"
 		"      --planes P      --memory: planes, a list (default 1,2,4)\n"
+		"      --check         print the points where triad misses issue 37's targets, exit 1\n"
+		"                      if any: all[us] above the best reference model, above 1.3 x\n"
+		"                      the bound from 16M, the root's events above 64 (8 B, N <= 4096)\n"
+		"                      or twice N = 64's; under every --lat-model unless one is given\n"
+		"                      (racks and random: --lat-spread 10 unless given; default\n"
+		"                      -n 8..4096,16384 -s 8..64M)\n"
+		"      --check-max B   --check: skip points of N x S above B bytes, 0: none (default 16G)\n"
 		"      --csv, --json   machine-readable output\n"
 		"  -h, --help\n",
 		prog);
@@ -275,7 +286,7 @@ static void profile_vm(struct sim_net *n)
 enum {
 	O_ROOT = 256, O_LAT, O_LAT_MODEL, O_LAT_SPREAD, O_RACK, O_SEED, O_OVERHEAD, O_GAP, O_BW,
 	O_WAKE, O_SPIN, O_ROOT_SPIN, O_COPY_CHUNK, O_MODE, O_PIPE_CHUNK, O_FANOUT, O_WINDOW,
-	O_PROFILE, O_MEMORY, O_PLANES, O_CSV, O_JSON, O_INLINE, O_MAX_KIDS,
+	O_PROFILE, O_MEMORY, O_PLANES, O_CSV, O_JSON, O_INLINE, O_MAX_KIDS, O_CHECK, O_CHECK_MAX,
 };
 
 static const struct option longopts[] = {
@@ -304,6 +315,8 @@ static const struct option longopts[] = {
 	{ "profile", required_argument, NULL, O_PROFILE },
 	{ "memory", no_argument, NULL, O_MEMORY },
 	{ "planes", required_argument, NULL, O_PLANES },
+	{ "check", no_argument, NULL, O_CHECK },
+	{ "check-max", required_argument, NULL, O_CHECK_MAX },
 	{ "csv", no_argument, NULL, O_CSV },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "help", no_argument, NULL, 'h' },
@@ -315,7 +328,6 @@ static void parse(int argc, char **argv, struct opts *o)
 	static const char *const models[] = { "equal", "racks", "random" };
 	static const char *const modes[] = { "relay", "direct", "transport-ack" };
 	static const char *const profiles[] = { "vm" };
-	bool spread_given = false;
 	int c;
 
 	sim_net_default(&o->net);
@@ -323,6 +335,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	parse_list("--ranks", "8..4096", false, 1, 1u << 20, &o->ranks);
 	parse_list("--size", "1K..64M", true, 0, 1ull << 40, &o->sizes);
 	parse_list("--planes", "1,2,4", false, 1, 8, &o->planes);
+	o->check_max = 16ull << 30;
 	/* --profile first, so that the other options can change its values. */
 	for (int i = 1; i < argc - 1; i++)
 		if (!strcmp(argv[i], "--profile") &&
@@ -331,18 +344,25 @@ static void parse(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "a:n:s:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a': parse_algos(optarg, &o->algos); break;
-		case 'n': parse_list("--ranks", optarg, false, 1, 1u << 20, &o->ranks); break;
-		case 's': parse_list("--size", optarg, true, 0, 1ull << 40, &o->sizes); break;
+		case 'n':
+			parse_list("--ranks", optarg, false, 1, 1u << 20, &o->ranks);
+			o->ranks_given = true;
+			break;
+		case 's':
+			parse_list("--size", optarg, true, 0, 1ull << 40, &o->sizes);
+			o->sizes_given = true;
+			break;
 		case O_ROOT: o->root = (uint32_t)parse_uint("--root", optarg, 0, 1u << 20); break;
 		case O_LAT: o->net.lat_us = parse_num("--lat", optarg); break;
 		case O_LAT_MODEL:
 			o->net.lat_model = (enum sim_lat_model)pick("--lat-model", optarg, models, 3);
+			o->model_given = true;
 			break;
 		case O_LAT_SPREAD:
 			o->net.lat_spread = parse_num("--lat-spread", optarg);
 			if (o->net.lat_spread < 1)
 				bad("%s: '%s' must be >= 1", "--lat-spread", optarg);
-			spread_given = true;
+			o->spread_given = true;
 			break;
 		case O_RACK: o->net.rack_size = (uint32_t)parse_uint("--rack-size", optarg, 1, 1u << 20); break;
 		case O_SEED: o->net.seed = parse_uint("--seed", optarg, 0, UINT64_MAX); break;
@@ -374,6 +394,8 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case O_PROFILE: break; /* applied above */
 		case O_MEMORY: o->memory = true; break;
+		case O_CHECK: o->check = true; break;
+		case O_CHECK_MAX: o->check_max = parse_size("--check-max", optarg); break;
 		case O_PLANES: parse_list("--planes", optarg, false, 1, 8, &o->planes); break;
 		case O_CSV: o->fmt = FMT_CSV; break;
 		case O_JSON: o->fmt = FMT_JSON; break;
@@ -383,7 +405,13 @@ static void parse(int argc, char **argv, struct opts *o)
 	}
 	if (optind < argc)
 		bad("%s: unexpected argument '%s'", "", argv[optind]);
-	if (o->net.lat_model != SIM_LAT_EQUAL && !spread_given)
+	if (o->check && o->memory)
+		bad("%s: '%s' is not for --memory", "--check", "--check");
+	if (o->check && !o->ranks_given)
+		parse_list("--ranks", "8..4096,16384", false, 1, 1u << 20, &o->ranks);
+	if (o->check && !o->sizes_given)
+		parse_list("--size", "8..64M", true, 0, 1ull << 40, &o->sizes);
+	if (o->net.lat_model != SIM_LAT_EQUAL && !o->spread_given && !o->check)
 		bad("%s: '%s' needs --lat-spread K", "--lat-model", models[o->net.lat_model]);
 	for (unsigned i = 0; i < o->ranks.n; i++)
 		if (o->root >= o->ranks.v[i]) {
@@ -530,6 +558,153 @@ static int run_bcasts(const struct opts *o)
 	return status;
 }
 
+/* ---- issue 37's targets (--check) -------------------------------------------- */
+
+#define CHECK_BIG (16ull << 20) /* from here all[us] within CHECK_BOUND x the bound */
+#define CHECK_BOUND 1.3
+#define CHECK_BASE_N 64u	  /* the root's events at most twice this N's */
+#define CHECK_ROOT_EV 64u	  /* ... and at 8 B, N <= CHECK_ROOT_N, at most this many */
+#define CHECK_ROOT_N 4096u
+
+struct worst {
+	double v;
+	uint64_t len;
+	uint32_t n;
+};
+
+static void worst_add(struct worst *w, double v, uint64_t len, uint32_t n)
+{
+	if (v > w->v)
+		*w = (struct worst){ .v = v, .len = len, .n = n };
+}
+
+static void worst_print(const char *what, const struct worst *w)
+{
+	char sz[32];
+
+	size_str(w->len, sz, sizeof(sz));
+	if (w->v > 0)
+		printf("; %s %.3f (%s, N %u)", what, w->v, sz, w->n);
+}
+
+/* The grid under one network: every point where triad's delegated
+ * broadcast (AUTO) misses a target, and a summary line.  Returns how many
+ * missed, or -1 if a simulation failed. */
+static int check_net(const struct opts *o, const struct sim_net *net, const char *label)
+{
+	struct opts oo = *o;
+	struct worst wbest = { 0 }, wbound = { 0 }, wroot = { 0 };
+	unsigned run = 0, skipped = 0, missed = 0;
+	bool failed = false;
+
+	oo.net = *net;
+	printf("# %s\n%-5s %6s %-8s %9s %9s %-13s %7s %9s %8s %7s %6s  %s\n", label, "size", "N",
+	       "shape", "all[us]", "best[us]", "best", "vs-best", "bound[us]", "vs-bound",
+	       "root-ev", "at-64", "missed");
+	for (unsigned si = 0; si < o->sizes.n; si++) {
+		uint64_t len = o->sizes.v[si];
+		struct sim_result base;
+		bool have_base = o->root < CHECK_BASE_N &&
+				 !run_one(&oo, CHECK_BASE_N, len, A_DELEG, &base);
+
+		if (o->root < CHECK_BASE_N && !have_base)
+			failed = true;
+		for (unsigned ni = 0; ni < o->ranks.n; ni++) {
+			uint32_t n = (uint32_t)o->ranks.v[ni];
+			double lb = sim_lower_bound(net, n, len), best = -1, vs, vb;
+			enum sim_ref bref = SIM_REF_BINOMIAL;
+			struct sim_result r;
+			char sz[32], at64[24], why[64] = "";
+
+			if (o->check_max && (double)n * (double)len > (double)o->check_max) {
+				skipped++;
+				continue;
+			}
+			if (n == CHECK_BASE_N && have_base) {
+				r = base;
+			} else if (run_one(&oo, n, len, A_DELEG, &r)) {
+				failed = true;
+				continue;
+			}
+			run++;
+			for (unsigned m = 0; m < SIM_REF_N; m++) {
+				double t = sim_ref_time(net, (enum sim_ref)m, n, o->root, len, NULL);
+
+				if (t >= 0 && (best < 0 || t < best)) {
+					best = t;
+					bref = (enum sim_ref)m;
+				}
+			}
+			vs = best > 0 ? r.t_all / best : 0;
+			vb = lb > 0 ? r.t_all / lb : 0;
+			worst_add(&wbest, vs, len, n);
+			if (len >= CHECK_BIG)
+				worst_add(&wbound, vb, len, n);
+			if (best > 0 && r.t_all > best)
+				strcat(why, " best");
+			if (len >= CHECK_BIG && vb > CHECK_BOUND)
+				strcat(why, " bound");
+			if (len == 8 && n <= CHECK_ROOT_N && r.root_events > CHECK_ROOT_EV)
+				strcat(why, " root-64");
+			if (have_base) {
+				worst_add(&wroot, (double)r.root_events / (double)base.root_events, len, n);
+				if (r.root_events > 2 * base.root_events)
+					strcat(why, " root-2x");
+			}
+			if (!why[0])
+				continue;
+			missed++;
+			size_str(len, sz, sizeof(sz));
+			snprintf(at64, sizeof(at64), have_base ? "%" PRIu64 : "-",
+				 have_base ? base.root_events : 0);
+			printf("%-5s %6u %-8s %9.1f %9.1f %-13s %7.3f %9.1f %8.3f %7" PRIu64 " %6s  %s\n",
+			       sz, n, tr_bnode_shape_str(r.shape), r.t_all, best, sim_ref_str(bref), vs,
+			       lb, vb, r.root_events, at64, why + 1);
+		}
+	}
+	printf("# %s: %u points, %u skipped (N x S above --check-max), %u missed", label, run,
+	       skipped, missed);
+	worst_print("worst vs-best", &wbest);
+	worst_print("worst vs-bound from 16M", &wbound);
+	worst_print("worst root-ev / N 64's", &wroot);
+	printf("\n");
+	return failed ? -1 : (int)missed;
+}
+
+/* --check: the grid under the network given, or under each latency model
+ * (racks and random with a spread of 10 unless one was given). */
+static int run_check(const struct opts *o)
+{
+	int status = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0); /* each point as it is found */
+	for (unsigned m = 0; m < SIM_LAT_NMODELS; m++) {
+		struct sim_net net = o->net;
+		char label[160];
+		int ret;
+
+		if (o->model_given && m != (unsigned)o->net.lat_model)
+			continue;
+		net.lat_model = (enum sim_lat_model)m;
+		if (!o->spread_given)
+			net.lat_spread = m == SIM_LAT_EQUAL ? 1 : 10;
+		if (m == SIM_LAT_EQUAL)
+			snprintf(label, sizeof(label), "equal: every link L %g us", net.lat_us);
+		else if (m == SIM_LAT_RACKS)
+			snprintf(label, sizeof(label), "racks: L %g us inside racks of %u, %g x L across",
+				 net.lat_us, net.rack_size, net.lat_spread);
+		else
+			snprintf(label, sizeof(label), "random: each link in [L, %g x L], L %g us, seed %"
+				 PRIu64, net.lat_spread, net.lat_us, net.seed);
+		ret = check_net(o, &net, label);
+		if (ret < 0)
+			return 1;
+		if (ret > 0)
+			status = 1;
+	}
+	return status;
+}
+
 /* ---- memory and QPs ------------------------------------------------------------ */
 
 /* Bytes per completion-queue entry and per work-queue entry: the
@@ -651,5 +826,7 @@ int main(int argc, char **argv)
 	struct opts o = { 0 };
 
 	parse(argc, argv, &o);
+	if (o.check)
+		return run_check(&o);
 	return o.memory ? run_memory(&o) : run_bcasts(&o);
 }

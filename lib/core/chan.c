@@ -169,11 +169,12 @@ void tr_lane_chan_drop(struct tr_lane *l)
 }
 
 /* A broken lane's messages still waiting for a slot go to another lane,
- * once everything it had posted has come back: a message given back
- * earlier could overtake what was posted before it, and a copy's COPY_DATA
- * the chunks it follows, still in flight here (the destination would
- * answer before its data is written).  So they follow the posted
- * messages and the chunks done again elsewhere (tr_peer_msg_lost). */
+ * or back to their owners (an ordered send: req->lost), once everything
+ * it had posted has come back: a message given back earlier could
+ * overtake what was posted before it, and the owner of an ordered send
+ * would find the WRITEs it follows still in flight here.  So they follow
+ * the posted messages, and the operations are settled first
+ * (tr_peer_msg_lost). */
 void tr_lane_chan_give_back(struct tr_lane *l)
 {
 	for (int p = 0; p < TR_FC_NPRIO; p++) {
@@ -682,7 +683,7 @@ const char *tr_lane_seq_where(const struct tr_lane *l, unsigned prio, uint32_t s
 		if (!f && (c = tr_msg_carries(b->data, b->len, prio, seq)))
 			return posted[c];
 	}
-	return NULL;
+	return tr_lane_after_where(l, prio, seq);
 }
 
 void tr_lane_pump(struct tr_lane *l)

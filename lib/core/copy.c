@@ -26,13 +26,30 @@ _Static_assert((int)TRIAD_COPY_TRANSPORT_ACK == (int)TR_COPY_TRANSPORT_ACK &&
 
 #define EVENTS_MAX 4096
 
-/* The plane each copy this rank serves as source took to a peer. */
-struct tr_copy_pin {
+/* A copy this rank serves as the source, while WRITE chunks of it are out
+ * or its COPY_DATA is not delivered.  COPY_DATA tells the destination that
+ * the data is whole, so it must arrive after every chunk's WRITE.  While
+ * every chunk out is queued or posted on one connection (a lane, between
+ * two of its breaks), COPY_DATA follows them there (the lane's ordered
+ * send: RC executes one QP's work requests in order).  Once a chunk took
+ * another way (done again elsewhere after a break, waiting for a
+ * descriptor or a connection), COPY_DATA waits until every chunk out is
+ * back (a chunk done again comes back only once the redo fence let it go),
+ * and then goes on any lane. */
+struct src_op {
+	struct tr_list link;
 	uint32_t initiator;
 	uint64_t op;
-	uint64_t stamp; /* insertion order: the oldest goes when the table is full */
-	int peer, plane;
-	int used;
+	int to;
+	int plane;	/* the lane its chunks take while it can */
+	uint32_t gen;	/* that lane's breaks when it was chosen */
+	unsigned out;	/* chunks handed over, not back yet */
+	int scattered;	/* one of those is not on that connection */
+	int failed;	/* a chunk failed: the destination hears no COPY_DATA */
+	int settling;
+	struct tr_msg *data;	   /* COPY_DATA waiting for every chunk back (no number yet) */
+	struct tr_held_msg *held;  /* the same, given back by a broken lane (numbered) */
+	struct triad_req *sending; /* COPY_DATA sent (or held), not delivered yet */
 };
 
 /* The copies of this rank (ctx->copies), under the context lock. */
@@ -48,9 +65,7 @@ struct tr_copies {
 	struct triad_copy_event *events; /* notifications, a ring */
 	unsigned ev_head, ev_count, ev_cap;
 	uint64_t ev_dropped;
-	struct tr_copy_pin *pins; /* TRIAD_COPY_OPS of them (copy_lane) */
-	unsigned npins;
-	uint64_t pin_stamp;
+	struct tr_list srcs; /* struct src_op */
 };
 
 static struct tr_copy *eng(const struct triad_ctx *ctx)
@@ -63,48 +78,53 @@ const struct tr_copy *tr_copy_engine(const struct triad_ctx *ctx)
 	return eng(ctx);
 }
 
-/* The lane a copy's chunk or COPY_DATA takes at its source: every chunk of
- * an op and its COPY_DATA on one lane, so that the data is whole when
- * COPY_DATA arrives, whatever drains or faults change meanwhile.  last:
- * the op's COPY_DATA, the pin is dropped. */
-static struct tr_lane *copy_lane(struct triad_ctx *ctx, uint32_t initiator, uint64_t op, int to,
-				 int last)
+static struct src_op *src_find(struct triad_ctx *ctx, uint32_t initiator, uint64_t op)
 {
 	struct tr_copies *cs = ctx->copies;
-	struct tr_copy_pin *pin = NULL, *oldest = NULL;
+
+	for (struct tr_list *e = cs->srcs.next; e != &cs->srcs; e = e->next) {
+		struct src_op *s = tr_container_of(e, struct src_op, link);
+
+		if (s->initiator == initiator && s->op == op)
+			return s;
+	}
+	return NULL;
+}
+
+static struct src_op *src_get(struct triad_ctx *ctx, uint32_t initiator, uint64_t op, int to)
+{
+	struct src_op *s = src_find(ctx, initiator, op);
+
+	if (s || !(s = calloc(1, sizeof(*s))))
+		return s;
+	s->initiator = initiator;
+	s->op = op;
+	s->to = to;
+	s->plane = -1;
+	tr_list_add_tail(&ctx->copies->srcs, &s->link);
+	return s;
+}
+
+/* The lane the op's next chunk takes: the one its chunks out took, while
+ * that connection lives; else the choice's (and the op is scattered if
+ * chunks are still out elsewhere). */
+static struct tr_lane *src_lane(struct triad_ctx *ctx, struct src_op *s)
+{
 	struct tr_lane *l;
 
-	for (unsigned i = 0; i < cs->npins; i++) {
-		struct tr_copy_pin *e = &cs->pins[i];
-
-		if (e->used && e->initiator == initiator && e->op == op && e->peer == to) {
-			pin = e;
-			break;
-		}
-		if (!oldest || !e->used || (oldest->used && e->stamp < oldest->stamp))
-			oldest = e;
+	if (s->plane >= 0) {
+		l = &ctx->peers[s->to].lane[s->plane];
+		if (tr_lane_live(ctx, l) && l->fence.down_gen == s->gen)
+			return l;
 	}
-	if (pin) {
-		l = &ctx->peers[to].lane[pin->plane];
-		if (!tr_lane_live(ctx, l)) {
-			/* Broken under the op: its chunks are done again on the
-			 * lane the choice gives now, and the rest follows them. */
-			l = tr_peer_lane(ctx, to, 0);
-			pin->plane = l->plane;
-		}
-		if (last)
-			pin->used = 0;
-		return l;
-	}
-	l = tr_peer_lane(ctx, to, 0);
-	if (!last && oldest) {
-		/* More of the op follows on this lane.  A full table drops its
-		 * oldest pin: an op that failed without its COPY_DATA. */
-		*oldest = (struct tr_copy_pin){ .initiator = initiator, .op = op, .peer = to,
-						.plane = l->plane, .stamp = ++cs->pin_stamp, .used = 1 };
-	}
+	l = tr_peer_lane(ctx, s->to, 0);
+	s->scattered = s->out > 0;
+	s->plane = l->plane;
+	s->gen = l->fence.down_gen;
 	return l;
 }
+
+static void src_settle(struct triad_ctx *ctx, struct src_op *s);
 
 const char *triad_copy_leg_str(enum triad_copy_leg leg)
 {
@@ -181,9 +201,8 @@ int tr_copy_setup(struct triad_ctx *ctx)
 	cfg.sops = calloc(cfg.nsops, sizeof(*cfg.sops));
 	cs->events = calloc(EVENTS_MAX, sizeof(*cs->events));
 	cs->ev_cap = EVENTS_MAX;
-	cs->npins = cfg.nsops;
-	cs->pins = calloc(cs->npins, sizeof(*cs->pins));
-	if (!cfg.iops || !cfg.sops || !cs->events || !cs->pins || tr_copy_init(&cs->eng, &cfg)) {
+	tr_list_init(&cs->srcs);
+	if (!cfg.iops || !cfg.sops || !cs->events || tr_copy_init(&cs->eng, &cfg)) {
 		free(cfg.iops);
 		free(cfg.sops);
 		cs->eng.cfg.iops = NULL;
@@ -223,8 +242,18 @@ void tr_copy_teardown(struct triad_ctx *ctx)
 		free(cs->eng.cfg.iops);
 		free(cs->eng.cfg.sops);
 	}
+	while (!tr_list_empty(&cs->srcs)) {
+		struct src_op *s = tr_list_first(&cs->srcs, struct src_op, link);
+
+		tr_list_del(&s->link);
+		free(s->data);
+		if (s->held) {
+			tr_peer_msg_unhold(ctx, s->held, 0);
+			free(s->sending);
+		}
+		free(s); /* a COPY_DATA still sending is told (closing) without it */
+	}
 	free(cs->events);
-	free(cs->pins);
 	free(cs);
 	ctx->copies = NULL;
 }
@@ -277,6 +306,114 @@ static void start_delivered(struct triad_req *req)
 	free(req);
 }
 
+/* COPY_DATA's request: it arrived, or it is lost for good (the peer layer
+ * skipped its number). */
+static void data_done(struct triad_req *req)
+{
+	struct triad_ctx *ctx = req->ctx;
+	struct src_op *s = ctx->copies ? src_find(ctx, req->c_init, req->c_op) : NULL;
+
+	free(req);
+	if (!s)
+		return;
+	s->sending = NULL;
+	src_settle(ctx, s);
+}
+
+/* COPY_DATA (data, numbered) came back from l, broken before it was
+ * delivered: it goes again with its number once every chunk out is back
+ * (they may be waiting for the redo fence, or done again on any lane);
+ * not at all when a chunk failed. */
+static void data_lost(struct triad_req *req, struct tr_lane *l, const void *data, int len,
+		      unsigned prio)
+{
+	struct triad_ctx *ctx = req->ctx;
+	struct src_op *s =
+		ctx->copies && !ctx->closing ? src_find(ctx, req->c_init, req->c_op) : NULL;
+
+	if (!s || s->failed) {
+		tr_peer_msg_skip(l, data, len);
+		data_done(req);
+		return;
+	}
+	if (s->out && (s->held = tr_peer_msg_hold(l, data, len, prio, req)))
+		return;
+	tr_peer_msg_resend(l, data, len, prio, req);
+}
+
+/* COPY_DATA m of op s, some of whose chunks are out: right behind them on
+ * their lane, or once they are back. */
+static void data_send(struct triad_ctx *ctx, struct src_op *s, struct tr_msg *m)
+{
+	struct tr_lane *l = s->plane >= 0 ? &ctx->peers[s->to].lane[s->plane] : NULL;
+	int after = s->out > 0;
+	struct triad_req *req;
+	int ret;
+
+	if (after && (s->scattered || !l || l->state != TR_LANE_UP ||
+		      l->fence.down_gen != s->gen))
+		goto hold;
+	req = tr_req_new(ctx, TR_REQ_MSG, s->to);
+	if (!req && after)
+		goto hold;
+	if (req) {
+		req->c_init = s->initiator;
+		req->c_op = s->op;
+		req->on_done = data_done;
+		req->lost = data_lost;
+	}
+	ret = after ? tr_peer_send_after(l, m, TR_FC_MEDIUM, req)
+		    : tr_peer_send(ctx, s->to, m, TR_FC_MEDIUM, req);
+	if (ret) {
+		free(req);
+		peer_lost(ctx, s->to);
+		return;
+	}
+	s->sending = req;
+	return;
+hold:
+	if ((s->data = malloc(sizeof(*m))))
+		*s->data = *m;
+	else
+		tr_error("copy %llu of rank %u: no memory to hold its COPY_DATA until its chunks "
+			 "are back: the copy times out", (unsigned long long)s->op, s->initiator);
+}
+
+/* What waited for op s's chunks goes once they are all back; s goes once
+ * nothing of it is left. */
+static void src_settle(struct triad_ctx *ctx, struct src_op *s)
+{
+	if (s->settling)
+		return; /* the outer call goes on */
+	s->settling = 1;
+	if (!s->out && s->data) {
+		struct tr_msg *m = s->data;
+
+		s->data = NULL;
+		s->scattered = 0;
+		if (!s->failed && !ctx->closing)
+			data_send(ctx, s, m);
+		free(m);
+	}
+	if (!s->out && s->held) {
+		struct tr_held_msg *h = s->held;
+
+		s->held = NULL;
+		if (s->failed || ctx->closing) {
+			tr_peer_msg_unhold(ctx, h, 0);
+			free(s->sending);
+			s->sending = NULL;
+		} else {
+			tr_peer_msg_unhold(ctx, h, 1);
+		}
+	}
+	s->settling = 0;
+	if (!s->out && !s->data && !s->held && !s->sending) {
+		tr_list_del(&s->link);
+		free(s);
+	}
+}
+
 static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 {
 	static const unsigned prio[TR_COPY_NMSGS] = {
@@ -289,9 +426,6 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 
 	m.u.copy.kind = (uint8_t)a->msg;
 	m.u.copy.hdr = a->hdr;
-	/* DATA must follow the op's chunks on their QP (copy_lane keeps
-	 * them on one).  Chunks still waiting for send-queue room would be
-	 * overtaken by a message: hang DATA on the last of them. */
 	if (a->msg == TR_COPY_DATA && a->hdr.op_id == ctx->copies->failed_op &&
 	    a->hdr.initiator == ctx->copies->failed_init) {
 		tr_debug("copy %llu of rank %u: a chunk failed before the data went out: no "
@@ -299,30 +433,13 @@ static void act_send(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		return;
 	}
 	if (a->msg == TR_COPY_DATA) {
-		struct tr_lane *l = copy_lane(ctx, a->hdr.initiator, a->hdr.op_id, (int)a->to, 1);
+		struct src_op *s = src_find(ctx, a->hdr.initiator, a->hdr.op_id);
 
-		/* No lane up (its chunks wait for one, and go first: peer.c's
-		 * await_settle): it waits too. */
-		if (l->state != TR_LANE_UP && tr_peer_await(ctx, (int)a->to)) {
-			if (tr_peer_send_chosen(l, &m, prio[a->msg], NULL))
-				peer_lost(ctx, (int)a->to);
+		if (s && s->out) {
+			data_send(ctx, s, &m);
 			return;
 		}
-
-		if (!tr_list_empty(&l->rmaq)) {
-			struct triad_req *last = tr_container_of(l->rmaq.prev, struct triad_req, link);
-			struct tr_msg *then = malloc(sizeof(*then));
-
-			if (then && !last->then) {
-				*then = m;
-				last->then = then;
-				return;
-			}
-			free(then); /* cannot defer: the chunks' failure will fail the op */
-		}
-		if (tr_peer_send_on(l, &m, prio[a->msg], NULL))
-			peer_lost(ctx, (int)a->to);
-		return;
+		/* Every chunk is back: the data is there, any lane will do. */
 	}
 	if (a->msg == TR_COPY_START) {
 		/* Its arrival tells the engine that the order reached the source:
@@ -414,8 +531,21 @@ static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 	}
 	/* Transport-ack sends no COPY_DATA after the chunks: any lane will do. */
 	if (a->hdr.mode != TR_COPY_TRANSPORT_ACK) {
-		req->lane = copy_lane(ctx, a->hdr.initiator, a->hdr.op_id, req->peer, 0);
+		struct src_op *s = src_get(ctx, a->hdr.initiator, a->hdr.op_id, req->peer);
+
+		if (!s) {
+			chunk_failed(ctx, a->hdr.initiator, a->hdr.op_id);
+			free(req);
+			chunk_unposted(ctx, a, TRIAD_S_NO_MEMORY);
+			return;
+		}
+		req->lane = src_lane(ctx, s);
 		req->plane = req->lane->plane;
+		s->out++;
+		/* Not queued on its lane at once: it waits for a connection, or
+		 * for the destination's window to be described again. */
+		if (req->lane->state != TR_LANE_UP || !tr_rwin_ready(ctx, req->peer, req->win))
+			s->scattered = 1;
 	}
 	req->off = a->dst_off;
 	req->len = a->len;
@@ -543,8 +673,12 @@ static void exec(struct triad_ctx *ctx, const struct tr_copy_act *a, int n)
 /* ---- events --------------------------------------------------------------------*/
 static void chunk_failed(struct triad_ctx *ctx, uint32_t initiator, uint64_t op)
 {
+	struct src_op *s = src_find(ctx, initiator, op);
+
 	ctx->copies->failed_init = initiator;
 	ctx->copies->failed_op = op;
+	if (s)
+		s->failed = 1;
 }
 
 /* A CHUNK or LOOKUP request is complete (its kinds' completion, req.c):
@@ -553,23 +687,32 @@ static void req_done(struct triad_req *req, enum triad_status st)
 {
 	struct triad_ctx *ctx = req->ctx;
 	struct tr_copy_act acts[TR_COPY_ACTS];
+	struct tr_copy_win desc = { 0 };
 	int n;
 
 	if (req->kind == TR_REQ_CHUNK) {
-		if (st != TRIAD_S_OK)
-			chunk_failed(ctx, req->c_init, req->c_op);
-		n = tr_copy_chunk_done(eng(ctx), req->c_init, req->c_op, req->c_chunk, st, acts,
-				       TR_COPY_ACTS);
-	} else {
-		struct tr_copy_win desc = { 0 };
+		uint32_t init = req->c_init;
+		uint64_t op = req->c_op;
+		struct src_op *s = src_find(ctx, init, op);
 
-		if (st == TRIAD_S_OK && req->rwin) {
-			desc.size = req->rwin->len;
-			desc.access = req->rwin->access;
-		}
-		n = tr_copy_desc(eng(ctx), req->c_init, req->c_op, st,
-				 st == TRIAD_S_OK ? &desc : NULL, acts, TR_COPY_ACTS);
+		if (st != TRIAD_S_OK)
+			chunk_failed(ctx, init, op);
+		if (s)
+			s->out--;
+		n = tr_copy_chunk_done(eng(ctx), init, op, req->c_chunk, st, acts, TR_COPY_ACTS);
+		free(req);
+		exec(ctx, acts, n);
+		/* (the actions may have sent more chunks of it, or its COPY_DATA) */
+		if ((s = src_find(ctx, init, op)))
+			src_settle(ctx, s);
+		return;
 	}
+	if (st == TRIAD_S_OK && req->rwin) {
+		desc.size = req->rwin->len;
+		desc.access = req->rwin->access;
+	}
+	n = tr_copy_desc(eng(ctx), req->c_init, req->c_op, st, st == TRIAD_S_OK ? &desc : NULL,
+			 acts, TR_COPY_ACTS);
 	free(req);
 	exec(ctx, acts, n);
 }

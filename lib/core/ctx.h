@@ -110,11 +110,14 @@ struct tr_peer {
 	uint64_t rejoin_deadline_ns;
 	/* The redo fence (peer.c): puts and copy chunks whose WRITE a break
 	 * flushed, held until the peer's end of that connection can execute
-	 * nothing more, then done again or completed; and the COPY_DATA given
-	 * back behind them, in order. */
+	 * nothing more, then done again or completed, in order. */
 	struct tr_list fenceq;
 	unsigned nfenced;
 	int fence_settling;
+	/* Messages of ours (encoded, numbered) that a broken lane gave back to
+	 * their owner (req->lost), which holds them back for a while
+	 * (tr_peer_msg_hold): each keeps its number meanwhile. */
+	struct tr_list held;
 };
 
 enum tr_req_kind {
@@ -164,20 +167,21 @@ struct triad_req {
 	uint32_t cb_src, cb_dst;
 	uint64_t cb_chunk;
 	int failed_rank; /* BCAST */
-	/* What its WRITEs and READs are for (lane.h; set when it is queued
-	 * for its lane, rma.c). */
+	/* What its WRITEs and READs are for, or what it waits for in its
+	 * lane's queue of one-sided operations (onesided.h; set when it is
+	 * queued there). */
 	const struct tr_rma_ops *rma;
-	/* A message that must follow this request's last chunk on its QP (a
-	 * copy's COPY_DATA behind WRITEs still queued): sent once it is posted. */
-	struct tr_msg *then;
-	struct tr_raw_msg *then_raw; /* the same, encoded already (sent again) */
-};
-
-/* An encoded message waiting to be queued. */
-struct tr_raw_msg {
-	int len;
-	unsigned prio;
-	char data[];
+	/* A message sent with this request that its lane gave back before it
+	 * was delivered (the lane broke) is its owner's again, encoded and
+	 * numbered: tr_peer_msg_lost() calls this instead of sending it again
+	 * itself, and the owner decides where it goes (tr_peer_msg_resend,
+	 * tr_peer_msg_hold) or skips its number (tr_peer_msg_skip).  NULL: the
+	 * peer layer sends it again on the lane the choice gives. */
+	void (*lost)(struct triad_req *req, struct tr_lane *l, const void *data, int len,
+		     unsigned prio);
+	/* That message while it waits behind its lane's one-sided operations
+	 * (tr_lane_send_after, onesided.c). */
+	struct tr_after_msg *after;
 };
 
 struct tr_pmix;
@@ -435,9 +439,14 @@ void tr_peer_await_cancel(struct triad_ctx *ctx);
  * number.  -ENOTCONN when no lane is up, -EMSGSIZE. */
 int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio,
 		 struct triad_req *req);
-/* The same on a given lane: it stays there (it follows something posted
- * on that connection, or its plane was pinned). */
-int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct triad_req *req);
+/* The ordered send: the same on lane l (up), after everything posted or
+ * queued on it (tr_lane_send_after: its one-sided operations, and the
+ * messages of prio queued before it), so that it follows them on the QP.
+ * req (not NULL, its lost set) completes once it arrived; should l break
+ * before that, the encoded message goes back to req->lost, and nowhere
+ * else.  0, -ENOTCONN, -EMSGSIZE, -EAGAIN (the stream's window), -ENOMEM. */
+int tr_peer_send_after(struct tr_lane *l, struct tr_msg *m, unsigned prio,
+		       struct triad_req *req);
 /* The same on the lane tr_peer_lane(ctx, peer, 0) chose: while it waits
  * there, the adaptive choice may move it to another lane of the peer. */
 int tr_peer_send_chosen(struct tr_lane *l, struct tr_msg *m, unsigned prio,
@@ -455,6 +464,19 @@ void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned pri
  * its number is told to the peer (SEQ_SKIP) as lost, at once if a lane
  * is up. */
 void tr_peer_msg_skip(struct tr_lane *l, const void *data, int len);
+/* A message of ours (encoded, numbered) that l gave back to its owner
+ * (req->lost): sent again, with its number, on the lane the choice gives
+ * now, or it waits for a connection, or (no plane left) its number is
+ * skipped and req completes with l's status. */
+void tr_peer_msg_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
+			struct triad_req *req);
+/* The same message held back by its owner for a while: it waits on its
+ * peer's list (where tr_peer_describe finds its number) until the owner
+ * lets it go (tr_peer_msg_unhold: go, sent again as above; else its number
+ * is skipped and the owner keeps req).  NULL: no memory (not held). */
+struct tr_held_msg *tr_peer_msg_hold(struct tr_lane *l, const void *data, int len,
+				     unsigned prio, struct triad_req *req);
+void tr_peer_msg_unhold(struct triad_ctx *ctx, struct tr_held_msg *h, int go);
 void tr_peer_lane_changed(struct tr_lane *l);
 void tr_peer_free(struct tr_peer *p); /* at close */
 /* The redo fence.  req (a put or copy chunk, its last WRITE back) had a
@@ -528,17 +550,13 @@ static inline void tr_req_init(struct triad_req *req, struct triad_ctx *ctx,
 }
 /* Frees a request of tr_req_new (kept in the calling thread's cache). */
 void tr_req_free(struct triad_req *req);
-/* req is complete with st (lock held): what must follow it on its QP is
- * sent or skipped, it is counted, and then its kind's owner takes it
+/* req is complete with st (lock held): it is counted, and then its kind's owner takes it
  * (tr_req_kind_done), or else tr_req_finish() and the sleepers' wake-up. */
 void tr_req_complete(struct triad_req *req, enum triad_status st);
 /* Registers fn (at setup) as what completes requests of kind, in place
  * of tr_req_finish(): it frees or hands over the request, and wakes the
  * sleepers (tr_ctx_signal). */
 void tr_req_kind_done(struct triad_ctx *ctx, enum tr_req_kind kind, tr_req_fn fn);
-/* req is posted whole, or done with (failed before it was): the message
- * that rode on it (then_raw) goes now, or its number is skipped. */
-void tr_req_unride(struct triad_req *req, int failed);
 /* The end of a request's completion: its status, then its owner's
  * on_done, its freeing (a request-less one) or its waiter's flag. */
 void tr_req_finish(struct triad_req *req, enum triad_status st);

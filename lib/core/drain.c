@@ -5,11 +5,12 @@
  * choice leaves the plane for its alternate.  Every message and put/get is
  * one unit here (a message is one send, an operation's chunks all take the
  * lane it was queued on), so every choice is a message boundary.  A copy
- * this rank serves is several sends to one peer (WRITE chunks, then
- * COPY_DATA, which must arrive after them): its chunks and COPY_DATA keep
- * the lane of its first chunk (tr_copy_lane).  The peers are asked to leave
- * the plane too (PLANE_DRAIN), so that the NIC can be taken out once both
- * directions are quiet. */
+ * this rank serves is several sends to one peer (WRITE chunks, then the
+ * message that must arrive after them): copy.c keeps them on the lane of
+ * its first chunk while that connection lives, drained or not, the message
+ * as the lane's ordered send.  The peers are asked to leave the plane too
+ * (PLANE_DRAIN), so that the NIC can be taken out once both directions are
+ * quiet. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>

@@ -255,6 +255,7 @@ static int open_peers(triad_ctx_t *ctx)
 		tr_list_init(&ctx->peers[r].await_msgs);
 		tr_list_init(&ctx->peers[r].await_rma);
 		tr_list_init(&ctx->peers[r].fenceq);
+		tr_list_init(&ctx->peers[r].held);
 		for (int p = 0; p < ctx->nplanes; p++)
 			tr_lane_init(ctx, &ctx->peers[r].lane[p], r, p);
 	}

@@ -178,12 +178,12 @@ void tr_lane_orphan_put(struct tr_orphan *o);
  * broken lane whose work requests all came back gives back what waits for
  * a slot, and once its receives are back too it is released (FAILED).
  * Not while a WRITE's completion is being handled, even its lane's last:
- * its request, done again or held by the redo fence, must be where a
- * COPY_DATA given back looks for it (tr_peer_msg_lost), or the COPY_DATA
- * overtakes it and the destination answers before its data is there
- * (chaos seed 5006: a chunk NAKed by a destination refusing WRITEs; the
- * copy's COPY_DATA, queued for a slot behind it, went out on the other
- * plane first).  Inline: every send completion asks. */
+ * its request is done again, held by the redo fence or completed first,
+ * and only then do the messages queued behind it go back to their owners
+ * (tr_peer_msg_lost), who find it settled (chaos seed 5006: a chunk NAKed
+ * by a destination refusing WRITEs; the copy's COPY_DATA, queued for a
+ * slot behind it, went out on the other plane first).  Inline: every send
+ * completion asks. */
 void tr_lane_drained(struct tr_lane *l);
 static inline void tr_lane_check_drained(struct tr_lane *l)
 {

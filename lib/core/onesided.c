@@ -4,6 +4,7 @@
  * cookie carries what its completion calls, set by whoever posted it. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "core/chan.h"
@@ -330,4 +331,98 @@ out:
 	} else {
 		tr_lane_check_drained(l);
 	}
+}
+
+/* ---- the ordered send ------------------------------------------------------------------*/
+/* A message that must follow everything posted or queued on its lane (the
+ * WRITEs it reports on, for one) waits in the lane's queue of one-sided
+ * operations (rmaq) as an entry of its own, its request's, behind the
+ * operations queued before it; once they are all posted it goes to the
+ * message channel of the same lane, and so onto the same QP after them
+ * (RC executes one QP's work requests in order).  It belongs to no other
+ * request: one of those failing, finishing or moving to another lane
+ * leaves it where it is.  Should the lane break first, the message goes
+ * back to its owner (req->lost), as it does when it was sent and the
+ * break flushed it (tr_peer_msg_lost). */
+struct tr_after_msg {
+	struct tr_lane *l;
+	int len;
+	unsigned prio;
+	char data[];
+};
+
+/* Takes req's message out of l's queue and hands it on: sent on l (0), or
+ * back to the owner (the lane broke, or the send failed). */
+static void after_go(struct triad_req *req, int send)
+{
+	struct tr_after_msg *a = req->after;
+
+	tr_list_del(&req->link);
+	req->after = NULL;
+	if (!send || tr_lane_send(a->l, a->data, a->len, a->prio, req, 0))
+		req->lost(req, a->l, a->data, a->len, a->prio);
+	free(a);
+}
+
+/* Its turn in the queue (it heads it): what was before it is posted. */
+static void after_pump(struct tr_lane *l)
+{
+	after_go(tr_list_first(&l->rmaq, struct triad_req, link), l->state == TR_LANE_UP);
+}
+
+static void after_broken(struct triad_req *req, enum triad_status st)
+{
+	(void)st;
+	after_go(req, 0);
+}
+
+static const struct tr_rma_ops after_ops = {
+	.pump = after_pump,
+	.broken = after_broken,
+};
+
+int tr_lane_send_after(struct tr_lane *l, const void *data, int len, unsigned prio,
+		       struct triad_req *req)
+{
+	struct tr_after_msg *a;
+
+	if (tr_list_empty(&l->rmaq))
+		return tr_lane_send(l, data, len, prio, req, 0); /* posted ones are ahead */
+	if (l->state != TR_LANE_UP)
+		return -ENOTCONN;
+	if ((unsigned)len > l->peer_slot_size)
+		return -EMSGSIZE;
+	if (!(a = malloc(sizeof(*a) + (size_t)len)))
+		return -ENOMEM;
+	a->l = l;
+	a->len = len;
+	a->prio = prio;
+	memcpy(a->data, data, (size_t)len);
+	req->after = a;
+	req->rma = &after_ops;
+	tr_list_add_tail(&l->rmaq, &req->link);
+	return 0;
+}
+
+void tr_lane_rma_pump_queue(struct tr_lane *l)
+{
+	while (!tr_list_empty(&l->rmaq)) {
+		struct triad_req *head = tr_list_first(&l->rmaq, struct triad_req, link);
+
+		head->rma->pump(l);
+		if (!tr_list_empty(&l->rmaq) && tr_list_first(&l->rmaq, struct triad_req, link) == head)
+			return; /* it waits for room */
+	}
+}
+
+const char *tr_lane_after_where(const struct tr_lane *l, unsigned prio, uint32_t seq)
+{
+	for (const struct tr_list *e = l->rmaq.next; e != &l->rmaq; e = e->next) {
+		const struct triad_req *req = tr_container_of(e, struct triad_req, link);
+
+		if (req->rma == &after_ops &&
+		    tr_msg_carries(req->after->data, req->after->len, prio, seq))
+			return "queued behind the lane's WRITEs and READs";
+	}
+	return NULL;
 }

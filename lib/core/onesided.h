@@ -12,7 +12,9 @@
 
 /* What a WRITE or READ posted on a lane is for.  Its cookie, a request
  * or a light put's record, carries the functions its completion calls,
- * set by whoever posted it (rma.c): the lane calls no feature by name. */
+ * set by whoever posted it (rma.c): the lane calls no feature by name.
+ * An entry of the lane's queue (rmaq) carries the same: an operation's
+ * (rma.c), or an ordered message's (below: pump and broken only). */
 struct tr_rma_ops {
 	/* One WRITE or READ of req came back with st; conn_fault: its
 	 * connection failed it (flushed, retries exceeded, an invalid-request
@@ -21,8 +23,9 @@ struct tr_rma_ops {
 	/* The NIC refused req's remote keys: called before the lane breaks for
 	 * it, so that nothing else goes out with them. */
 	void (*refused)(struct triad_req *req);
-	/* l's send queue has room again, and req heads its queue (rmaq):
-	 * post what it takes of the operations queued there. */
+	/* l's send queue has room again, and an entry of this owner heads its
+	 * queue (rmaq): post what it takes of its entries there, up to the
+	 * first that is not its own. */
 	void (*pump)(struct tr_lane *l);
 	/* The lane req was queued on broke before req was posted whole. */
 	void (*broken)(struct triad_req *req, enum triad_status st);
@@ -77,6 +80,17 @@ int tr_lane_post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t
 /* Post a light put's WRITE (its bytes inline, from the record; lp->ops
  * set): 1, or the same errors. */
 int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uint32_t rkey);
+/* The ordered send (the peer layer's tr_peer_send_after numbers and
+ * encodes the message): data goes on l after every WRITE and READ posted
+ * or queued on l so far, and on its priority after the messages queued
+ * before it; at once (tr_lane_send) when nothing is queued.  req (its lost
+ * set) completes once it arrived; if l breaks before that, the message
+ * goes back to req->lost.  0, -ENOTCONN, -EMSGSIZE, -ENOMEM. */
+int tr_lane_send_after(struct tr_lane *l, const void *data, int len, unsigned prio,
+		       struct triad_req *req);
+/* For a diagnosis: where on l number seq of prio waits as such a message,
+ * or NULL. */
+const char *tr_lane_after_where(const struct tr_lane *l, unsigned prio, uint32_t seq);
 /* Light-put records (struct tr_lput), light puts' and the lanes'
  * fences: from a cache of free ones that keeps malloc off the path (NULL:
  * no memory), given back, and the cache freed at close. */
@@ -103,12 +117,14 @@ void tr_lane_lputs_broken(struct tr_lane *l);
 void tr_lane_lputs_cancel(struct tr_lane *l);
 
 /* Room in l's send queue came back: the operations queued on it go, by
- * the pump of whoever queued them (tr_rma_ops).  Inline: every send
+ * the pump of whoever queued them (tr_rma_ops), in order, each owner's
+ * up to the first entry that is not its own.  Inline: every send
  * completion asks. */
+void tr_lane_rma_pump_queue(struct tr_lane *l);
 static inline void tr_lane_rma_pump(struct tr_lane *l)
 {
 	if (!tr_list_empty(&l->rmaq))
-		tr_list_first(&l->rmaq, struct triad_req, link)->rma->pump(l);
+		tr_lane_rma_pump_queue(l);
 }
 
 #endif

@@ -28,11 +28,17 @@ struct tr_parked {
  * peer: more is a sender that broke the protocol (proto/stream.h). */
 #define TR_PARKED_MAX (TRIAD_MAX_PLANES * (TR_WIRE_MAX_SLOTS + TR_LANE_EXTRA_BUFS)) /* a priority's */
 
-/* What waits for the redo fence (see there). */
+/* What waits for the redo fence (see there): an operation (rma.c). */
 struct tr_fence_wait {
 	struct tr_list link;
-	struct triad_req *req; /* an operation (rma.c), or NULL: the message below */
-	int plane;	       /* the message: the lane that gave it back */
+	struct triad_req *req;
+};
+
+/* A message its owner holds back (tr_peer_msg_hold). */
+struct tr_held_msg {
+	struct tr_list link;
+	struct triad_req *req;
+	int plane; /* the lane that gave it back */
 	unsigned prio;
 	int len;
 	char data[];
@@ -293,8 +299,10 @@ void tr_peer_describe(const struct triad_ctx *ctx, int peer, char *buf, size_t n
 
 static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct triad_req *req);
 
+/* m goes on l (the choice's: another lane may take it while it waits),
+ * or, after, behind everything posted or queued on l (tr_lane_send_after). */
 static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct triad_req *req,
-		   int movable)
+		   int after)
 {
 	struct tr_peer *p = &l->ctx->peers[l->peer];
 	size_t need = tr_msg_len(m);
@@ -304,8 +312,8 @@ static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct tr
 	if (l->ctx->closing) /* nothing is sent any more */
 		return -ENOTCONN;
 	if (l->state != TR_LANE_UP) /* a free choice may wait for a first connection */
-		return movable && tr_peer_await(l->ctx, l->peer) ? await_msg(p, m, prio, req)
-								  : -ENOTCONN;
+		return !after && tr_peer_await(l->ctx, l->peer) ? await_msg(p, m, prio, req)
+								: -ENOTCONN;
 	if (need > l->peer_slot_size)
 		return -EMSGSIZE;
 	if (!tr_stream_tx_can_assign(&p->stx[prio]))
@@ -321,22 +329,25 @@ static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct tr
 	m->slot = 0; /* the link fields are set when it is posted */
 	m->prio = (uint8_t)prio;
 	len = tr_msg_encode(m, buf, need);
-	ret = len < 0 ? len : tr_lane_send(l, buf, len, prio, req, movable);
+	ret = len < 0 ? len
+	      : after ? tr_lane_send_after(l, buf, len, prio, req)
+		      : tr_lane_send(l, buf, len, prio, req, 1);
 	if (!ret)
 		tr_stream_tx_assign(&p->stx[prio], &m->seq);
 	free(heap);
 	return ret;
 }
 
-int tr_peer_send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct triad_req *req)
+int tr_peer_send_after(struct tr_lane *l, struct tr_msg *m, unsigned prio,
+		       struct triad_req *req)
 {
-	return send_on(l, m, prio, req, 0);
+	return send_on(l, m, prio, req, 1);
 }
 
 int tr_peer_send_chosen(struct tr_lane *l, struct tr_msg *m, unsigned prio,
 			struct triad_req *req)
 {
-	return send_on(l, m, prio, req, 1);
+	return send_on(l, m, prio, req, 0);
 }
 
 int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio,
@@ -558,15 +569,13 @@ static const char *oldest_where(const struct triad_ctx *ctx, const struct tr_pee
 		if (tr_msg_carries(a->data, a->len, prio, seq))
 			return "waiting for a connection";
 	}
-	for (const struct tr_list *e = p->fenceq.next; e != &p->fenceq; e = e->next) {
-		const struct tr_fence_wait *w = tr_container_of(e, struct tr_fence_wait, link);
-		const struct tr_raw_msg *r = w->req ? w->req->then_raw : NULL;
+	for (const struct tr_list *e = p->held.next; e != &p->held; e = e->next) {
+		const struct tr_held_msg *h = tr_container_of(e, struct tr_held_msg, link);
 
-		if ((!w->req && tr_msg_carries(w->data, w->len, prio, seq)) ||
-		    (r && tr_msg_carries(r->data, r->len, prio, seq)))
-			return "held by the redo fence";
+		if (tr_msg_carries(h->data, h->len, prio, seq))
+			return "given back by a broken lane, held by its owner";
 	}
-	return "in no queue, send buffer, wait or fence (behind a copy's chunks, or leaked)";
+	return "in no queue, send buffer, wait or hold (leaked)";
 }
 
 /* Past the connect timeout, a margin for the last attempt's answer. */
@@ -660,63 +669,17 @@ static void await_msg_lost(struct tr_peer *p, struct tr_await_msg *a, enum triad
 	skips_tell(p->lane[0].ctx, p);
 }
 
-static int after_chunks(struct tr_lane *alt, const void *data, int len, unsigned prio);
-
-/* The copy whose COPY_DATA data (len bytes) is, when it is one. */
-static int copy_data_of(const void *data, int len, struct tr_msg *m)
-{
-	return tr_wire_type(data) == TR_MSG_COPY && !tr_msg_decode(data, (size_t)len, m) &&
-	       m->u.copy.kind == TR_COPY_DATA;
-}
-
-/* A waiting COPY_DATA whose copy still has chunks waiting (rejoin): it
- * rides on the last of them (then_raw), sent again once that chunk is
- * posted, ahead of its priority's queue as a resent message goes.  The
- * messages go before the operations that waited (await_settle: a window
- * query a put sends must not queue ahead of the older numbers that
- * waited), so it cannot simply follow them.  1 when it rides. */
-static int behind_waiting_chunk(struct tr_peer *p, const struct tr_await_msg *a)
-{
-	struct triad_req *last = NULL;
-	struct tr_raw_msg *r;
-	struct tr_msg m;
-
-	if (a->req || !copy_data_of(a->data, a->len, &m))
-		return 0;
-	for (struct tr_list *e = p->await_rma.next; e != &p->await_rma; e = e->next) {
-		struct triad_req *req = tr_container_of(e, struct triad_req, link);
-
-		if (req->kind == TR_REQ_CHUNK && req->c_init == m.u.copy.hdr.initiator &&
-		    req->c_op == m.u.copy.hdr.op_id)
-			last = req;
-	}
-	if (!last || last->then_raw || !(r = malloc(sizeof(*r) + (size_t)a->len)))
-		return 0;
-	r->len = a->len;
-	r->prio = a->prio;
-	memcpy(r->data, a->data, (size_t)a->len);
-	last->then_raw = r;
-	return 1;
-}
-
-/* A lane is up: what waited goes, in order, where the choice says now (a
- * copy's COPY_DATA behind its chunks: on their lane, and after them). */
+/* A lane is up: what waited goes, in order, where the choice says now. */
 static void await_msgs_send(struct triad_ctx *ctx, struct tr_peer *p)
 {
 	while (!tr_list_empty(&p->await_msgs)) {
 		struct tr_await_msg *a = tr_list_first(&p->await_msgs, struct tr_await_msg, link);
-		int copy = tr_wire_type(a->data) == TR_MSG_COPY;
-		struct tr_lane *l = tr_peer_lane(ctx, p->rank, copy ? TR_F_NO_DETOUR : 0);
+		struct tr_lane *l = tr_peer_lane(ctx, p->rank, 0);
 		int ret;
 
 		if (l->state != TR_LANE_UP)
 			return; /* up, but not live (its port is down): the next change */
-		if (copy && (behind_waiting_chunk(p, a) ||
-			     (!a->req && after_chunks(l, a->data, a->len, a->prio)))) {
-			ret = 0; /* it goes after the last of its chunks */
-		} else {
-			ret = tr_lane_send(l, a->data, a->len, a->prio, a->req, 1);
-		}
+		ret = tr_lane_send(l, a->data, a->len, a->prio, a->req, 1);
 		if (ret) {
 			tr_warn("rank %d: a %s that waited for the connection cannot go: %s",
 				p->rank, tr_msg_type_str(tr_wire_type(a->data)), strerror(-ret));
@@ -866,13 +829,19 @@ void tr_peer_await_cancel(struct triad_ctx *ctx)
 
 void tr_peer_free(struct tr_peer *p)
 {
-	while (!tr_list_empty(&p->fenceq)) { /* settled at close: messages only */
+	while (!tr_list_empty(&p->fenceq)) { /* settled at close: none is left */
 		struct tr_fence_wait *e = tr_list_first(&p->fenceq, struct tr_fence_wait, link);
 
 		tr_list_del(&e->link);
 		free(e);
 	}
 	p->nfenced = 0;
+	while (!tr_list_empty(&p->held)) { /* their owners let them go at close */
+		struct tr_held_msg *h = tr_list_first(&p->held, struct tr_held_msg, link);
+
+		tr_list_del(&h->link);
+		free(h);
+	}
 	for (unsigned q = 0; q < TR_FC_NPRIO; q++)
 		while (!tr_list_empty(&p->parked[q])) {
 			struct tr_parked *e = tr_list_first(&p->parked[q], struct tr_parked, link);
@@ -897,22 +866,21 @@ void tr_peer_free(struct tr_peer *p)
 static int park(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
 	struct tr_peer *p = &l->ctx->peers[l->peer];
+	struct tr_msg at = *m;
 	struct tr_parked *e;
-
-	/* A copy's or an ORDER's carried data points into a receive buffer
+	/* Carried data (a copy's, an ORDER's) points into a receive buffer
 	 * that is posted again: it is kept with the message. */
-	size_t extra = b ? 0 : m->type == TR_MSG_COPY ? m->u.copy.carried
-			     : m->type == TR_MSG_BNODE ? m->u.bnode.nbytes : 0;
+	size_t extra = 0;
+	const void **carried = b ? NULL : tr_msg_carried(&at, &extra);
 
+	if (!carried)
+		extra = 0;
 	if (!(e = malloc(sizeof(*e) + extra)))
 		return -1;
 	*e = (struct tr_parked){ .l = l, .b = b, .m = *m };
 	if (extra) {
-		memcpy(e->data, m->type == TR_MSG_COPY ? m->u.copy.data : m->u.bnode.data, extra);
-		if (m->type == TR_MSG_COPY)
-			e->m.u.copy.data = e->data;
-		else
-			e->m.u.bnode.data = e->data;
+		memcpy(e->data, *carried, extra);
+		*tr_msg_carried(&e->m, &extra) = e->data;
 	}
 	tr_list_add_tail(&p->parked[m->prio], &e->link);
 	p->nparked++;
@@ -967,8 +935,7 @@ static void unpark(struct tr_peer *p, unsigned prio)
  *   - or the lane is connected again (the peer accepts a connection only
  *     once its old end on the plane is gone: lane.c, REJECT_STALE);
  *   - or the peer is gone, lost, or we are closing.
- * Held operations settle in the order they came, and a COPY_DATA given back
- * behind them waits its turn, so it still follows its chunks. */
+ * Held operations settle in the order they came. */
 static struct tr_fence_lane *fence_lanes(const struct triad_ctx *ctx, const struct tr_peer *p,
 				       struct tr_fence_lane f[TRIAD_MAX_PLANES])
 {
@@ -983,20 +950,16 @@ static int fence_moot(const struct triad_ctx *ctx, const struct tr_peer *p)
 	return ctx->closing || p->gone || p->rejoin == TR_REJOIN_LOST;
 }
 
-static int fence_push(struct tr_peer *p, struct triad_req *req, const struct tr_lane *l,
-		      const void *data, int len, unsigned prio)
+static int fence_push(struct tr_peer *p, struct triad_req *req)
 {
-	struct tr_fence_wait *e = malloc(sizeof(*e) + (size_t)len);
+	struct tr_fence_wait *e = malloc(sizeof(*e));
 
 	if (!e) {
 		tr_error("rank %d: no memory to hold an operation for the redo fence: it goes "
 			 "now, and its first attempt may still land", p->rank);
 		return 0;
 	}
-	*e = (struct tr_fence_wait){ .req = req, .plane = l ? l->plane : -1, .prio = prio,
-				     .len = len };
-	if (len)
-		memcpy(e->data, data, (size_t)len);
+	e->req = req;
 	tr_list_add_tail(&p->fenceq, &e->link);
 	p->nfenced++;
 	return 1;
@@ -1010,15 +973,12 @@ int tr_peer_fence_hold(struct triad_req *req)
 
 	if (!tr_fence_holds(fence_lanes(ctx, p, f), ctx->nplanes, req->fence_planes, p->nfenced,
 			    fence_moot(ctx, p)) ||
-	    !fence_push(p, req, NULL, NULL, 0, 0))
+	    !fence_push(p, req))
 		return 0;
 	tr_debug("rank %d: a %s waits for the redo fence (planes 0x%x)", p->rank,
 		 req->kind == TR_REQ_CHUNK ? "copy chunk" : "put", req->fence_planes);
 	return 1;
 }
-
-static void msg_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
-		       struct triad_req *req);
 
 void tr_peer_fence_settle(struct triad_ctx *ctx, struct tr_peer *p)
 {
@@ -1028,17 +988,15 @@ void tr_peer_fence_settle(struct triad_ctx *ctx, struct tr_peer *p)
 	while (!tr_list_empty(&p->fenceq)) {
 		struct tr_fence_wait *e = tr_list_first(&p->fenceq, struct tr_fence_wait, link);
 		struct tr_fence_lane f[TRIAD_MAX_PLANES];
+		struct triad_req *req = e->req;
 
-		if (!tr_fence_may_go(fence_lanes(ctx, p, f), ctx->nplanes,
-				     e->req ? e->req->fence_planes : 0, fence_moot(ctx, p)))
+		if (!tr_fence_may_go(fence_lanes(ctx, p, f), ctx->nplanes, req->fence_planes,
+				     fence_moot(ctx, p)))
 			break;
 		tr_list_del(&e->link);
 		p->nfenced--;
-		if (e->req)
-			e->req->rma->fenced(e->req);
-		else
-			msg_resend(&p->lane[e->plane], e->data, e->len, e->prio, NULL);
 		free(e);
+		req->rma->fenced(req);
 	}
 	p->fence_settling = 0;
 }
@@ -1203,27 +1161,6 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	return kept;
 }
 
-/* A copy's COPY_DATA given back by a broken lane: its chunks, done again
- * on alt, may still wait there for send-queue room; it must not overtake
- * them.  1 when it now waits behind the last of them. */
-static int after_chunks(struct tr_lane *alt, const void *data, int len, unsigned prio)
-{
-	struct triad_req *last;
-	struct tr_raw_msg *r;
-	struct tr_msg m;
-
-	if (tr_list_empty(&alt->rmaq) || !copy_data_of(data, len, &m))
-		return 0;
-	last = tr_container_of(alt->rmaq.prev, struct triad_req, link);
-	if (last->then_raw || !(r = malloc(sizeof(*r) + (size_t)len)))
-		return 0; /* sent now: the copy may fail at the destination */
-	r->len = len;
-	r->prio = prio;
-	memcpy(r->data, data, (size_t)len);
-	last->then_raw = r;
-	return 1;
-}
-
 /* TRIAD_CONNECT=lazy: the lane that broke was the peer's only one up so
  * far, and another is still being set up (a burst of first connections
  * can break the first one up before the rest are).  The message, encoded
@@ -1249,27 +1186,17 @@ static int await_again(struct tr_lane *l, const void *data, int len, unsigned pr
 void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
 		      struct triad_req *req)
 {
-	struct tr_peer *p = &l->ctx->peers[l->peer];
-	struct tr_msg m;
-
-	/* A COPY_DATA behind chunks that wait for the redo fence waits too:
-	 * it must not tell the destination before they are done again. */
-	if (!req && !tr_list_empty(&p->fenceq) && !l->ctx->closing &&
-	    copy_data_of(data, len, &m) && fence_push(p, NULL, l, data, len, prio))
-		return;
-	msg_resend(l, data, len, prio, req);
+	if (req && req->lost) /* an ordered send: its owner decides */
+		req->lost(req, l, data, len, prio);
+	else
+		tr_peer_msg_resend(l, data, len, prio, req);
 }
 
-static void msg_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
-		       struct triad_req *req)
+void tr_peer_msg_resend(struct tr_lane *l, const void *data, int len, unsigned prio,
+			struct triad_req *req)
 {
 	struct triad_ctx *ctx = l->ctx;
-	/* A copy's messages take the plane its chunks were done again on
-	 * (rma.c's redo chooses without a detour), so that a COPY_DATA
-	 * follows them on one connection, in order, not on a less loaded
-	 * plane that could tell the destination before the data is there. */
-	struct tr_lane *alt =
-		tr_peer_lane(ctx, l->peer, tr_wire_type(data) == TR_MSG_COPY ? TR_F_NO_DETOUR : 0);
+	struct tr_lane *alt = tr_peer_lane(ctx, l->peer, 0);
 
 	if (ctx->closing) {
 		if (req)
@@ -1277,11 +1204,8 @@ static void msg_resend(struct tr_lane *l, const void *data, int len, unsigned pr
 		return;
 	}
 	/* The encoded message keeps its sequence number: the receiver drops
-	 * it if the first copy did arrive. */
-	if (alt->state == TR_LANE_UP && !req && after_chunks(alt, data, len, prio))
-		return;
-	/* (l itself is a choice once it is up again: a message the redo fence
-	 * held goes once the lane is rebuilt.) */
+	 * it if the first copy did arrive.  (l itself is a choice once it is
+	 * up again.) */
 	if ((alt == l && l->state != TR_LANE_UP) || tr_lane_send(alt, data, len, prio, req, 0)) {
 		/* Nobody waits for our BYE, nor for anything to a peer that said
 		 * its own: that is a peer closing first, not a fault. */
@@ -1303,6 +1227,34 @@ static void msg_resend(struct tr_lane *l, const void *data, int len, unsigned pr
 	}
 	tr_debug("message to rank %d moved from plane %d to plane %d", l->peer, l->plane,
 		 alt->plane);
+}
+
+struct tr_held_msg *tr_peer_msg_hold(struct tr_lane *l, const void *data, int len,
+				     unsigned prio, struct triad_req *req)
+{
+	struct tr_held_msg *h = malloc(sizeof(*h) + (size_t)len);
+
+	if (!h)
+		return NULL;
+	h->req = req;
+	h->plane = l->plane;
+	h->prio = prio;
+	h->len = len;
+	memcpy(h->data, data, (size_t)len);
+	tr_list_add_tail(&l->ctx->peers[l->peer].held, &h->link);
+	return h;
+}
+
+void tr_peer_msg_unhold(struct triad_ctx *ctx, struct tr_held_msg *h, int go)
+{
+	struct tr_lane *l = &ctx->peers[h->req->peer].lane[h->plane];
+
+	tr_list_del(&h->link);
+	if (go)
+		tr_peer_msg_resend(l, h->data, h->len, h->prio, h->req);
+	else
+		tr_peer_msg_skip(l, h->data, h->len);
+	free(h);
 }
 
 void tr_peer_lane_changed(struct tr_lane *l)

@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "core/chan.h"
 #include "core/ctx.h"
 
 static const char *const status_names[TRIAD_S_MAX] = {
@@ -108,28 +107,6 @@ struct triad_req *tr_req_new(struct triad_ctx *ctx, enum tr_req_kind kind, int p
 	return req;
 }
 
-/* A message given back by a broken lane rode on req (then_raw) to follow
- * the WRITEs queued before it: req is posted whole, or done with (failed
- * before it was).  A copy's COPY_DATA behind its own chunk that failed is
- * skipped (the copy fails, as when its first one is never sent); behind
- * anything else, everything before it on the lane is posted, and it goes
- * now.  Either way its number is delivered or skipped, never left. */
-void tr_req_unride(struct triad_req *req, int failed)
-{
-	struct tr_raw_msg *r = req->then_raw;
-	struct tr_lane *l = req->lane ? req->lane : &req->ctx->peers[req->peer].lane[0];
-	struct tr_msg m;
-
-	req->then_raw = NULL;
-	if (failed && req->kind == TR_REQ_CHUNK && !tr_msg_decode(r->data, (size_t)r->len, &m) &&
-	    m.type == TR_MSG_COPY && m.u.copy.hdr.initiator == req->c_init &&
-	    m.u.copy.hdr.op_id == req->c_op)
-		tr_peer_msg_skip(l, r->data, r->len);
-	else if (l->state != TR_LANE_UP || tr_lane_send(l, r->data, r->len, r->prio, NULL, 0))
-		tr_peer_msg_lost(l, r->data, r->len, r->prio, NULL);
-	free(r);
-}
-
 void tr_req_kind_done(struct triad_ctx *ctx, enum tr_req_kind kind, tr_req_fn fn)
 {
 	ctx->req_done[kind] = fn;
@@ -151,12 +128,6 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 	struct triad_ctx *ctx = req->ctx;
 	tr_req_fn done;
 
-	if (req->then) { /* never posted: its op fails with this request */
-		free(req->then);
-		req->then = NULL;
-	}
-	if (req->then_raw)
-		tr_req_unride(req, st != TRIAD_S_OK);
 	if (st == TRIAD_S_OK && req->lane)
 		tr_lane_count(req->lane, req, 1);
 	done = ctx->req_done[req->kind];

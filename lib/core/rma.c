@@ -188,8 +188,7 @@ static int post_whole(struct tr_lane *l, struct triad_req *req)
 {
 	int ret;
 
-	if (req->len > l->ctx->cfg.chunk_size || req->then || req->then_raw ||
-	    req->rwin->state != TR_RWIN_READY)
+	if (req->len > l->ctx->cfg.chunk_size || req->rwin->state != TR_RWIN_READY)
 		return 0;
 	ret = post_chunk(l, req, req->len);
 	if (ret == -EAGAIN)
@@ -213,7 +212,6 @@ static int may_redo(const struct triad_req *req);
 static void redo(struct triad_req *req);
 
 static const struct tr_rma_ops rma_ops;
-static void pump(struct tr_lane *l);
 
 void tr_rma_start(struct triad_req *req)
 {
@@ -261,10 +259,11 @@ void tr_rma_start(struct triad_req *req)
 	if (tr_list_empty(&l->rmaq) && post_whole(l, req))
 		return;
 	tr_list_add_tail(&l->rmaq, &req->link);
-	pump(l);
+	tr_lane_rma_pump(l);
 }
 
-/* Posts what l's send queue takes of the operations queued on it. */
+/* Posts what l's send queue takes of the operations queued on it, up to
+ * the first entry that is not one of ours (an ordered message). */
 static void pump(struct tr_lane *l)
 {
 	uint64_t chunk = l->ctx->cfg.chunk_size;
@@ -273,6 +272,8 @@ static void pump(struct tr_lane *l)
 		struct triad_req *req = tr_list_first(&l->rmaq, struct triad_req, link);
 		struct tr_rwin *rw = req->rwin;
 
+		if (req->rma != &rma_ops)
+			return; /* not ours: tr_lane_rma_pump() hands it to its owner */
 		if (rw->state != TR_RWIN_READY) {
 			/* The owner destroyed the window meanwhile: nothing more of it
 			 * goes to the NIC, which would refuse it and break the lane. */
@@ -297,17 +298,6 @@ static void pump(struct tr_lane *l)
 			}
 		}
 		tr_list_del(&req->link);
-		if (req->then) { /* it waited for this request's last chunk */
-			struct tr_msg *m = req->then;
-
-			req->then = NULL;
-			if (tr_peer_send_on(l, m, TR_FC_MEDIUM, NULL))
-				tr_warn("peer %d plane %d: %s after the data could not be sent",
-					l->peer, l->plane, tr_msg_type_str(m->type));
-			free(m);
-		}
-		if (req->then_raw) /* given back by a broken lane, sent again */
-			tr_req_unride(req, 0);
 	}
 }
 
@@ -315,10 +305,7 @@ static void pump(struct tr_lane *l)
  * exceeded, an invalid-request NAK) is done again, whole, on the lane the
  * plane choice gives now (each may be repeated): a stale access or a
  * plane fault then fails only the request it hit.  Pinned ones are not
- * moved, and each is moved at most twice per plane.  A copy's COPY_DATA,
- * given back by the same broken lane after its chunks, follows them to the
- * new lane behind the last one still queued there (tr_peer_msg_lost), so
- * the destination still answers only once the data is whole. */
+ * moved, and each is moved at most twice per plane. */
 static int may_redo(const struct triad_req *req)
 {
 	return !(req->flags & TR_F_PLANE_PIN) && req->status == TRIAD_S_OK &&

@@ -534,8 +534,14 @@ static double mx(double a, double b)
 	return a > b ? a : b;
 }
 
-/* TWOTREE until the root's DONE: the first chunk down the deeper tree,
- * the rest at the pace of the busiest rank, the reports back up. */
+/* A REPORT's way up one level: the message, its latency, its handling. */
+static double up_leg(const struct tr_bnode_cost *c)
+{
+	return c->lat_us + 2 * c->o_us + c->gap_us;
+}
+
+/* TWOTREE until every rank holds the data: the first chunk down the
+ * deeper tree, the rest at the pace of the busiest rank. */
 static double est_twotree(const struct tr_bnode_cost *c, uint32_t nranks, uint64_t len,
 			  uint64_t chunk, uint64_t inline_max)
 {
@@ -550,14 +556,16 @@ static double est_twotree(const struct tr_bnode_cost *c, uint32_t nranks, uint64
 	double cpu = ((carried ? 2 : 6) + 2) * c->o_us;
 	double pair = mx(2 * nic, cpu);
 	double depth = ceil_log2(nranks) + 1;
-	double up = c->lat_us + 2 * c->o_us + c->gap_us;
 
-	return depth * level + (double)((nch + 1) / 2) * pair + depth * up;
+	return depth * level + (double)((nch + 1) / 2) * pair;
 }
 
-/* The estimated time in us of a broadcast of len bytes to nranks ranks in
- * shape (TREE or TWOTREE, chunk bytes per chunk for TWOTREE, 0: the best)
- * under cost: what AUTO compares.  *chunk_p (may be NULL) gets the chunk. */
+/* The estimated time in us until every rank holds len bytes of a
+ * broadcast to nranks ranks in shape (TREE or TWOTREE, chunk bytes per
+ * chunk for TWOTREE, 0: the best) under cost: what AUTO compares (what an
+ * MPI_Bcast returning on every rank takes; the reports that then go up to
+ * the root's DONE take longer down TWOTREE's deeper trees).  *chunk_p (may
+ * be NULL) gets the chunk. */
 static double estimate(const struct tr_bnode_cost *cost, uint32_t nranks, uint64_t len,
 		       enum tr_bnode_shape shape, uint64_t chunk, uint32_t max_kids,
 		       uint64_t inline_max, uint64_t *chunk_p)
@@ -606,7 +614,9 @@ static double estimate(const struct tr_bnode_cost *cost, uint32_t nranks, uint64
 		budget_table(&bu, steps(&bu, cost->lat_us), f);
 		if (chunk_p)
 			*chunk_p = len;
-		return budget_need(f, nranks) * bu.q;
+		/* F's budget runs to the last REPORT handled: the last rank's
+		 * data came at least one report's way up before. */
+		return budget_need(f, nranks) * bu.q - up_leg(cost);
 	}
 }
 
@@ -749,6 +759,38 @@ static uint32_t tree_plan(const struct tr_bnode *b, const struct budget *bu, con
 	return k;
 }
 
+/* TREE: the budget (bu, F in f, base) and the time steps this rank takes
+ * to cover (v, hi). */
+static uint32_t tree_steps(const struct tr_bnode *b, struct budget *bu, uint32_t *f, uint32_t hi,
+			   uint32_t *base)
+{
+	uint32_t ends[TR_BNODE_MAX_KIDS + 1], t;
+	bool fits;
+
+	budget_of(bu, &b->cfg.cost, b->cfg.len, b->cfg.len <= b->cfg.inline_max, b->cfg.max_kids);
+	/* F's pieces with the latency their ranks meet inside (with no
+	 * latencies given: the model's one). */
+	*base = steps(bu, b->cfg.lat ? lat_inside(b, b->v + 1, hi) : b->cfg.cost.lat_us);
+	budget_table(bu, *base, f);
+	t = budget_need(f, (uint64_t)hi - b->v);
+	if (b->cfg.lat) {
+		/* Each child's link sizes its piece: the least t that fits. */
+		uint32_t lo = 0, top = TR_BNODE_TMAX - 1;
+
+		while (lo < top) {
+			uint32_t mid = (lo + top) / 2;
+
+			tree_plan(b, bu, f, *base, mid, hi, ends, &fits);
+			if (fits)
+				top = mid;
+			else
+				lo = mid + 1;
+		}
+		t = lo;
+	}
+	return t;
+}
+
 /* TREE: this rank holds the data: cut (v, hi) into the children's pieces. */
 static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 {
@@ -760,27 +802,7 @@ static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 
 	if (v + 1 >= hi)
 		return;
-	budget_of(&bu, &b->cfg.cost, b->cfg.len, carried, b->cfg.max_kids);
-	/* F's pieces with the latency their ranks meet inside (with no
-	 * latencies given: the model's one). */
-	base = steps(&bu, b->cfg.lat ? lat_inside(b, v + 1, hi) : b->cfg.cost.lat_us);
-	budget_table(&bu, base, f);
-	t = budget_need(f, (uint64_t)hi - v);
-	if (b->cfg.lat) {
-		/* Each child's link sizes its piece: the least t that fits. */
-		uint32_t lo = 0, top = TR_BNODE_TMAX - 1;
-
-		while (lo < top) {
-			uint32_t mid = (lo + top) / 2;
-
-			tree_plan(b, &bu, f, base, mid, hi, ends, &fits);
-			if (fits)
-				top = mid;
-			else
-				lo = mid + 1;
-		}
-		t = lo;
-	}
+	t = tree_steps(b, &bu, f, hi, &base);
 	k = tree_plan(b, &bu, f, base, t, hi, ends, &fits);
 	for (uint32_t i = 0; i < k; i++) {
 		uint32_t head = abs_of(n, b->cfg.root, ends[i]);
@@ -1131,8 +1153,9 @@ static bool grouped_links(const struct tr_bnode *b, uint32_t g)
  * groups instead, if their last chunk arrives sooner than the flat trees'
  * (racks: a chunk crosses between them once per level of the groups'
  * tree, but the root sends every chunk twice, so they win where latency
- * rules, not bandwidth). */
-static void choose_perm(struct tr_bnode *b)
+ * rules, not bandwidth).  Returns the last chunk's estimated arrival in
+ * us under the trees chosen (for auto_lat()), -1 without latencies. */
+static double choose_perm(struct tr_bnode *b)
 {
 	static const uint32_t muls[] = { 1, 2, 3, 5, 7, 11, 13, 17 };
 	const struct tr_bnode_cost *c = &b->cfg.cost;
@@ -1144,7 +1167,7 @@ static void choose_perm(struct tr_bnode *b)
 	uint32_t tries = PERM_WORK / 2 / (n + 1);
 
 	if (!b->cfg.lat || n < 3)
-		return;
+		return -1;
 	tries = tries < 16 ? 16 : tries > 256 ? 256 : tries;
 	best = perm_cost(b, &identity, hop, step);
 	for (uint32_t i = 1; i < tries; i++) {
@@ -1181,6 +1204,7 @@ static void choose_perm(struct tr_bnode *b)
 			}
 		}
 	}
+	return best;
 }
 
 /* ---- set-up ------------------------------------------------------------------ */
@@ -1217,6 +1241,55 @@ static void set_shape(struct tr_bnode *b, unsigned shape, uint64_t len, uint64_t
 	b->parent = b->tparent[0];
 }
 
+/* Every link the model's latency (cfg.cost.lat_us). */
+static double lat_flat(void *arg, uint32_t a, uint32_t c)
+{
+	(void)a;
+	(void)c;
+	return *(const double *)arg;
+}
+
+/* AUTO at the root with link latencies: each shape's estimate() (the
+ * model's one latency) times how much later its plan here has every rank
+ * hold the data with the links' latencies than with the model's:
+ * TREE's budget (its pieces sized with the latencies their ranks meet,
+ * each child's with its own link), TWOTREE's trees as chosen (flat or in
+ * groups).  estimate() alone sent every size below 32 KiB through TREE
+ * over racks, up to 1.7x the best MPI model where TWOTREE's groups took
+ * 0.6-1.04x. */
+static enum tr_bnode_shape auto_lat(struct tr_bnode *b, double tt, double t2)
+{
+	double (*lat)(void *, uint32_t, uint32_t) = b->cfg.lat;
+	void *arg = b->cfg.lat_arg;
+	uint32_t f[TR_BNODE_TMAX], base, s_lat, s_flat;
+	uint64_t chunk = b->cfg.chunk;
+	struct budget bu;
+	double c_lat, c_flat;
+
+	s_lat = tree_steps(b, &bu, f, b->cfg.nranks, &base);
+	if (!chunk)
+		estimate(&b->cfg.cost, b->cfg.nranks, b->cfg.len, TR_BNODE_TWOTREE, 0, 0,
+			 b->cfg.inline_max, &chunk);
+	b->cfg.chunk = chunk;
+	b->nchunks = (b->cfg.len + chunk - 1) / chunk;
+	c_lat = choose_perm(b);
+	b->cfg.lat = lat_flat;
+	b->cfg.lat_arg = &b->cfg.cost.lat_us;
+	s_flat = tree_steps(b, &bu, f, b->cfg.nranks, &base);
+	b->perm = identity;
+	c_flat = choose_perm(b);
+	b->cfg.lat = lat;
+	b->cfg.lat_arg = arg;
+	b->cfg.chunk = 0;
+	b->nchunks = 0;
+	b->perm = identity;
+	if (s_flat && c_flat > 0) {
+		tt *= (double)s_lat / s_flat;
+		t2 *= c_lat / c_flat;
+	}
+	return t2 < tt ? TR_BNODE_TWOTREE : TR_BNODE_TREE;
+}
+
 int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
 {
 	struct tr_bnode_cfg c = *cfg;
@@ -1239,15 +1312,15 @@ int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
 		uint64_t chunk = c.chunk;
 
 		if (shape == TR_BNODE_AUTO) {
-			uint64_t ch;
 			double tt = estimate(&c.cost, c.nranks, c.len, TR_BNODE_TREE, 0,
-						      c.max_kids, c.inline_max, NULL);
-			double t2 = estimate(&c.cost, c.nranks, c.len, TR_BNODE_TWOTREE,
-						      chunk, c.max_kids, c.inline_max, &ch);
+					     c.max_kids, c.inline_max, NULL);
+			double t2 = estimate(&c.cost, c.nranks, c.len, TR_BNODE_TWOTREE, chunk,
+					     c.max_kids, c.inline_max, NULL);
 
-			shape = t2 < tt && c.nranks > 2 ? TR_BNODE_TWOTREE : TR_BNODE_TREE;
-			if (shape == TR_BNODE_TWOTREE && !chunk)
-				chunk = ch;
+			if (c.lat && c.nranks > 3 && c.len)
+				shape = auto_lat(b, tt, t2);
+			else
+				shape = t2 < tt && c.nranks > 2 ? TR_BNODE_TWOTREE : TR_BNODE_TREE;
 		}
 		if (shape == TR_BNODE_TWOTREE && !chunk)
 			estimate(&c.cost, c.nranks, c.len, shape, 0, 0, c.inline_max, &chunk);

@@ -62,8 +62,12 @@
  *     carries grp and fan then.  Reports go up T0.
  *
  *   AUTO (the root only): the shape whose estimate from cfg.cost (the
- *     measured L, o, g, B) is lower for this N and S, and for TWOTREE the
- *     chunk size minimising its estimate (bnode.c, estimate()).
+ *     measured L, o, g, B) of the time until every rank holds the data is
+ *     lower for this N and S, and for TWOTREE the chunk size minimising
+ *     its estimate (bnode.c, estimate()).  With cfg.lat each shape's
+ *     estimate is scaled by how much later its own plan over these links
+ *     (TREE's budget, TWOTREE's chosen trees or groups) has the data
+ *     everywhere than over links of the model's latency (auto_lat()).
  *
  * Completion.  RELEASE: this rank holds all the data and no transfer of
  * this broadcast reads its buffer any more; a non-root's request completes

@@ -14,9 +14,8 @@
  * connection on a plane only once its old end there is gone).  An
  * operation remembers the planes on which a break flushed one of its
  * WRITEs; it is clear once each of those lanes has every break fenced.
- * Held operations go in the order they came (a COPY_DATA given back behind
- * a copy's held chunks still follows them): the caller keeps the queue and
- * asks tr_fence_holds() and tr_fence_may_go().
+ * Held operations go in the order they came: the caller keeps the queue
+ * and asks tr_fence_holds() and tr_fence_may_go().
  *
  * tests/unit/test_fence.c checks it exhaustively against a model of both
  * ends, the connections' incarnations and the WRITEs still able to land:
@@ -54,7 +53,7 @@ int tr_fence_holds(const struct tr_fence_lane *lanes, int nplanes, unsigned plan
 		   unsigned nheld, int moot);
 
 /* The oldest held entry may go: moot, or every break of its planes'
- * lanes is fenced (a message held behind operations has no planes). */
+ * lanes is fenced (an entry with no planes only waits its turn). */
 int tr_fence_may_go(const struct tr_fence_lane *lanes, int nplanes, unsigned planes, int moot);
 
 #endif

@@ -140,6 +140,24 @@ static int bnode_ok(const struct tr_msg *m)
 	return b->nbytes && b->nbytes == bnode_bytes(b->len, b->chunk, b->k);
 }
 
+const void **tr_msg_carried(struct tr_msg *m, size_t *len)
+{
+	switch (m->type) {
+	case TR_MSG_COPY:
+		*len = m->u.copy.carried;
+		return &m->u.copy.data;
+	case TR_MSG_BNODE:
+		*len = m->u.bnode.nbytes;
+		return &m->u.bnode.data;
+	case TR_MSG_AM:
+		*len = m->u.am.len;
+		return &m->u.am.data;
+	default:
+		*len = 0;
+		return NULL;
+	}
+}
+
 size_t tr_msg_len(const struct tr_msg *m)
 {
 	return TR_WIRE_HDR_LEN + body_len(m);

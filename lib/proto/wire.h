@@ -183,6 +183,12 @@ static inline uint32_t tr_wire_seq(const void *buf)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* The bytes a decoded message carries beyond its body, which point into
+ * the buffer it was decoded from (a COPY_DATA's data, an ORDER's chunk, an
+ * active message's payload): where that pointer is in m, and their length
+ * in *len; NULL (and *len 0) for a type that carries none. */
+const void **tr_msg_carried(struct tr_msg *m, size_t *len);
+
 /* The encoded length of m (header + body), without checking m. */
 size_t tr_msg_len(const struct tr_msg *m);
 

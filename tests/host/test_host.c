@@ -17,6 +17,17 @@
  *             does not), it completes once the target moved its end of
  *             the old connection to the error state, and the delayed
  *             WRITE is then never applied.
+ *   copy-break  a copy's chunks wait for send-queue room with COPY_DATA
+ *             behind them, and the plane breaks under them: the chunks are
+ *             done again on the other plane (those posted once the
+ *             destination fenced the old connection), and COPY_DATA reaches
+ *             the destination after every one of them, once (checked when
+ *             the destination answers it).
+ *   copy-rejoin  the same with both planes broken at the source: the
+ *             chunks and COPY_DATA wait for a connection back.
+ *   copy-unrelated  a put queued among a copy's chunks on their lane fails
+ *             there (its window is gone): the copy's COPY_DATA still goes
+ *             after the chunks, once, and no stream loses a number.
  *   random    per seed: three ranks, two planes, active messages and puts
  *             (each put's target block rewritten by the test as soon as
  *             it completes) under a drawn schedule of breaks, delays, port
@@ -181,6 +192,7 @@ static void world_up(int n, int nplanes, uint64_t seed)
 {
 	FILE *f;
 
+	step_check = NULL; /* a failed test's */
 	if (w.n)
 		world_down(); /* a failed test's */
 	memset(&w, 0, sizeof(w));
@@ -517,6 +529,254 @@ static void test_fence(void **state)
 	world_down();
 }
 
+/* ---- scenario 2b: a copy's COPY_DATA behind its chunks -----------------------------------*/
+/* Rank 0 is the initiator and the source, rank 1 the destination, in
+ * DIRECT mode: rank 1 answers rank 0 as soon as its COPY_DATA comes, so the
+ * data must be whole in rank 1's window by then.  A send queue of 16 and
+ * chunks of 4 KiB keep most of a copy's chunks waiting for room in the
+ * send queue, with COPY_DATA behind them. */
+#define CWIN_ID 8
+#define PWIN_ID 9
+#define CCHUNK 4096
+#define CLEN (24 * CCHUNK)
+
+static struct {
+	char *mem[MAX_RANKS];
+	triad_win_t *win[MAX_RANKS];
+	char *pmem; /* rank 1's window PWIN_ID, for a put that fails */
+	triad_win_t *pwin;
+	uint64_t answered; /* rank 1's COPY_DATAs answered so far */
+	uint64_t off, len; /* the copy checked */
+} cw;
+
+/* After every rank's turn: rank 1 answered a COPY_DATA with the data in
+ * place, every byte. */
+static void copy_step_check(void)
+{
+	const struct tr_copy *e = tr_copy_engine(w.ctx[1]);
+	uint64_t missing = 0;
+
+	if (e->stats.answered == cw.answered)
+		return;
+	cw.answered = e->stats.answered;
+	for (uint64_t i = cw.off; i < cw.off + cw.len; i++)
+		missing += cw.mem[1][i] != cw.mem[0][i];
+	if (missing)
+		violation("seed %llu: rank 1 answered a COPY_DATA with %llu of %llu bytes not "
+			  "written yet", (unsigned long long)w.seed, (unsigned long long)missing,
+			  (unsigned long long)cw.len);
+}
+
+static void copy_world(uint64_t seed)
+{
+	setenv("TRIAD_SQ_DEPTH", "16", 1);
+	setenv("TRIAD_CHUNK_SIZE", "4096", 1);
+	world_up(2, 2, seed);
+	unsetenv("TRIAD_SQ_DEPTH");
+	unsetenv("TRIAD_CHUNK_SIZE");
+	memset(&cw, 0, sizeof(cw));
+	for (int r = 0; r < w.n; r++) {
+		cw.mem[r] = calloc(1, CLEN);
+		assert_non_null(cw.mem[r]);
+		assert_int_equal(triad_win_create(at(r), CWIN_ID, cw.mem[r], CLEN, NULL, &cw.win[r]),
+				 0);
+	}
+	for (size_t i = 0; i < CLEN; i++)
+		cw.mem[0][i] = (char)(1 + i % 251);
+	step_check = copy_step_check;
+}
+
+static void copy_world_down(void)
+{
+	step_check = NULL;
+	for (int r = 0; r < w.n; r++)
+		triad_win_destroy(cw.win[r]);
+	triad_win_destroy(cw.pwin);
+	world_down();
+	for (int r = 0; r < MAX_RANKS; r++)
+		free(cw.mem[r]);
+	free(cw.pmem);
+}
+
+static int req_done(void *arg)
+{
+	triad_req_t **req = arg;
+
+	return triad_test(*req);
+}
+
+/* A copy of len bytes at off, from rank 0 to rank 1, started. */
+static triad_req_t *copy_start(uint64_t off, uint64_t len)
+{
+	triad_req_t *req;
+
+	cw.off = off;
+	cw.len = len;
+	assert_int_equal(triad_copy(at(0), 0, CWIN_ID, off, 1, CWIN_ID, off, len,
+				    TRIAD_COPY_DIRECT, &req),
+			 0);
+	return req;
+}
+
+static void copy_end(triad_req_t *req, const char *what)
+{
+	if (drive_until(req_done, &req, 20)) {
+		char line[768];
+
+		tr_peer_describe(w.ctx[0], 1, line, sizeof(line));
+		fail_msg("%s: the copy did not complete; to rank 1: %s", what, line);
+	}
+	if (triad_req_status(req) != TRIAD_S_OK)
+		violation("%s: the copy ended %s", what, triad_status_str(triad_req_status(req)));
+	triad_req_free(req);
+}
+
+/* The lane from rank 0 to rank 1 on plane h has chunks posted and more
+ * waiting for room. */
+static int chunks_wait(void *arg)
+{
+	const struct tr_lane *l = &at(0)->peers[1].lane[*(int *)arg];
+
+	return l->rma_posted > 0 && !tr_list_empty(&l->rmaq);
+}
+
+/* Medium-priority active messages both ways, all handled: the streams
+ * did not stop on a number nobody sends. */
+static void streams_go_on(const char *what)
+{
+	struct am_load l[2] = { { .from = 0, .to = 1, .total = 30 },
+				{ .from = 1, .to = 0, .total = 30 } };
+	struct am_set s = { l, 2 };
+
+	if (drive_until(am_set_done, &s, 20))
+		violation("%s: active messages stopped: handled %u %u %u and %u %u %u of 30", what,
+			  w.next[0][1][0], w.next[0][1][1], w.next[0][1][2], w.next[1][0][0],
+			  w.next[1][0][1], w.next[1][0][2]);
+}
+
+/* Once everything landed: the last copy's len bytes whole at rank 1, which
+ * answered each of the two copies' COPY_DATA once; the streams go on. */
+static void copy_checks_end(uint64_t len, const char *what)
+{
+	const struct tr_copy *e = tr_copy_engine(w.ctx[1]);
+
+	assert_int_equal(drive_until(quiet, NULL, 10), 0);
+	if (memcmp(cw.mem[1], cw.mem[0], len))
+		violation("%s: the copy's data is not whole at rank 1", what);
+	if (cw.answered != 2 || e->stats.duplicate)
+		violation("%s: rank 1 answered %llu COPY_DATA(s) for 2 copies, %llu duplicate(s)",
+			  what, (unsigned long long)cw.answered,
+			  (unsigned long long)e->stats.duplicate);
+	streams_go_on(what);
+	if (w.bad)
+		fail_msg("%u violation(s), the first: %s", w.bad, w.first_bad);
+	copy_world_down();
+}
+
+/* A world of seed, and a copy of 16 chunks from rank 0 to rank 1 whose
+ * chunks wait for send-queue room on the home plane *h, COPY_DATA behind
+ * them, what is posted held in flight (both ways). */
+static triad_req_t *copy_stuck(uint64_t seed, int *h)
+{
+	triad_req_t *req;
+
+	copy_world(seed);
+	*h = home_plane(0, 1);
+	copy_end(copy_start(0, CCHUNK), "the first copy"); /* rank 1's window described */
+	fh_hold(0, 1, *h, 1);
+	fh_hold(1, 0, *h, 1);
+	req = copy_start(0, 16 * CCHUNK);
+	assert_int_equal(drive_until(chunks_wait, h, 10), 0);
+	for (int i = 0; i < 20; i++)
+		drive();
+	assert_int_equal(triad_test(req), 0);
+	assert_true(chunks_wait(h));
+	return req;
+}
+
+/* The copy's chunks wait for send-queue room on the home plane, COPY_DATA
+ * behind them; what is posted is in flight (held), and the plane breaks at
+ * the source.  The chunks not posted are done again on the other plane at
+ * once, the posted ones once rank 1 fenced the old connection; COPY_DATA,
+ * given back, must reach rank 1 after every one of them, and once. */
+static void test_copy_break(void **state)
+{
+	int h;
+	triad_req_t *req = copy_stuck(3, &h);
+
+	(void)state;
+	assert_int_equal(fh_break(0, 1, h), 0);
+	copy_end(req, "through the break");
+	fh_hold(0, 1, h, 0);
+	fh_hold(1, 0, h, 0);
+	copy_checks_end(16 * CCHUNK, "after the break");
+}
+
+/* The same with both planes broken at the source: no lane is left, the
+ * pair awaits a connection back (TRIAD_REJOIN_MS) and the source rebuilds
+ * both; the chunks wait for it, and COPY_DATA, given back, waits for them. */
+static void test_copy_rejoin(void **state)
+{
+	int h;
+	triad_req_t *req = copy_stuck(5, &h);
+
+	(void)state;
+	assert_int_equal(fh_break(0, 1, 1 - h), 0);
+	assert_int_equal(fh_break(0, 1, h), 0);
+	for (int i = 0; i < 20; i++)
+		drive();
+	/* (What was held in flight meets rank 1's end in the error state.) */
+	fh_hold(0, 1, h, 0);
+	fh_hold(1, 0, h, 0);
+	copy_end(req, "through a rejoin");
+	copy_checks_end(16 * CCHUNK, "after the rejoin");
+}
+
+/* An unrelated put, queued on the same lane among the copy's chunks, fails
+ * there (its window is gone at rank 1): the copy's COPY_DATA, waiting
+ * behind the chunks, still goes after every one of them, once, and the
+ * streams lose no number. */
+static void test_copy_unrelated(void **state)
+{
+	char blk[BLOCK];
+	triad_req_t *req, *put;
+	int h;
+
+	(void)state;
+	copy_world(4);
+	h = home_plane(0, 1);
+	cw.pmem = calloc(1, BLOCK);
+	assert_non_null(cw.pmem);
+	assert_int_equal(triad_win_create(at(1), PWIN_ID, cw.pmem, BLOCK, NULL, &cw.pwin), 0);
+	memset(blk, 'p', sizeof(blk));
+	put_sync(0, 1, blk, sizeof(blk), 0); /* rank 1's windows described */
+	assert_int_equal(triad_put(at(0), blk, sizeof(blk), 1, PWIN_ID, 0, 0, &put), 0);
+	assert_int_equal(drive_until(req_done, &put, 10), 0);
+	triad_req_free(put);
+	copy_end(copy_start(0, CCHUNK), "the first copy");
+	/* 24 chunks: 16 go out at first (the engine's window), and the put
+	 * queues behind them; the last 8 and COPY_DATA come as the first
+	 * ones complete, behind the put. */
+	fh_hold(0, 1, h, 1);
+	req = copy_start(0, CLEN);
+	assert_int_equal(drive_until(chunks_wait, &h, 10), 0);
+	assert_int_equal(triad_put(at(0), blk, sizeof(blk), 1, PWIN_ID, 0, 0, &put), 0);
+	assert_int_equal(triad_test(put), 0);
+	/* Rank 1 destroys the put's window; its notice reaches rank 0 on the
+	 * other direction while the put waits. */
+	assert_int_equal(triad_win_destroy(cw.pwin), 0);
+	cw.pwin = NULL;
+	for (int i = 0; i < 200; i++)
+		drive();
+	fh_hold(0, 1, h, 0);
+	copy_end(req, "beside a failed put");
+	assert_int_equal(drive_until(req_done, &put, 10), 0);
+	if (triad_req_status(put) == TRIAD_S_OK)
+		violation("the put into a window destroyed before it went completed OK");
+	triad_req_free(put);
+	copy_checks_end(CLEN, "after the failed put");
+}
+
 /* ---- scenario 3: a drawn schedule -------------------------------------------------------*/
 struct rput {
 	triad_req_t *req;
@@ -826,6 +1086,9 @@ int main(void)
 		cmocka_unit_test(test_burst),
 		cmocka_unit_test(test_no_listener),
 		cmocka_unit_test(test_fence),
+		cmocka_unit_test(test_copy_break),
+		cmocka_unit_test(test_copy_rejoin),
+		cmocka_unit_test(test_copy_unrelated),
 		cmocka_unit_test(test_random),
 	};
 

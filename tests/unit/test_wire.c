@@ -663,6 +663,7 @@ static void test_layout_am(void **state)
 static void test_copy_carried(void **state)
 {
 	struct tr_msg m = { .type = TR_MSG_COPY }, out;
+	size_t len;
 	int n;
 
 	(void)state;
@@ -679,6 +680,9 @@ static void test_copy_carried(void **state)
 	decode_ok(buf_a, (size_t)n, &out);
 	assert_int_equal(out.u.copy.carried, 5);
 	assert_ptr_equal(out.u.copy.data, buf_a + BODY + TR_WIRE_COPY_LEN);
+	/* What a parked message keeps: where its data pointer is, and how much. */
+	assert_ptr_equal(tr_msg_carried(&out, &len), &out.u.copy.data);
+	assert_int_equal(len, 5);
 	/* Without data: no pointer, and 96 bytes as before. */
 	m.u.copy.carried = 0;
 	n = encode(&m, buf_a);
@@ -686,6 +690,11 @@ static void test_copy_carried(void **state)
 	decode_ok(buf_a, (size_t)n, &out);
 	assert_int_equal(out.u.copy.carried, 0);
 	assert_null(out.u.copy.data);
+	assert_non_null(tr_msg_carried(&out, &len));
+	assert_int_equal(len, 0);
+	out.type = TR_MSG_BYE; /* a type that carries nothing */
+	assert_null(tr_msg_carried(&out, &len));
+	assert_int_equal(len, 0);
 
 	/* The encoder: not all of the copy, not a COPY_DATA, no data. */
 	m.u.copy.carried = 4;
