@@ -472,6 +472,27 @@ static int run_one(const struct opts *o, uint32_t n, uint64_t len, uint64_t algo
 	return ret;
 }
 
+/* The least time of the reference models for n ranks and len bytes (-1:
+ * none applies); *which (may be NULL) gets its model. */
+static double best_ref(const struct sim_net *net, uint32_t n, uint32_t root, uint64_t len,
+		       enum sim_ref *which)
+{
+	double best = -1;
+
+	if (which)
+		*which = SIM_REF_BINOMIAL;
+	for (unsigned m = 0; m < SIM_REF_N; m++) {
+		double t = sim_ref_time(net, (enum sim_ref)m, n, root, len, NULL);
+
+		if (t >= 0 && (best < 0 || t < best)) {
+			best = t;
+			if (which)
+				*which = (enum sim_ref)m;
+		}
+	}
+	return best;
+}
+
 static int run_bcasts(const struct opts *o)
 {
 	bool first = true;
@@ -491,15 +512,9 @@ static int run_bcasts(const struct opts *o)
 		for (unsigned ni = 0; ni < o->ranks.n; ni++) {
 			uint64_t len = o->sizes.v[si];
 			uint32_t n = (uint32_t)o->ranks.v[ni];
-			double lb = sim_lower_bound(&o->net, n, len), best = -1;
-
+			double lb = sim_lower_bound(&o->net, n, len);
 			/* The best of the reference models, whether printed or not. */
-			for (unsigned r = 0; r < SIM_REF_N; r++) {
-				double t = sim_ref_time(&o->net, (enum sim_ref)r, n, o->root, len, NULL);
-
-				if (t >= 0 && (best < 0 || t < best))
-					best = t;
-			}
+			double best = best_ref(&o->net, n, o->root, len, NULL);
 			for (unsigned ai = 0; ai < o->algos.n; ai++) {
 				uint64_t a = o->algos.v[ai];
 				bool ref = a >= A_REF, deleg = !ref && a >= A_DELEG;
@@ -611,8 +626,8 @@ static int check_net(const struct opts *o, const struct sim_net *net, const char
 			failed = true;
 		for (unsigned ni = 0; ni < o->ranks.n; ni++) {
 			uint32_t n = (uint32_t)o->ranks.v[ni];
-			double lb = sim_lower_bound(net, n, len), best = -1, vs, vb;
-			enum sim_ref bref = SIM_REF_BINOMIAL;
+			double lb = sim_lower_bound(net, n, len), best, vs, vb;
+			enum sim_ref bref;
 			struct sim_result r;
 			char sz[32], at64[24], why[64] = "";
 
@@ -627,14 +642,7 @@ static int check_net(const struct opts *o, const struct sim_net *net, const char
 				continue;
 			}
 			run++;
-			for (unsigned m = 0; m < SIM_REF_N; m++) {
-				double t = sim_ref_time(net, (enum sim_ref)m, n, o->root, len, NULL);
-
-				if (t >= 0 && (best < 0 || t < best)) {
-					best = t;
-					bref = (enum sim_ref)m;
-				}
-			}
+			best = best_ref(net, n, o->root, len, &bref);
 			vs = best > 0 ? r.t_all / best : 0;
 			vb = lb > 0 ? r.t_all / lb : 0;
 			worst_add(&wbest, vs, len, n);

@@ -126,6 +126,16 @@ static struct tr_lane *src_lane(struct triad_ctx *ctx, struct src_op *s)
 
 static void src_settle(struct triad_ctx *ctx, struct src_op *s);
 
+/* Op s's COPY_DATA, held since a break gave it back, will not go: its
+ * number is skipped and its request freed (it was never delivered). */
+static void held_drop(struct triad_ctx *ctx, struct src_op *s)
+{
+	tr_peer_msg_unhold(ctx, s->held, 0);
+	s->held = NULL;
+	free(s->sending);
+	s->sending = NULL;
+}
+
 const char *triad_copy_leg_str(enum triad_copy_leg leg)
 {
 	return tr_copy_leg_str((unsigned)leg);
@@ -247,10 +257,8 @@ void tr_copy_teardown(struct triad_ctx *ctx)
 
 		tr_list_del(&s->link);
 		free(s->data);
-		if (s->held) {
-			tr_peer_msg_unhold(ctx, s->held, 0);
-			free(s->sending);
-		}
+		if (s->held)
+			held_drop(ctx, s);
 		free(s); /* a COPY_DATA still sending is told (closing) without it */
 	}
 	free(cs->events);
@@ -396,14 +404,12 @@ static void src_settle(struct triad_ctx *ctx, struct src_op *s)
 		free(m);
 	}
 	if (!s->out && s->held) {
-		struct tr_held_msg *h = s->held;
-
-		s->held = NULL;
 		if (s->failed || ctx->closing) {
-			tr_peer_msg_unhold(ctx, h, 0);
-			free(s->sending);
-			s->sending = NULL;
+			held_drop(ctx, s);
 		} else {
+			struct tr_held_msg *h = s->held;
+
+			s->held = NULL;
 			tr_peer_msg_unhold(ctx, h, 1);
 		}
 	}
