@@ -478,7 +478,8 @@ static void act_lookup(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		exec(ctx, acts, n);
 		return;
 	}
-	tr_win_lookup(ctx, req); /* answers through req_done() */
+	if (tr_win_lookup(ctx, req)) /* answers through req_done() */
+		tr_rma_start(req);
 }
 
 /* The source window as it is now, not as the order found it: between
@@ -563,8 +564,8 @@ static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		tr_req_complete(req, TRIAD_S_PLANE_DOWN);
 	else if (req->lane->state != TR_LANE_UP)
 		tr_req_complete(req, req->lane->down_status);
-	else
-		tr_win_lookup(ctx, req); /* cached by the LOOKUP: posts at once */
+	else if (tr_win_lookup(ctx, req)) /* cached by the LOOKUP: posts at once */
+		tr_rma_start(req);
 }
 
 /* COPY_DATA's send completion: its data's, reported as chunk 0. */

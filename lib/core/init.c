@@ -399,7 +399,7 @@ static int init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p, int driv
 	/* The features register their messages and peer hooks (the lost
 	 * hooks run in this order: windows, copies, broadcasts). */
 	if (!ret)
-		ret = tr_win_setup(ctx);
+		ret = tr_win_setup(ctx, tr_rma_start);
 	if (!ret)
 		ret = tr_am_setup(ctx);
 	if (!ret)

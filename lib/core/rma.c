@@ -357,7 +357,8 @@ static void redo(struct triad_req *req)
 		req->mr = lw ? lw->mr[req->lane->plane] : NULL;
 		req->plane = req->lane->plane;
 	}
-	tr_win_lookup(ctx, req);
+	if (tr_win_lookup(ctx, req))
+		tr_rma_start(req);
 }
 
 static void fenced(struct triad_req *req);
@@ -516,7 +517,8 @@ static int stripe(struct triad_ctx *ctx, struct triad_req *req)
 		req->inflight++;
 		done += len;
 		tr_lane_count(sub->lane, sub, 0);
-		tr_win_lookup(ctx, sub);
+		if (tr_win_lookup(ctx, sub))
+			tr_rma_start(sub);
 	}
 	if (--req->inflight == 0)
 		tr_req_complete(req, req->status);
@@ -567,7 +569,8 @@ static void rma_issue(struct triad_ctx *ctx, struct triad_req *req, int may_wait
 	if (req->len && !rides_inline(req, l) && (lw = tr_win_find_addr(ctx, req->buf, req->len)))
 		req->mr = lw->mr[l->plane];
 	tr_lane_count(l, req, 0);
-	tr_win_lookup(ctx, req);
+	if (tr_win_lookup(ctx, req))
+		tr_rma_start(req);
 }
 
 void tr_rma_put_internal(struct triad_ctx *ctx, struct triad_req *req)
