@@ -133,7 +133,7 @@ static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned pri
 static void rx_moved(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
 {
 	if (!tr_list_empty(&ctx->am->early[p->rank][prio]))
-		deliver_early(ctx, p, prio, tr_stream_rx_next(&p->srx[prio]));
+		deliver_early(ctx, p, prio, tr_stream_rx_next(&p->pl.rx[prio]));
 }
 
 /* Copies m out of its slot into the early list, in order of number: early
@@ -185,7 +185,7 @@ static int am_deliver(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *
 	if (ctx->cfg.order != TR_ORDER_STRICT)
 		return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 	/* Its own number is in (the caller accepted it): has every one before? */
-	if (!tr_seq_before(m->seq, tr_stream_rx_next(&p->srx[prio]))) {
+	if (!tr_seq_before(m->seq, tr_stream_rx_next(&p->pl.rx[prio]))) {
 		if (hold(l, m) == 0)
 			return 0; /* its slot is free again */
 		tr_error("rank %d: no memory to hold an early active message: handled out of "
@@ -286,7 +286,7 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 			tr_req_complete(req, TRIAD_S_OK);
 		goto out;
 	}
-	if (tr_stream_tx_unsettled(&ctx->peers[rank].stx[prio]) >= TR_AM_QUEUE_MAX) {
+	if (tr_stream_tx_unsettled(&ctx->peers[rank].pl.tx[prio]) >= TR_AM_QUEUE_MAX) {
 		ret = -EAGAIN; /* progress lets the oldest arrive */
 		goto out;
 	}

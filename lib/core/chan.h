@@ -5,7 +5,7 @@
  * BSM for the reverse direction in its header, and a standalone BSM goes
  * out when proto/fc's decision says so.  Each side tells the other its
  * slot count and size when connecting; buffers are sized from them at
- * ESTABLISHED.  What arrives goes to the peer layer (tr_peer_on_msg),
+ * ESTABLISHED.  What arrives goes to the peer layer (its owner's on_msg),
  * which judges its sequence number and hands it to its handler.
  *
  * Every function here is called with the context lock held. */
@@ -54,7 +54,7 @@ void tr_lane_fc_tick(struct tr_lane *l);
 /* The linger time of a deferred BSM is over: send it. */
 void tr_lane_bsm_flush(struct tr_lane *l);
 
-/* The fabric's events (the ops table of ctx.c): a receive, and any
+/* The fabric's events (its ops table, in init.c): a receive, and any
  * completion of the send queue (a message's here, a WRITE's or READ's
  * handed to onesided.c). */
 void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc);
@@ -68,7 +68,7 @@ void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc);
 int tr_lane_chan_setup(struct tr_lane *l, const struct tr_conn_priv *peer);
 int tr_lane_chan_post_recvs(struct tr_lane *l);
 /* A broken lane's messages still waiting for a slot go to another lane
- * (tr_peer_msg_lost), once everything it had posted has come back. */
+ * (the owner's msg_lost), once everything it had posted has come back. */
 void tr_lane_chan_give_back(struct tr_lane *l);
 /* l's buffers are released: what waits for a slot is dropped. */
 void tr_lane_chan_drop(struct tr_lane *l);

@@ -702,6 +702,8 @@ static void req_done(struct triad_req *req, enum triad_status st)
 		uint64_t op = req->c_op;
 		struct src_op *s = src_find(ctx, init, op);
 
+		if (st == TRIAD_S_OK && req->lane) /* its bytes, on the lane that sent them */
+			tr_lane_count(req->lane, req, 1);
 		if (st != TRIAD_S_OK)
 			chunk_failed(ctx, init, op);
 		if (s)

@@ -2,7 +2,7 @@
  *
  * Layers (docs/design.md): core owns every piece of protocol state and
  * calls down into proto (pure engines) and fabric (the verbs executor);
- * fabric reports back only through the ops table of ctx.c.  Within
+ * fabric reports back only through its ops table (init.c).  Within
  * core, each object has one writer: a lane's state (lane.c, with its
  * message channel in chan.c and its WRITEs and READs in onesided.c), a peer's
  * stream and dispatch (peer.c), waiting and the event loop (progress.c),
@@ -74,20 +74,9 @@
 struct tr_peer {
 	int rank;
 	struct tr_lane lane[TRIAD_MAX_PLANES];
-	/* The message streams (proto/stream), one per priority and
-	 * direction: a priority's messages keep their order on a lane, while
-	 * a higher one overtakes a lower one held back by flow control for as
-	 * long as it likes.  The engine numbers, bounds and settles them,
-	 * keeps the window, says which lost numbers to tell (SEQ_SKIP), and
-	 * judges every arrival; peer.c carries out what it says. */
-	struct tr_stream_tx stx[TR_FC_NPRIO];
-	struct tr_stream_rx srx[TR_FC_NPRIO];
-	int seq_blocked; /* a lane holds a message back for the window */
+	struct tr_peer_link pl; /* its streams, and its process (lane.h) */
 	struct tr_psw psw;	 /* plane switch: which plane each home plane maps to now */
 	unsigned peer_drained;	 /* planes the peer asked us not to send on */
-	int gone; /* it said BYE, or another process has its address now: its
-		   * connections are not rebuilt */
-	uint64_t incarnation; /* its process's, from its first lane up; 0 before */
 	/* Messages that arrived beyond the receive window (struct
 	 * tr_parked): handled once the window reaches them (peer.c). */
 	struct tr_list parked[TR_FC_NPRIO];
@@ -173,7 +162,7 @@ struct triad_req {
 	const struct tr_rma_ops *rma;
 	/* A message sent with this request that its lane gave back before it
 	 * was delivered (the lane broke) is its owner's again, encoded and
-	 * numbered: tr_peer_msg_lost() calls this instead of sending it again
+	 * numbered: the peer layer's msg_lost calls this instead of sending it again
 	 * itself, and the owner decides where it goes (tr_peer_msg_resend,
 	 * tr_peer_msg_hold) or skips its number (tr_peer_msg_skip).  NULL: the
 	 * peer layer sends it again on the lane the choice gives. */
@@ -234,6 +223,20 @@ struct tr_progress_hooks {
 };
 #define TR_PROGRESS_HOOKS_MAX 4
 
+/* What the progress engine asks of the lanes, which it knows by no name:
+ * the peer layer, which holds them, registers it (tr_peer_setup; NULL
+ * before).  Under the lock, on the progress thread but send_wanted. */
+struct tr_progress_lanes {
+	/* Does anyone wait for a send completion on plane? */
+	int (*send_wanted)(const struct triad_ctx *ctx, int plane);
+	/* Every flow-control timer period, after a poll of every plane. */
+	void (*period)(struct triad_ctx *ctx);
+	/* Asked for (tr_progress_kick): rebuild and first connections. */
+	void (*kicked)(struct triad_ctx *ctx);
+	/* The linger time of deferred BSMs is over (tr_progress_linger). */
+	void (*linger)(struct triad_ctx *ctx);
+};
+
 struct triad_ctx {
 	struct tr_config cfg;
 	struct tr_world world;
@@ -267,6 +270,8 @@ struct triad_ctx {
 	ev_io cm_w;
 	ev_io cq_w[TRIAD_MAX_PLANES], async_w[TRIAD_MAX_PLANES];
 	struct tr_peer *peers; /* [size]; peers[rank] unused */
+	const struct tr_lane_owner *lane_owner; /* peer.c's (tr_peer_setup) */
+	const struct tr_progress_lanes *progress_lanes; /* the same */
 
 	struct tr_lput *lputs;	/* free light-put records (onesided.c), under the lock */
 	unsigned nlputs;
@@ -425,12 +430,6 @@ void tr_peer_describe(const struct triad_ctx *ctx, int peer, char *buf, size_t n
  * last one (rejoin); 0 when it is to fail (eager and never broken,
  * closing, the peer closed, lost, or cannot be reached). */
 int tr_peer_await(struct triad_ctx *ctx, int peer);
-/* peer's process is gone without a BYE (why says how we know): its
- * connections are not rebuilt, and if it was awaited back it is lost now. */
-void tr_peer_gone(struct triad_ctx *ctx, int peer, const char *why);
-/* Periodically (the flow-control timer): what waits past its deadline
- * fails, and a peer not back within TRIAD_REJOIN_MS is lost. */
-void tr_peer_await_tick(struct triad_ctx *ctx);
 /* At close: what still waits for a connection is cancelled. */
 void tr_peer_await_cancel(struct triad_ctx *ctx);
 /* Send a message to a peer on its chosen lane, with a flow-control
@@ -451,15 +450,6 @@ int tr_peer_send_after(struct tr_lane *l, struct tr_msg *m, unsigned prio,
  * there, the adaptive choice may move it to another lane of the peer. */
 int tr_peer_send_chosen(struct tr_lane *l, struct tr_msg *m, unsigned prio,
 			struct triad_req *req);
-/* A scheduler pass of the adaptive choice over p's waiting messages
- * (chan.c calls it after every pump when TRIAD_ADAPTIVE is on). */
-void tr_peer_redecide(struct triad_ctx *ctx, struct tr_peer *p);
-/* Lane events: a message arrived in receive buffer b (1 when the core
- * keeps b: an active message whose handler kept it); a message sent or
- * queued on l may not have arrived (l broke); l changed state. */
-int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
-void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
-		      struct triad_req *req);
 /* A message of ours (encoded, numbered) to l's peer will never be sent:
  * its number is told to the peer (SEQ_SKIP) as lost, at once if a lane
  * is up. */
@@ -477,7 +467,6 @@ void tr_peer_msg_resend(struct tr_lane *l, const void *data, int len, unsigned p
 struct tr_held_msg *tr_peer_msg_hold(struct tr_lane *l, const void *data, int len,
 				     unsigned prio, struct triad_req *req);
 void tr_peer_msg_unhold(struct triad_ctx *ctx, struct tr_held_msg *h, int go);
-void tr_peer_lane_changed(struct tr_lane *l);
 void tr_peer_free(struct tr_peer *p); /* at close */
 /* The redo fence.  req (a put or copy chunk, its last WRITE back) had a
  * WRITE flushed by a break on each plane of req->fence_planes: 1 when it
@@ -487,10 +476,6 @@ void tr_peer_free(struct tr_peer *p); /* at close */
  * gone or lost, or the context is closing). */
 int tr_peer_fence_hold(struct triad_req *req);
 void tr_peer_fence_settle(struct triad_ctx *ctx, struct tr_peer *p);
-/* The sender's window (tx_done): may the encoded message data (ours) be
- * posted on l now; and one of ours arrived (its send completed). */
-int tr_peer_seq_ok(const struct tr_lane *l, const void *data);
-void tr_peer_seq_done(struct tr_lane *l, const void *data, int len);
 /* The switch of peer p hears what plane's lane and drain state now say
  * (up and wanted: restored; down: failed; up but drained: drained). */
 void tr_peer_plane_event(struct triad_ctx *ctx, struct tr_peer *p, int plane);
@@ -502,16 +487,6 @@ struct tr_ctl_client;
 int tr_ctl_setup(struct triad_ctx *ctx);
 void tr_ctl_teardown(struct triad_ctx *ctx);
 
-/* What the fabric reports, and to whom in core (ctx.c): the ops table
- * triad_init opens the fabric with. */
-extern const struct tr_fab_ops tr_ctx_fab_ops;
-
-/* What this rank tells the other side of a connection on plane (ctx.c):
- * the rdma_cm private data of a request, an accept or a rejection.  peer
- * -1: a rank not ours to name (another job's), whose incarnation we do not
- * know. */
-void tr_conn_priv_ours(const struct triad_ctx *ctx, int plane, int peer,
-		       uint8_t buf[TR_WIRE_PRIV_LEN]);
 
 /* The context lock, as an application thread takes it: when another
  * thread holds it, it says so while it queues, and a progress thread

@@ -208,6 +208,15 @@ static int open_world(triad_ctx_t *ctx, const struct triad_ctx_attr *attr)
 	return world_from_file(ctx, attr);
 }
 
+/* What the fabric reports, and to whom in core: the lanes. */
+static const struct tr_fab_ops fab_ops = {
+	.on_recv = tr_lane_on_recv,
+	.on_send = tr_lane_on_send,
+	.on_conn_request = tr_lane_on_conn_request,
+	.on_cm = tr_lane_on_cm,
+	.on_port = tr_lane_on_port,
+};
+
 static int open_fabric(triad_ctx_t *ctx)
 {
 	struct tr_fab_cfg fcfg = {
@@ -219,7 +228,7 @@ static int open_fabric(triad_ctx_t *ctx)
 		.ack_timeout = ctx->cfg.ack_timeout,
 		.retry_count = ctx->cfg.retry_count,
 	};
-	int ret = tr_fab_open(&tr_ctx_fab_ops, ctx, &fcfg, &ctx->fab);
+	int ret = tr_fab_open(&fab_ops, ctx, &fcfg, &ctx->fab);
 
 	for (int p = 0; !ret && p < ctx->nplanes; p++)
 		ret = tr_fab_plane_open(ctx->fab, p, ctx->world.addr[ctx->rank][p],
@@ -249,15 +258,17 @@ static int open_peers(triad_ctx_t *ctx)
 		tr_psw_init(&ctx->peers[r].psw, (unsigned)ctx->nplanes);
 		for (int q = 0; q < TR_FC_NPRIO; q++) {
 			tr_list_init(&ctx->peers[r].parked[q]);
-			tr_stream_tx_init(&ctx->peers[r].stx[q], 0, 0);
-			tr_stream_rx_init(&ctx->peers[r].srx[q], 0, 0);
+			tr_stream_tx_init(&ctx->peers[r].pl.tx[q], 0, 0);
+			tr_stream_rx_init(&ctx->peers[r].pl.rx[q], 0, 0);
 		}
 		tr_list_init(&ctx->peers[r].await_msgs);
 		tr_list_init(&ctx->peers[r].await_rma);
 		tr_list_init(&ctx->peers[r].fenceq);
 		tr_list_init(&ctx->peers[r].held);
-		for (int p = 0; p < ctx->nplanes; p++)
+		for (int p = 0; p < ctx->nplanes; p++) {
 			tr_lane_init(ctx, &ctx->peers[r].lane[p], r, p);
+			ctx->peers[r].lane[p].pl = &ctx->peers[r].pl;
+		}
 	}
 	tr_peer_setup(ctx);
 	return 0;
@@ -535,7 +546,7 @@ static void say_bye(struct triad_ctx *ctx)
 		/* A peer being connected gets it once it is up; one never
 		 * talked to is not connected for it. */
 		if (r != ctx->rank && (tr_peer_reachable(ctx, r) || ctx->peers[r].awaiting) &&
-		    !ctx->peers[r].gone)
+		    !ctx->peers[r].pl.gone)
 			tr_peer_send(ctx, r, &m, TR_FC_HIGH, NULL);
 	}
 	pthread_mutex_unlock(&ctx->lock);

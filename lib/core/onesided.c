@@ -326,7 +326,7 @@ out:
 		if (l->sq_avail == 1 || l->fence_wanted)
 			tr_lane_pump(l);
 		else if (l->ctx->choice.rules) /* less in flight here: a pass */
-			tr_peer_redecide(l->ctx, &l->ctx->peers[l->peer]);
+			l->ctx->lane_owner->redecide(l);
 		tr_lane_rma_pump(l);
 	} else {
 		tr_lane_check_drained(l);
@@ -343,7 +343,7 @@ out:
  * request: one of those failing, finishing or moving to another lane
  * leaves it where it is.  Should the lane break first, the message goes
  * back to its owner (req->lost), as it does when it was sent and the
- * break flushed it (tr_peer_msg_lost). */
+ * break flushed it (the lane owner's msg_lost). */
 struct tr_after_msg {
 	struct tr_lane *l;
 	int len;

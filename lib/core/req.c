@@ -2,7 +2,8 @@
  * public request API (test, wait, status, free) and the status names.
  * Below the features: a feature that owns a kind of request registers what
  * its completion adds (tr_req_kind_done: the copy engine's chunks and
- * lookups, the flush epochs of puts and gets). */
+ * lookups, the flush epochs of puts and gets, and the bytes each counts
+ * on its lane). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -128,8 +129,6 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 	struct triad_ctx *ctx = req->ctx;
 	tr_req_fn done;
 
-	if (st == TRIAD_S_OK && req->lane)
-		tr_lane_count(req->lane, req, 1);
 	done = ctx->req_done[req->kind];
 	if (done) { /* its kind's owner takes it from here */
 		done(req, st);

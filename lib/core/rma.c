@@ -144,6 +144,8 @@ static void rma_complete(struct triad_req *req, enum triad_status st)
 	int peer = req->peer;
 	enum triad_status err = req->flags & TR_F_NO_REQ ? st : TRIAD_S_OK;
 
+	if (st == TRIAD_S_OK && req->lane)
+		tr_lane_count(req->lane, req, 1);
 	unregister(req);
 	req->ep = NULL;
 	tr_req_finish(req, st);
