@@ -194,7 +194,7 @@ static int am_deliver(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *
 	}
 	/* Its turn has come, and with it that of the early ones before it
 	 * (the number that held them was this one's, or one just before);
-	 * those after it go when the caller, tr_peer_on_msg(), calls
+	 * those after it go when the caller, peer.c's dispatch, calls
 	 * rx_moved() as after every message. */
 	deliver_early(ctx, p, prio, m->seq);
 	return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);

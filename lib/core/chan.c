@@ -86,7 +86,7 @@ static void fc_need(const struct tr_config *cfg, unsigned nslots, unsigned need[
 
 /* At ESTABLISHED, once the peer's slots are known: message buffers (ours
  * for the peer's messages, the peer's size for ours) and flow control. */
-int tr_lane_chan_setup(struct tr_lane *l, const struct tr_conn_priv *peer)
+static int chan_setup(struct tr_lane *l, const struct tr_conn_priv *peer)
 {
 	struct triad_ctx *ctx = l->ctx;
 	size_t rsz = ctx->cfg.slot_size, tsz = peer->slot_size, total;
@@ -147,7 +147,7 @@ static int post_recv(struct tr_buf *b)
 	return ret;
 }
 
-int tr_lane_chan_post_recvs(struct tr_lane *l)
+static int chan_post_recvs(struct tr_lane *l)
 {
 	for (int i = 0; i < l->nrx; i++)
 		if (post_recv(&l->rx[i]))
@@ -155,7 +155,7 @@ int tr_lane_chan_post_recvs(struct tr_lane *l)
 	return 0;
 }
 
-void tr_lane_chan_drop(struct tr_lane *l)
+static void chan_drop(struct tr_lane *l)
 {
 	for (int p = 0; p < TR_FC_NPRIO; p++) {
 		while (!tr_list_empty(&l->msgq[p])) {
@@ -175,7 +175,7 @@ void tr_lane_chan_drop(struct tr_lane *l)
  * would find the WRITEs it follows still in flight here.  So they follow
  * the posted messages, and the operations are settled first
  * (their owner's msg_lost). */
-void tr_lane_chan_give_back(struct tr_lane *l)
+static void chan_give_back(struct tr_lane *l)
 {
 	for (int p = 0; p < TR_FC_NPRIO; p++) {
 		while (!tr_list_empty(&l->msgq[p])) {
@@ -654,26 +654,6 @@ static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
 	tr_lane_check_drained(l); /* a post of the pumps above may have broken it */
 }
 
-int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq)
-{
-	unsigned type;
-	struct tr_msg m;
-
-	if (len < TR_WIRE_HDR_LEN || tr_wire_prio(data) != prio)
-		return 0;
-	type = tr_wire_type(data);
-	if (type == TR_MSG_BSM)
-		return 0;
-	if (type != TR_MSG_SEQ_SKIP)
-		return tr_wire_seq(data) == seq;
-	if (tr_msg_decode(data, (size_t)len, &m))
-		return 0;
-	for (unsigned i = 0; i < m.u.seq_skip.count; i++)
-		if (m.u.seq_skip.seq[i] == seq)
-			return 2;
-	return 0;
-}
-
 const char *tr_lane_seq_where(const struct tr_lane *l, unsigned prio, uint32_t seq)
 {
 	static const char *const queued[] = { NULL, "queued", "its SEQ_SKIP queued" };
@@ -808,4 +788,28 @@ void tr_lane_fc_tick(struct tr_lane *l)
 	tr_lane_bsm_flush(l);
 	if (n || l->nqueued || tr_fc_rx_bsm_due(&l->fc_rx))
 		pump(l);
+}
+
+/* ---- the lane's parts ------------------------------------------------------------------*/
+/* l's QP and buffers are released: its light puts and the messages
+ * waiting for a slot. */
+static void released(struct tr_lane *l)
+{
+	tr_lane_lputs_cancel(l);
+	chan_drop(l);
+}
+
+void tr_chan_setup(struct triad_ctx *ctx)
+{
+	static const struct tr_lane_parts parts = {
+		.setup = chan_setup,
+		.post_recvs = chan_post_recvs,
+		.pump = tr_lane_pump,
+		.give_back = chan_give_back,
+		.broke = tr_lane_lputs_broken,
+		.released = released,
+		.send = tr_lane_send,
+	};
+
+	ctx->lane_parts = &parts;
 }

@@ -12,7 +12,7 @@
 #ifndef TRIAD_CORE_CHAN_H
 #define TRIAD_CORE_CHAN_H
 
-#include "core/lane.h"
+#include "core/onesided.h"
 
 /* Queue an encoded message (its sequence number already in it) on
  * priority prio, in order of number (a message given back by a broken
@@ -41,11 +41,8 @@ int tr_lane_movable(const struct tr_lane *l, unsigned prio);
 int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio);
 /* Posts what the lane's queues may post now. */
 void tr_lane_pump(struct tr_lane *l);
-/* For a diagnosis: 1 when the encoded message data is number seq of
- * prio, 2 when it is a SEQ_SKIP that carries it, else 0; and where on l
- * such a message is ("queued", "in flight", "its SEQ_SKIP queued", ...),
- * or NULL. */
-int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq);
+/* For a diagnosis: where on l number seq of prio is ("queued", "in
+ * flight", "its SEQ_SKIP queued", ...; tr_msg_carries), or NULL. */
 const char *tr_lane_seq_where(const struct tr_lane *l, unsigned prio, uint32_t seq);
 /* A handler is done with a kept receive buffer: free its slot. */
 void tr_lane_release(struct tr_buf *b);
@@ -60,17 +57,8 @@ void tr_lane_bsm_flush(struct tr_lane *l);
 void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc);
 void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc);
 
-/* ---- for lane.c ------------------------------------------------------------------------*/
-/* At ESTABLISHED, once the peer's slots are known: message buffers (ours
- * for the peer's messages, the peer's size for ours) and flow control;
- * 0, -EINVAL, -ENOMEM.  Then, once l is up, every receive buffer posted
- * (0, or -EIO: the lane is to fail). */
-int tr_lane_chan_setup(struct tr_lane *l, const struct tr_conn_priv *peer);
-int tr_lane_chan_post_recvs(struct tr_lane *l);
-/* A broken lane's messages still waiting for a slot go to another lane
- * (the owner's msg_lost), once everything it had posted has come back. */
-void tr_lane_chan_give_back(struct tr_lane *l);
-/* l's buffers are released: what waits for a slot is dropped. */
-void tr_lane_chan_drop(struct tr_lane *l);
+/* Registers the channel's and the one-sided operations' parts of every
+ * lane (struct tr_lane_parts), before the lanes are made. */
+void tr_chan_setup(struct triad_ctx *ctx);
 
 #endif

@@ -272,6 +272,7 @@ struct triad_ctx {
 	struct tr_peer *peers; /* [size]; peers[rank] unused */
 	const struct tr_lane_owner *lane_owner; /* peer.c's (tr_peer_setup) */
 	const struct tr_progress_lanes *progress_lanes; /* the same */
+	const struct tr_lane_parts *lane_parts; /* chan.c's (tr_chan_setup) */
 
 	struct tr_lput *lputs;	/* free light-put records (onesided.c), under the lock */
 	unsigned nlputs;

@@ -248,6 +248,7 @@ static int open_peers(triad_ctx_t *ctx)
 	};
 
 	tr_list_init(&ctx->orphans);
+	tr_chan_setup(ctx);
 	if (tr_choice_cfg_init(&ctx->choice, &want))
 		return -EINVAL; /* the config table's ranges are the engine's */
 	ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "core/chan.h"
-#include "core/onesided.h"
+#include "core/ctx.h"
+#include "core/lane.h"
 #include "proto/conn.h"
 
 static const char *const state_names[] = {
@@ -159,8 +159,7 @@ static void release(struct tr_lane *l)
 	l->bufmem = NULL;
 	l->rx = l->tx = l->tx_free = NULL;
 	l->rma_posted = l->req_msgs = 0;
-	tr_lane_lputs_cancel(l);
-	tr_lane_chan_drop(l);
+	l->ctx->lane_parts->released(l);
 }
 
 static void established(struct tr_lane *l, const struct tr_conn_priv *peer)
@@ -170,7 +169,7 @@ static void established(struct tr_lane *l, const struct tr_conn_priv *peer)
 	if (!l->pl->incarnation)
 		l->pl->incarnation = peer->incarnation;
 	l->peer_closed = 0;
-	if (tr_lane_chan_setup(l, peer)) {
+	if (l->ctx->lane_parts->setup(l, peer)) {
 		release(l);
 		lane_set_state(l, TR_LANE_FAILED);
 		return;
@@ -178,13 +177,13 @@ static void established(struct tr_lane *l, const struct tr_conn_priv *peer)
 	l->qpn = tr_fab_qp_num(l->qp);
 	l->remote_qpn = tr_fab_qp_remote_num(l->qp);
 	lane_set_state(l, TR_LANE_UP);
-	if (tr_lane_chan_post_recvs(l)) {
+	if (l->ctx->lane_parts->post_recvs(l)) {
 		tr_lane_fail(l, TRIAD_S_TRANSPORT);
 		return;
 	}
 	tr_info("peer %d plane %d: connected, qp 0x%x, %u slots of %u B each way", l->peer,
 		l->plane, tr_fab_qp_num(l->qp), l->peer_slots, l->peer_slot_size);
-	tr_lane_pump(l); /* the first BSM: the peer can send nothing before it */
+	l->ctx->lane_parts->pump(l); /* the first BSM: the peer can send nothing before it */
 }
 
 /* ---- active side --------------------------------------------------------------*/
@@ -639,7 +638,7 @@ void tr_lane_drained(struct tr_lane *l)
 	/* Every send came back: what waits for a slot can overtake nothing
 	 * any more, and goes now; flushed receives do not hold it up (a stream
 	 * stalled behind them under load, chaos seed 2002). */
-	tr_lane_chan_give_back(l);
+	l->ctx->lane_parts->give_back(l);
 	if (l->rq_posted)
 		return;
 	/* At close, buffers a handler kept are taken back. */
@@ -658,7 +657,7 @@ static void lane_break(struct tr_lane *l, enum triad_status why)
 	/* Error state flushes everything posted, and the peer is told. */
 	tr_fab_qp_break(l->qp);
 	lane_set_state(l, TR_LANE_DRAINING);
-	tr_lane_lputs_broken(l);
+	l->ctx->lane_parts->broke(l);
 	/* What waits for a slot goes elsewhere once the lane is drained. */
 	tr_lane_check_drained(l);
 }
@@ -716,6 +715,27 @@ void tr_lane_destroy(struct tr_lane *l)
 		ev_timer_stop(ctx->loop, &l->retry_w);
 	release(l);
 	lane_set_state(l, TR_LANE_FAILED);
+}
+
+/* ---- for a diagnosis -----------------------------------------------------------------*/
+int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq)
+{
+	unsigned type;
+	struct tr_msg m;
+
+	if (len < TR_WIRE_HDR_LEN || tr_wire_prio(data) != prio)
+		return 0;
+	type = tr_wire_type(data);
+	if (type == TR_MSG_BSM)
+		return 0;
+	if (type != TR_MSG_SEQ_SKIP)
+		return tr_wire_seq(data) == seq;
+	if (tr_msg_decode(data, (size_t)len, &m))
+		return 0;
+	for (unsigned i = 0; i < m.u.seq_skip.count; i++)
+		if (m.u.seq_skip.seq[i] == seq)
+			return 2;
+	return 0;
 }
 
 /* ---- counters: their one writer ----------------------------------------------------*/

@@ -181,6 +181,33 @@ struct tr_lane_owner {
 	void (*describe)(const struct triad_ctx *ctx, int peer, char *buf, size_t n);
 };
 
+/* What lane.c, which sets the connection up and breaks it, asks of the
+ * lane's upper parts, and onesided.c of the channel: the channel (chan.c)
+ * registers it at setup (tr_chan_setup; ctx->lane_parts), so that the
+ * lane's files call upwards no function by name. */
+struct tr_lane_parts {
+	/* At ESTABLISHED, once the peer's slots are known: message buffers
+	 * (ours for the peer's messages, the peer's size for ours) and flow
+	 * control; 0, -EINVAL, -ENOMEM.  Then, once l is up, every receive
+	 * buffer posted (0, or -EIO: the lane is to fail); and what l can
+	 * send (its first BSM). */
+	int (*setup)(struct tr_lane *l, const struct tr_conn_priv *peer);
+	int (*post_recvs)(struct tr_lane *l);
+	void (*pump)(struct tr_lane *l);
+	/* l broke: its light puts are accounted for (onesided.c). */
+	void (*broke)(struct tr_lane *l);
+	/* A broken lane's messages still waiting for a slot go to another
+	 * lane (the owner's msg_lost), once everything it had posted has come
+	 * back. */
+	void (*give_back)(struct tr_lane *l);
+	/* l's QP and buffers are released: its light puts complete as
+	 * cancelled, what waits for a slot is dropped. */
+	void (*released)(struct tr_lane *l);
+	/* Queue an encoded message on l (chan.h, tr_lane_send). */
+	int (*send)(struct tr_lane *l, const void *data, int len, unsigned prio,
+		    struct triad_req *req, int movable);
+};
+
 /* Completion cookies: pointer | tag; every pointer is 8-byte aligned. */
 enum { TR_CK_RMA = 0, TR_CK_SEND = 1, TR_CK_RECV = 2, TR_CK_LPUT = 3, TR_CK_TAG_MASK = 7 };
 
@@ -247,6 +274,10 @@ static inline void tr_lane_flushed_while_up(struct tr_lane *l, const struct tr_f
 	if (wc->flushed && l->state == TR_LANE_UP)
 		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
 }
+
+/* For a diagnosis: 1 when the encoded message data is number seq of
+ * prio, 2 when it is a SEQ_SKIP that carries it, else 0. */
+int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq);
 
 /* The fabric's connection events (its ops table, which init.c opens it
  * with): a request is first checked to come from this job and this

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "core/chan.h"
 #include "core/onesided.h"
 
 static int post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
@@ -324,7 +323,7 @@ out:
 		 * allow (post_rma): a message or buffer status waits for the
 		 * entry this completion freed only when the queue was full. */
 		if (l->sq_avail == 1 || l->fence_wanted)
-			tr_lane_pump(l);
+			l->ctx->lane_parts->pump(l);
 		else if (l->ctx->choice.rules) /* less in flight here: a pass */
 			l->ctx->lane_owner->redecide(l);
 		tr_lane_rma_pump(l);
@@ -359,7 +358,7 @@ static void after_go(struct triad_req *req, int send)
 
 	tr_list_del(&req->link);
 	req->after = NULL;
-	if (!send || tr_lane_send(a->l, a->data, a->len, a->prio, req, 0))
+	if (!send || a->l->ctx->lane_parts->send(a->l, a->data, a->len, a->prio, req, 0))
 		req->lost(req, a->l, a->data, a->len, a->prio);
 	free(a);
 }
@@ -387,7 +386,7 @@ int tr_lane_send_after(struct tr_lane *l, const void *data, int len, unsigned pr
 	struct tr_after_msg *a;
 
 	if (tr_list_empty(&l->rmaq))
-		return tr_lane_send(l, data, len, prio, req, 0); /* posted ones are ahead */
+		return l->ctx->lane_parts->send(l, data, len, prio, req, 0); /* posted ones are ahead */
 	if (l->state != TR_LANE_UP)
 		return -ENOTCONN;
 	if ((unsigned)len > l->peer_slot_size)
