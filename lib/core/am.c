@@ -4,8 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/am.h"
 #include "core/chan.h"
-#include "core/ctx.h"
+#include "core/peer.h"
+#include "core/progress.h"
+#include "core/req.h"
 #include "base/log.h"
 
 /* An application's messages to one rank on one priority, queued or in

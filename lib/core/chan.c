@@ -8,6 +8,8 @@
 #include "base/log.h"
 #include "core/chan.h"
 #include "core/onesided.h"
+#include "core/progress.h"
+#include "core/req.h"
 
 struct queued_msg {
 	struct tr_list link;

@@ -12,7 +12,7 @@
 #ifndef TRIAD_CORE_CHAN_H
 #define TRIAD_CORE_CHAN_H
 
-#include "core/onesided.h"
+#include "core/lane.h"
 
 /* Queue an encoded message (its sequence number already in it) on
  * priority prio, in order of number (a message given back by a broken

@@ -13,11 +13,20 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "core/am.h"
+#include "core/barrier.h"
+#include "core/bcast.h"
 #include "core/chan.h"
-#include "core/ctx.h"
-#include "core/win.h"
+#include "core/copy.h"
+#include "core/ctl.h"
+#include "core/init.h"
 #include "core/onesided.h"
+#include "core/peer.h"
 #include "core/pmix.h"
+#include "core/progress.h"
+#include "core/req.h"
+#include "core/rma.h"
+#include "core/win.h"
 #include "proto/addr.h"
 
 static int lanes_settled(void *arg)

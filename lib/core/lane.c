@@ -17,8 +17,9 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "core/ctx.h"
 #include "core/lane.h"
+#include "core/progress.h"
+#include "core/req.h"
 #include "proto/conn.h"
 
 static const char *const state_names[] = {

@@ -8,6 +8,8 @@
 
 #include "base/log.h"
 #include "core/onesided.h"
+#include "core/progress.h"
+#include "core/req.h"
 
 static int post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
 		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie,

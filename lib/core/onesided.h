@@ -8,7 +8,8 @@
 #ifndef TRIAD_CORE_ONESIDED_H
 #define TRIAD_CORE_ONESIDED_H
 
-#include "core/ctx.h"
+#include "core/lane.h"
+#include "core/req.h"
 
 /* What a WRITE or READ posted on a lane is for.  Its cookie, a request
  * or a light put's record, carries the functions its completion calls,

@@ -10,8 +10,10 @@
 
 #include "base/log.h"
 #include "core/chan.h"
-#include "core/ctx.h"
 #include "core/onesided.h"
+#include "core/peer.h"
+#include "core/progress.h"
+#include "core/req.h"
 
 /* A message that arrived beyond the receive window (see park()). */
 struct tr_parked {

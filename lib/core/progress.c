@@ -16,8 +16,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "core/chan.h"
-#include "core/ctx.h"
+#include "core/progress.h"
 
 /* An application thread that called in within this window is taken to be
  * polling: it will reap its own completions, so the progress thread leaves

@@ -8,7 +8,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "core/ctx.h"
+#include "core/progress.h"
+#include "core/req.h"
 
 static const char *const status_names[TRIAD_S_MAX] = {
 	[TRIAD_S_OK] = "ok",

@@ -10,7 +10,11 @@
 #include <string.h>
 
 #include "core/onesided.h"
+#include "core/peer.h"
+#include "core/progress.h"
 #include "core/regcache.h"
+#include "core/req.h"
+#include "core/rma.h"
 #include "core/win.h"
 #include "base/log.h"
 #include "proto/chunk.h"

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/peer.h"
+#include "core/progress.h"
+#include "core/req.h"
 #include "core/win.h"
 #include "base/log.h"
 #include "proto/chunk.h"

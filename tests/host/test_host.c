@@ -48,7 +48,10 @@
 #include <cmocka.h>
 
 #include "base/log.h"
-#include "core/ctx.h"
+#include "core/copy.h"
+#include "core/init.h"
+#include "core/peer.h"
+#include "core/progress.h"
 #include "fakefab.h"
 #include "triad.h"
 
