@@ -195,8 +195,9 @@ static uint32_t inverse(uint32_t mul, uint32_t n)
  * of fanout fan in heap order of their index relative to the root's group
  * (group g feeds groups 1 + g fan + i, i < fan): the i-th feeder of a
  * group sends tree t's chunks to the child group's tree-t root.  A group's
- * feeders are the root (group 0 only) and then its tree-t members, the
- * highest first (the earliest to hold a chunk); every member feeds at most
+ * feeders are its tree-t members, the highest first (the earliest to hold
+ * a chunk); the root feeds its own group's tree roots only, so that it
+ * sends every chunk once, as with flat trees.  Every member feeds at most
  * one group (fan <= the smallest group), so a rank has at most two
  * children inside its group and one outside per tree.  A chunk crosses
  * groups once per level of the groups' tree, not once per level of a
@@ -291,17 +292,13 @@ static uint32_t g_troot(const struct gview *gv, uint32_t g, unsigned t)
 	return g_member(gv, g, x_of(s, ix_root(s), t));
 }
 
-/* The feeder place of rank a (the root: 0) in tree t: the groups it
- * feeds are 1 + g fan + place (one at most: fan <= every group's size). */
+/* The feeder place of non-root a in tree t: the groups it feeds are
+ * 1 + g fan + place (one at most: fan <= every group's size). */
 static uint32_t g_place(const struct gview *gv, uint32_t a, unsigned t)
 {
-	uint32_t g, s;
+	uint32_t g = g_rel(gv, a), s = g_size(gv, g);
 
-	if (a == gv->root)
-		return 0;
-	g = g_rel(gv, a);
-	s = g_size(gv, g);
-	return hord_of(s, j_of(s, g_pos(gv, a), t)) + (g == 0);
+	return hord_of(s, j_of(s, g_pos(gv, a), t));
 }
 
 static uint32_t g_tparent(const struct gview *gv, uint32_t a, unsigned t)
@@ -315,11 +312,6 @@ static uint32_t g_tparent(const struct gview *gv, uint32_t a, unsigned t)
 		return gv->root;
 	pg = (g - 1) / gv->fan;
 	i = (g - 1) % gv->fan;
-	if (pg == 0) {
-		if (i == 0)
-			return gv->root;
-		i--;
-	}
 	s = g_size(gv, pg);
 	return g_member(gv, pg, x_of(s, j_at_hord(s, i), t));
 }
@@ -329,17 +321,20 @@ static uint32_t g_tparent(const struct gview *gv, uint32_t a, unsigned t)
 static unsigned g_tkids(const struct gview *gv, uint32_t a, unsigned t,
 			uint32_t kids[TR_BNODE_TKIDS])
 {
-	uint32_t g = a == gv->root ? 0 : g_rel(gv, a), place = g_place(gv, a, t), ix[2];
-	uint64_t c = 1 + (uint64_t)g * gv->fan + place;
+	uint32_t g, place, ix[2];
+	uint64_t c;
 	unsigned cnt = 0, k;
 
+	if (a == gv->root) {
+		/* Its own group only (never empty: fan <= its size). */
+		kids[0] = g_troot(gv, 0, t);
+		return 1;
+	}
+	g = g_rel(gv, a);
+	place = g_place(gv, a, t);
+	c = 1 + (uint64_t)g * gv->fan + place;
 	if (place < gv->fan && c < gv->ng)
 		kids[cnt++] = g_troot(gv, (uint32_t)c, t);
-	if (a == gv->root) {
-		if (g_size(gv, 0))
-			kids[cnt++] = g_troot(gv, 0, t);
-		return cnt;
-	}
 	k = ix_kids(g_size(gv, g), j_of(g_size(gv, g), g_pos(gv, a), t), ix);
 	for (unsigned i = 0; i < k; i++)
 		kids[cnt++] = g_member(gv, g, x_of(g_size(gv, g), ix[i], t));
@@ -1158,8 +1153,8 @@ static bool grouped_links(const struct tr_bnode_cfg *cf, uint32_t g)
  * sequence) the one whose first chunk reaches the last rank soonest; then
  * groups instead, if their last chunk arrives sooner than the flat trees'
  * (racks: a chunk crosses between them once per level of the groups'
- * tree, but the root sends every chunk twice, so they win where latency
- * rules, not bandwidth).  *pick gets the choice (the identity without
+ * tree, but a group's feeders send each chunk of their tree three
+ * times, so they win where latency rules, not bandwidth).  *pick gets the choice (the identity without
  * latencies); returns the last chunk's estimated arrival in us under it
  * (for auto_lat()), -1 without latencies.  Reads cfg only: estimating
  * changes no engine. */
