@@ -1296,6 +1296,9 @@ int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
 		c.window = TR_BNODE_WINDOW_DEFAULT;
 	if (c.max_kids == 0)
 		c.max_kids = kids_default(c.nranks);
+	/* The root's children, its work, do not grow with N past 64 ranks. */
+	if (!cfg->max_kids && c.rank == c.root && c.max_kids > kids_default(TR_BNODE_ROOT_KIDS_N))
+		c.max_kids = kids_default(TR_BNODE_ROOT_KIDS_N);
 	*b = (struct tr_bnode){ .cfg = c, .parent = NIL, .tparent = { NIL, NIL }, .failed = NIL,
 				.status = TRIAD_S_OK, .perm = identity,
 				.v = rel_of(c.nranks, c.root, c.rank) };

@@ -128,6 +128,9 @@
 
 #define TR_BNODE_NO_RANK UINT32_MAX
 #define TR_BNODE_MAX_KIDS 64u	    /* TREE fanout cap; TWOTREE uses 4 */
+/* TREE: the root takes at most the children it would for this many ranks
+ * (max_kids 0), so that its events stop growing with N. */
+#define TR_BNODE_ROOT_KIDS_N 64u
 #define TR_BNODE_WINDOW_DEFAULT 4u
 #define TR_BNODE_MAX_WINDOW 64u
 /* Carried up to: a receive slot (TRIAD_SLOT_SIZE, 8 KiB) less headers. */
