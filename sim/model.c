@@ -49,7 +49,7 @@ struct rank {
 	double msg_free; /* ... control messages (the gap only) */
 	uint32_t wr_to;	 /* the last WRITE's destination, and when it lands: */
 	double wr_land;	 /* a message behind it on that QP cannot overtake it */
-	double rx_free;	 /* its NIC's receive side */
+	struct sim_rx rx; /* its NIC's receive side */
 	uint32_t peers;
 	uint64_t ev; /* events handled and posts: o each */
 	struct tr_copy eng;
@@ -100,6 +100,7 @@ struct sim {
 	char *err;
 	size_t errlen;
 	int fail;
+	double now; /* the clock: the event being handled */
 };
 
 static void fail(struct sim *s, int ret, const char *fmt, ...)
@@ -235,6 +236,52 @@ double sim_link_lat(const struct sim_net *net, uint32_t a, uint32_t b)
 	}
 }
 
+double sim_rx_take(struct sim_rx *rx, double now, double first, double len)
+{
+	size_t i, keep = 0;
+	double at = first;
+
+	for (i = 0; i < rx->n; i++)
+		if (rx->v[i].e > now)
+			rx->v[keep++] = rx->v[i];
+	rx->n = keep;
+	if (len <= 0)
+		return first;
+	for (i = 0; i < rx->n; i++) {
+		if (at + len <= rx->v[i].s)
+			break;
+		if (rx->v[i].e > at)
+			at = rx->v[i].e;
+	}
+	/* [at, at + len) goes before span i: joined to a neighbour it touches. */
+	if (i > 0 && rx->v[i - 1].e == at) {
+		rx->v[i - 1].e = at + len;
+		if (i < rx->n && rx->v[i].s == at + len) {
+			rx->v[i - 1].e = rx->v[i].e;
+			memmove(&rx->v[i], &rx->v[i + 1], (rx->n - i - 1) * sizeof(*rx->v));
+			rx->n--;
+		}
+		return at + len;
+	}
+	if (i < rx->n && rx->v[i].s == at + len) {
+		rx->v[i].s = at;
+		return at + len;
+	}
+	if (rx->n == rx->cap) {
+		size_t cap = rx->cap ? 2 * rx->cap : 8;
+		struct sim_rx_span *v = realloc(rx->v, cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		rx->v = v;
+		rx->cap = cap;
+	}
+	memmove(&rx->v[i + 1], &rx->v[i], (rx->n - i) * sizeof(*rx->v));
+	rx->v[i] = (struct sim_rx_span){ at, at + len };
+	rx->n++;
+	return at + len;
+}
+
 static double xmit_time(const struct sim_net *net, uint64_t bytes)
 {
 	double t = net->bw > 0 ? (double)bytes / net->bw : 0;
@@ -272,17 +319,21 @@ static double post(struct sim *s, uint32_t from, uint32_t to, uint64_t bytes, bo
 	double *line = bulk ? &f->tx_free : &f->msg_free;
 	double start = t > *line ? t : *line;
 	double arrive = start + tx + sim_link_lat(&s->net, from, to);
-	double in;
+	double in, land;
 
 	*line = start + tx;
 	pairs_add(s, from, to);
 	if (!bulk)
 		return f->wr_to == to && f->wr_land > arrive ? f->wr_land : arrive;
-	in = d->rx_free + (s->net.bw > 0 ? (double)bytes / s->net.bw : 0);
-	d->rx_free = arrive > in ? arrive : in;
+	in = s->net.bw > 0 ? (double)bytes / s->net.bw : 0;
+	land = sim_rx_take(&d->rx, s->now, arrive - in, in);
+	if (land < 0) {
+		fail(s, -ENOMEM, "no memory for rank %u's receive side", to);
+		land = arrive;
+	}
 	f->wr_to = to;
-	f->wr_land = d->rx_free;
-	return d->rx_free;
+	f->wr_land = land;
+	return land;
 }
 
 static void emit(struct sim *s, enum sim_trace_type type, double t, uint32_t src, uint32_t dst,
@@ -716,6 +767,7 @@ static void run(struct sim *s)
 
 	while (s->heap.n && !s->fail) {
 		heap_pop(&s->heap, &e);
+		s->now = e.t;
 		handle(s, &e);
 	}
 }
@@ -807,6 +859,7 @@ static int ranks_init(struct sim *s, uint32_t iops_root, uint32_t iops_other, ui
 static void sim_free(struct sim *s)
 {
 	for (uint32_t r = 0; s->rk && r < s->nranks; r++) {
+		free(s->rk[r].rx.v);
 		free(s->rk[r].eng.cfg.iops);
 		free(s->rk[r].eng.cfg.sops);
 	}

@@ -13,7 +13,8 @@
  *   B    bandwidth of each NIC, per direction: a write of n bytes keeps
  *        the sender's NIC busy n / B, and the receiver's NIC as well (a
  *        rank written by two sources at once takes them one after the
- *        other).  Control messages are msg_bytes long.
+ *        other, in the order they arrive: struct sim_rx).  Control
+ *        messages are msg_bytes long.
  *   L    one-way latency of the link between two ranks: equal, two or
  *        more racks (L inside a rack, spread x L across), or random per
  *        link in [L, spread x L] (fixed for the run, the same both ways).
@@ -131,6 +132,23 @@ int sim_bcast(const struct sim_net *net, const struct sim_bcast_cfg *cfg, sim_tr
  * and clock; *t_us is when the initiator's request completed. */
 int sim_copy(const struct sim_net *net, uint32_t nranks, uint32_t initiator, uint32_t source,
 	     uint32_t destination, uint64_t len, double *t_us, char *err, size_t errlen);
+
+/* A NIC's receive side: the spans of time it is taken by WRITEs already
+ * posted to it, in order.  A WRITE takes the first free span of its
+ * length from the moment its first byte arrives, before or after those
+ * posted earlier (a WRITE over a long link, posted first, does not hold
+ * the NIC for one over a short link that arrives first). */
+struct sim_rx {
+	struct sim_rx_span {
+		double s, e;
+	} *v;
+	size_t n, cap;
+};
+
+/* Takes len us of rx from first on (spans that end by now are dropped:
+ * nothing posted from now on arrives before it); returns when the last
+ * byte is in, or -1 without memory. */
+double sim_rx_take(struct sim_rx *rx, double now, double first, double len);
 
 /* The one-way latency of link a - b under net (a != b). */
 double sim_link_lat(const struct sim_net *net, uint32_t a, uint32_t b);

@@ -4,8 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/am.h"
 #include "core/chan.h"
-#include "core/ctx.h"
+#include "core/peer.h"
+#include "core/progress.h"
+#include "core/req.h"
 #include "base/log.h"
 
 /* An application's messages to one rank on one priority, queued or in
@@ -133,7 +136,7 @@ static void deliver_early(struct triad_ctx *ctx, struct tr_peer *p, unsigned pri
 static void rx_moved(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
 {
 	if (!tr_list_empty(&ctx->am->early[p->rank][prio]))
-		deliver_early(ctx, p, prio, tr_stream_rx_next(&p->srx[prio]));
+		deliver_early(ctx, p, prio, tr_stream_rx_next(&p->pl.rx[prio]));
 }
 
 /* Copies m out of its slot into the early list, in order of number: early
@@ -185,7 +188,7 @@ static int am_deliver(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *
 	if (ctx->cfg.order != TR_ORDER_STRICT)
 		return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
 	/* Its own number is in (the caller accepted it): has every one before? */
-	if (!tr_seq_before(m->seq, tr_stream_rx_next(&p->srx[prio]))) {
+	if (!tr_seq_before(m->seq, tr_stream_rx_next(&p->pl.rx[prio]))) {
 		if (hold(l, m) == 0)
 			return 0; /* its slot is free again */
 		tr_error("rank %d: no memory to hold an early active message: handled out of "
@@ -194,7 +197,7 @@ static int am_deliver(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *
 	}
 	/* Its turn has come, and with it that of the early ones before it
 	 * (the number that held them was this one's, or one just before);
-	 * those after it go when the caller, tr_peer_on_msg(), calls
+	 * those after it go when the caller, peer.c's dispatch, calls
 	 * rx_moved() as after every message. */
 	deliver_early(ctx, p, prio, m->seq);
 	return handle(ctx, l, m->u.am.id, m->u.am.data, m->u.am.len, b);
@@ -286,7 +289,7 @@ int triad_am_send(triad_ctx_t *ctx, int rank, unsigned id, const void *buf, size
 			tr_req_complete(req, TRIAD_S_OK);
 		goto out;
 	}
-	if (tr_stream_tx_unsettled(&ctx->peers[rank].stx[prio]) >= TR_AM_QUEUE_MAX) {
+	if (tr_stream_tx_unsettled(&ctx->peers[rank].pl.tx[prio]) >= TR_AM_QUEUE_MAX) {
 		ret = -EAGAIN; /* progress lets the oldest arrive */
 		goto out;
 	}

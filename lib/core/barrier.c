@@ -15,7 +15,10 @@
 #include <stdlib.h>
 
 #include "base/log.h"
-#include "core/ctx.h"
+#include "core/barrier.h"
+#include "core/peer.h"
+#include "core/progress.h"
+#include "core/req.h"
 
 /* The barrier's state (ctx->barrier), under the context lock. */
 struct tr_barrier {

@@ -40,7 +40,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ctx.h"
+#include "core/bcast.h"
+#include "core/copy.h"
+#include "core/peer.h"
+#include "core/req.h"
+#include "core/rma.h"
 #include "core/win.h"
 #include "base/log.h"
 #include "proto/bcast.h"

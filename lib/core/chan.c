@@ -8,6 +8,8 @@
 #include "base/log.h"
 #include "core/chan.h"
 #include "core/onesided.h"
+#include "core/progress.h"
+#include "core/req.h"
 
 struct queued_msg {
 	struct tr_list link;
@@ -86,7 +88,7 @@ static void fc_need(const struct tr_config *cfg, unsigned nslots, unsigned need[
 
 /* At ESTABLISHED, once the peer's slots are known: message buffers (ours
  * for the peer's messages, the peer's size for ours) and flow control. */
-int tr_lane_chan_setup(struct tr_lane *l, const struct tr_conn_priv *peer)
+static int chan_setup(struct tr_lane *l, const struct tr_conn_priv *peer)
 {
 	struct triad_ctx *ctx = l->ctx;
 	size_t rsz = ctx->cfg.slot_size, tsz = peer->slot_size, total;
@@ -147,7 +149,7 @@ static int post_recv(struct tr_buf *b)
 	return ret;
 }
 
-int tr_lane_chan_post_recvs(struct tr_lane *l)
+static int chan_post_recvs(struct tr_lane *l)
 {
 	for (int i = 0; i < l->nrx; i++)
 		if (post_recv(&l->rx[i]))
@@ -155,7 +157,7 @@ int tr_lane_chan_post_recvs(struct tr_lane *l)
 	return 0;
 }
 
-void tr_lane_chan_drop(struct tr_lane *l)
+static void chan_drop(struct tr_lane *l)
 {
 	for (int p = 0; p < TR_FC_NPRIO; p++) {
 		while (!tr_list_empty(&l->msgq[p])) {
@@ -174,8 +176,8 @@ void tr_lane_chan_drop(struct tr_lane *l)
  * overtake what was posted before it, and the owner of an ordered send
  * would find the WRITEs it follows still in flight here.  So they follow
  * the posted messages, and the operations are settled first
- * (tr_peer_msg_lost). */
-void tr_lane_chan_give_back(struct tr_lane *l)
+ * (their owner's msg_lost). */
+static void chan_give_back(struct tr_lane *l)
 {
 	for (int p = 0; p < TR_FC_NPRIO; p++) {
 		while (!tr_list_empty(&l->msgq[p])) {
@@ -183,13 +185,26 @@ void tr_lane_chan_give_back(struct tr_lane *l)
 
 			tr_list_del(&q->link);
 			l->nqueued--;
-			tr_peer_msg_lost(l, q->data, q->len, (unsigned)p, q->req);
+			l->ctx->lane_owner->msg_lost(l, q->data, q->len, (unsigned)p, q->req);
 			qnode_put(l->ctx, q);
 		}
 	}
 }
 
 /* ---- sending ------------------------------------------------------------------------*/
+/* A message may be posted while its number is within its stream's window
+ * (proto/stream): spread over planes, one of which silently lost a batch,
+ * the others must not run so far ahead that the receiver has to keep
+ * more than its buffers hold. */
+static int seq_ok(const struct tr_lane *l, const void *data)
+{
+	unsigned type = tr_wire_type(data);
+
+	if (type == TR_MSG_SEQ_SKIP || type == TR_MSG_BSM) /* carry no number */
+		return 1;
+	return tr_stream_tx_may_post(&l->pl->tx[tr_wire_prio(data)], tr_wire_seq(data));
+}
+
 /* Posts b's encoded message of len bytes, whole, or bare (imm not NULL):
  * its payload only, the headers in the immediate.  b keeps the whole
  * encoding either way: a message lost with its lane is sent again from it. */
@@ -319,10 +334,10 @@ static int pump_msgs(struct tr_lane *l)
 
 			if (!l->tx_free || !l->sq_avail)
 				return 0; /* pump_bsm waits for room too */
-			if (!tr_peer_seq_ok(l, q->data)) {
+			if (!seq_ok(l, q->data)) {
 				/* Too far ahead of what the peer has: the completion
 				 * that moves the window pumps it again. */
-				l->ctx->peers[l->peer].seq_blocked = 1;
+				l->pl->blocked = 1;
 				break;
 			}
 			slot = tr_fc_tx_pick(&l->fc_tx, p);
@@ -353,8 +368,11 @@ static void pump(struct tr_lane *l)
 		return;
 	if (tr_fc_rx_bsm_due(&l->fc_rx)) /* else proto/fc would decide: nothing new */
 		pump_bsm(l, 0);
-	if (l->ctx->choice.rules) /* a pass: waiting messages may go elsewhere now */
-		tr_peer_redecide(l->ctx, &l->ctx->peers[l->peer]);
+	/* A pass: waiting messages may go elsewhere now.  The plane count is
+	 * asked here, not in the owner's pass: an indirect call cannot have
+	 * its early return inlined (21 instructions a put on one plane). */
+	if (l->ctx->choice.rules && l->ctx->nplanes > 1)
+		l->ctx->lane_owner->redecide(l);
 }
 
 void tr_lane_bsm_flush(struct tr_lane *l)
@@ -367,7 +385,7 @@ void tr_lane_bsm_flush(struct tr_lane *l)
 
 /* Where a message of prio goes in l's queue: a priority's queue is kept in
  * order of sequence number, so that its head is the lowest number waiting
- * on the lane.  The sender's window (tr_peer_seq_ok) then always lets the
+ * on the lane.  The sender's window (seq_ok) then always lets the
  * oldest message of the stream go, whatever put it here: a resend from a
  * broken lane, a rejoin or a first connection, a later number sent first.
  * (A queue in arrival order once held a resent message beyond the window
@@ -410,7 +428,7 @@ int tr_lane_send(struct tr_lane *l, const void *data, int len, unsigned prio,
 		return -EMSGSIZE;
 	/* Straight out when nothing of this priority waits and a slot is free. */
 	if (tr_list_empty(&l->msgq[prio]) && l->tx_free && l->sq_avail &&
-	    tr_peer_seq_ok(l, data) && (slot = tr_fc_tx_pick(&l->fc_tx, prio)) >= 0) {
+	    seq_ok(l, data) && (slot = tr_fc_tx_pick(&l->fc_tx, prio)) >= 0) {
 		if (post_msg(l, data, len, slot, prio, req)) {
 			tr_lane_fail(l, TRIAD_S_TRANSPORT);
 			return -EIO;
@@ -452,7 +470,7 @@ int tr_lane_movable(const struct tr_lane *l, unsigned prio)
 	if (l->state != TR_LANE_UP || tr_list_empty(&l->msgq[prio]))
 		return 0;
 	q = tr_list_first(&l->msgq[prio], struct queued_msg, link);
-	return q->movable && tr_peer_seq_ok(l, q->data);
+	return q->movable && seq_ok(l, q->data);
 }
 
 int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio)
@@ -505,13 +523,12 @@ static int decode_bare(const struct tr_lane *l, const struct tr_buf *b,
 		       const struct tr_fab_wc *wc, struct tr_msg *m)
 {
 	const struct triad_ctx *ctx = l->ctx;
-	const struct tr_peer *p = &ctx->peers[l->peer];
 	uint32_t next[TR_WIRE_PRIOS];
 
 	if (!tr_ctx_takes_bare(ctx) || wc->len > (uint32_t)ctx->cfg.slot_size - TR_WIRE_BARE_SKIP)
 		return -EPROTO;
 	for (int i = 0; i < TR_WIRE_PRIOS; i++)
-		next[i] = tr_stream_rx_next(&p->srx[i]);
+		next[i] = tr_stream_rx_next(&l->pl->rx[i]);
 	return tr_msg_decode_bare(wc->imm, b->data, wc->len, next, m);
 }
 
@@ -569,11 +586,11 @@ static void on_recv(struct tr_buf *b, const struct tr_fab_wc *wc)
 		 * standalone BSM has to follow. */
 		tr_fc_rx_drain(&l->fc_rx, m.slot);
 		repost(b);
-		tr_peer_on_msg(l, &m, NULL);
+		l->ctx->lane_owner->on_msg(l, &m, NULL);
 		pump(l);
 		return;
 	}
-	if (tr_peer_on_msg(l, &m, b)) {
+	if (l->ctx->lane_owner->on_msg(l, &m, b)) {
 		l->rx_held++; /* a handler kept it: tr_lane_release() frees it */
 		pump(l);
 		return;
@@ -627,39 +644,19 @@ static void on_send(struct tr_buf *b, const struct tr_fab_wc *wc)
 		 * another lane and the receiver drops a duplicate by its sequence
 		 * number.  A BSM belongs to this lane: it dies with it. */
 		if (!bsm)
-			tr_peer_msg_lost(l, b->data, b->len, b->prio, req);
+			l->ctx->lane_owner->msg_lost(l, b->data, b->len, b->prio, req);
 		send_buf_done(l, b);
 		tr_lane_check_drained(l);
 		return;
 	}
 	if (!bsm)
-		tr_peer_seq_done(l, b->data, b->len);
+		l->ctx->lane_owner->seq_done(l, b->data, b->len);
 	send_buf_done(l, b);
 	if (req)
 		tr_req_complete(req, TRIAD_S_OK);
 	pump(l);
 	tr_lane_rma_pump(l);
 	tr_lane_check_drained(l); /* a post of the pumps above may have broken it */
-}
-
-int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq)
-{
-	unsigned type;
-	struct tr_msg m;
-
-	if (len < TR_WIRE_HDR_LEN || tr_wire_prio(data) != prio)
-		return 0;
-	type = tr_wire_type(data);
-	if (type == TR_MSG_BSM)
-		return 0;
-	if (type != TR_MSG_SEQ_SKIP)
-		return tr_wire_seq(data) == seq;
-	if (tr_msg_decode(data, (size_t)len, &m))
-		return 0;
-	for (unsigned i = 0; i < m.u.seq_skip.count; i++)
-		if (m.u.seq_skip.seq[i] == seq)
-			return 2;
-	return 0;
 }
 
 const char *tr_lane_seq_where(const struct tr_lane *l, unsigned prio, uint32_t seq)
@@ -736,7 +733,7 @@ static void tell_stuck(struct tr_lane *l)
 		if (waited_ms < STUCK_MS)
 			continue;
 		q->told = 1;
-		tr_peer_describe(ctx, l->peer, line, sizeof(line));
+		ctx->lane_owner->describe(ctx, l->peer, line, sizeof(line));
 		tr_warn("peer %d plane %d: a %s message (priority %u, seq %u) has waited more than "
 			"%.1f s to be sent: send buffers %s, send queue room %d, a slot for it %s, "
 			"its number %s the window; to rank %d: %s",
@@ -744,7 +741,7 @@ static void tell_stuck(struct tr_lane *l)
 			tr_wire_seq(q->data), (double)waited_ms * 1e-3,
 			l->tx_free ? "free" : "all in use", l->sq_avail,
 			tr_fc_tx_pick(&l->fc_tx, p) >= 0 ? "free" : "not free",
-			tr_peer_seq_ok(l, q->data) ? "within" : "beyond", l->peer, line);
+			seq_ok(l, q->data) ? "within" : "beyond", l->peer, line);
 	}
 }
 
@@ -765,7 +762,7 @@ static void tell_held(struct tr_lane *l)
 	}
 	if (++l->held_ticks != told_at)
 		return;
-	tr_peer_describe(l->ctx, l->peer, line, sizeof(line));
+	l->ctx->lane_owner->describe(l->ctx, l->peer, line, sizeof(line));
 	tr_warn("peer %d plane %d: all %d receive slots held here for more than %.1f s (kept "
 		"by handlers, or waiting for an earlier number): from rank %d: %s",
 		l->peer, l->plane, l->rx_held, STUCK_MS * 1e-3, l->peer, line);
@@ -796,4 +793,28 @@ void tr_lane_fc_tick(struct tr_lane *l)
 	tr_lane_bsm_flush(l);
 	if (n || l->nqueued || tr_fc_rx_bsm_due(&l->fc_rx))
 		pump(l);
+}
+
+/* ---- the lane's parts ------------------------------------------------------------------*/
+/* l's QP and buffers are released: its light puts and the messages
+ * waiting for a slot. */
+static void released(struct tr_lane *l)
+{
+	tr_lane_lputs_cancel(l);
+	chan_drop(l);
+}
+
+void tr_chan_setup(struct triad_ctx *ctx)
+{
+	static const struct tr_lane_parts parts = {
+		.setup = chan_setup,
+		.post_recvs = chan_post_recvs,
+		.pump = tr_lane_pump,
+		.give_back = chan_give_back,
+		.broke = tr_lane_lputs_broken,
+		.released = released,
+		.send = tr_lane_send,
+	};
+
+	ctx->lane_parts = &parts;
 }

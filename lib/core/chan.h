@@ -5,7 +5,7 @@
  * BSM for the reverse direction in its header, and a standalone BSM goes
  * out when proto/fc's decision says so.  Each side tells the other its
  * slot count and size when connecting; buffers are sized from them at
- * ESTABLISHED.  What arrives goes to the peer layer (tr_peer_on_msg),
+ * ESTABLISHED.  What arrives goes to the peer layer (its owner's on_msg),
  * which judges its sequence number and hands it to its handler.
  *
  * Every function here is called with the context lock held. */
@@ -41,11 +41,8 @@ int tr_lane_movable(const struct tr_lane *l, unsigned prio);
 int tr_lane_move(struct tr_lane *from, struct tr_lane *to, unsigned prio);
 /* Posts what the lane's queues may post now. */
 void tr_lane_pump(struct tr_lane *l);
-/* For a diagnosis: 1 when the encoded message data is number seq of
- * prio, 2 when it is a SEQ_SKIP that carries it, else 0; and where on l
- * such a message is ("queued", "in flight", "its SEQ_SKIP queued", ...),
- * or NULL. */
-int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq);
+/* For a diagnosis: where on l number seq of prio is ("queued", "in
+ * flight", "its SEQ_SKIP queued", ...; tr_msg_carries), or NULL. */
 const char *tr_lane_seq_where(const struct tr_lane *l, unsigned prio, uint32_t seq);
 /* A handler is done with a kept receive buffer: free its slot. */
 void tr_lane_release(struct tr_buf *b);
@@ -54,23 +51,14 @@ void tr_lane_fc_tick(struct tr_lane *l);
 /* The linger time of a deferred BSM is over: send it. */
 void tr_lane_bsm_flush(struct tr_lane *l);
 
-/* The fabric's events (the ops table of ctx.c): a receive, and any
+/* The fabric's events (its ops table, in init.c): a receive, and any
  * completion of the send queue (a message's here, a WRITE's or READ's
  * handed to onesided.c). */
 void tr_lane_on_recv(void *arg, const struct tr_fab_wc *wc);
 void tr_lane_on_send(void *arg, const struct tr_fab_wc *wc);
 
-/* ---- for lane.c ------------------------------------------------------------------------*/
-/* At ESTABLISHED, once the peer's slots are known: message buffers (ours
- * for the peer's messages, the peer's size for ours) and flow control;
- * 0, -EINVAL, -ENOMEM.  Then, once l is up, every receive buffer posted
- * (0, or -EIO: the lane is to fail). */
-int tr_lane_chan_setup(struct tr_lane *l, const struct tr_conn_priv *peer);
-int tr_lane_chan_post_recvs(struct tr_lane *l);
-/* A broken lane's messages still waiting for a slot go to another lane
- * (tr_peer_msg_lost), once everything it had posted has come back. */
-void tr_lane_chan_give_back(struct tr_lane *l);
-/* l's buffers are released: what waits for a slot is dropped. */
-void tr_lane_chan_drop(struct tr_lane *l);
+/* Registers the channel's and the one-sided operations' parts of every
+ * lane (struct tr_lane_parts), before the lanes are made. */
+void tr_chan_setup(struct triad_ctx *ctx);
 
 #endif

@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ctx.h"
+#include "core/copy.h"
+#include "core/peer.h"
+#include "core/progress.h"
+#include "core/req.h"
+#include "core/rma.h"
 #include "core/win.h"
 #include "base/log.h"
 #include "proto/chunk.h"
@@ -478,7 +482,8 @@ static void act_lookup(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		exec(ctx, acts, n);
 		return;
 	}
-	tr_win_lookup(ctx, req); /* answers through req_done() */
+	if (tr_win_lookup(ctx, req)) /* answers through req_done() */
+		tr_rma_start(req);
 }
 
 /* The source window as it is now, not as the order found it: between
@@ -563,8 +568,8 @@ static void act_write(struct triad_ctx *ctx, const struct tr_copy_act *a)
 		tr_req_complete(req, TRIAD_S_PLANE_DOWN);
 	else if (req->lane->state != TR_LANE_UP)
 		tr_req_complete(req, req->lane->down_status);
-	else
-		tr_win_lookup(ctx, req); /* cached by the LOOKUP: posts at once */
+	else if (tr_win_lookup(ctx, req)) /* cached by the LOOKUP: posts at once */
+		tr_rma_start(req);
 }
 
 /* COPY_DATA's send completion: its data's, reported as chunk 0. */
@@ -701,6 +706,8 @@ static void req_done(struct triad_req *req, enum triad_status st)
 		uint64_t op = req->c_op;
 		struct src_op *s = src_find(ctx, init, op);
 
+		if (st == TRIAD_S_OK && req->lane) /* its bytes, on the lane that sent them */
+			tr_lane_count(req->lane, req, 1);
 		if (st != TRIAD_S_OK)
 			chunk_failed(ctx, init, op);
 		if (s)

@@ -44,7 +44,8 @@
 
 #include "base/log.h"
 #include "core/config.h"
-#include "core/ctx.h"
+#include "core/ctl.h"
+#include "core/peer.h"
 #include "ctl/io.h"
 #include "ctl/table.h"
 

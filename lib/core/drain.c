@@ -17,7 +17,8 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "core/ctx.h"
+#include "core/peer.h"
+#include "core/progress.h"
 
 static const char *const plane_state_names[] = {
 	[TRIAD_PLANE_NORMAL] = "normal",

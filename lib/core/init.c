@@ -13,11 +13,20 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "core/am.h"
+#include "core/barrier.h"
+#include "core/bcast.h"
 #include "core/chan.h"
-#include "core/ctx.h"
-#include "core/win.h"
+#include "core/copy.h"
+#include "core/ctl.h"
+#include "core/init.h"
 #include "core/onesided.h"
+#include "core/peer.h"
 #include "core/pmix.h"
+#include "core/progress.h"
+#include "core/req.h"
+#include "core/rma.h"
+#include "core/win.h"
 #include "proto/addr.h"
 
 static int lanes_settled(void *arg)
@@ -208,6 +217,15 @@ static int open_world(triad_ctx_t *ctx, const struct triad_ctx_attr *attr)
 	return world_from_file(ctx, attr);
 }
 
+/* What the fabric reports, and to whom in core: the lanes. */
+static const struct tr_fab_ops fab_ops = {
+	.on_recv = tr_lane_on_recv,
+	.on_send = tr_lane_on_send,
+	.on_conn_request = tr_lane_on_conn_request,
+	.on_cm = tr_lane_on_cm,
+	.on_port = tr_lane_on_port,
+};
+
 static int open_fabric(triad_ctx_t *ctx)
 {
 	struct tr_fab_cfg fcfg = {
@@ -219,7 +237,7 @@ static int open_fabric(triad_ctx_t *ctx)
 		.ack_timeout = ctx->cfg.ack_timeout,
 		.retry_count = ctx->cfg.retry_count,
 	};
-	int ret = tr_fab_open(&tr_ctx_fab_ops, ctx, &fcfg, &ctx->fab);
+	int ret = tr_fab_open(&fab_ops, ctx, &fcfg, &ctx->fab);
 
 	for (int p = 0; !ret && p < ctx->nplanes; p++)
 		ret = tr_fab_plane_open(ctx->fab, p, ctx->world.addr[ctx->rank][p],
@@ -239,6 +257,7 @@ static int open_peers(triad_ctx_t *ctx)
 	};
 
 	tr_list_init(&ctx->orphans);
+	tr_chan_setup(ctx);
 	if (tr_choice_cfg_init(&ctx->choice, &want))
 		return -EINVAL; /* the config table's ranges are the engine's */
 	ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));
@@ -249,15 +268,17 @@ static int open_peers(triad_ctx_t *ctx)
 		tr_psw_init(&ctx->peers[r].psw, (unsigned)ctx->nplanes);
 		for (int q = 0; q < TR_FC_NPRIO; q++) {
 			tr_list_init(&ctx->peers[r].parked[q]);
-			tr_stream_tx_init(&ctx->peers[r].stx[q], 0, 0);
-			tr_stream_rx_init(&ctx->peers[r].srx[q], 0, 0);
+			tr_stream_tx_init(&ctx->peers[r].pl.tx[q], 0, 0);
+			tr_stream_rx_init(&ctx->peers[r].pl.rx[q], 0, 0);
 		}
 		tr_list_init(&ctx->peers[r].await_msgs);
 		tr_list_init(&ctx->peers[r].await_rma);
 		tr_list_init(&ctx->peers[r].fenceq);
 		tr_list_init(&ctx->peers[r].held);
-		for (int p = 0; p < ctx->nplanes; p++)
+		for (int p = 0; p < ctx->nplanes; p++) {
 			tr_lane_init(ctx, &ctx->peers[r].lane[p], r, p);
+			ctx->peers[r].lane[p].pl = &ctx->peers[r].pl;
+		}
 	}
 	tr_peer_setup(ctx);
 	return 0;
@@ -399,7 +420,7 @@ static int init(const struct triad_ctx_attr *attr, triad_ctx_t **ctx_p, int driv
 	/* The features register their messages and peer hooks (the lost
 	 * hooks run in this order: windows, copies, broadcasts). */
 	if (!ret)
-		ret = tr_win_setup(ctx);
+		ret = tr_win_setup(ctx, tr_rma_start);
 	if (!ret)
 		ret = tr_am_setup(ctx);
 	if (!ret)
@@ -535,7 +556,7 @@ static void say_bye(struct triad_ctx *ctx)
 		/* A peer being connected gets it once it is up; one never
 		 * talked to is not connected for it. */
 		if (r != ctx->rank && (tr_peer_reachable(ctx, r) || ctx->peers[r].awaiting) &&
-		    !ctx->peers[r].gone)
+		    !ctx->peers[r].pl.gone)
 			tr_peer_send(ctx, r, &m, TR_FC_HIGH, NULL);
 	}
 	pthread_mutex_unlock(&ctx->lock);

@@ -17,8 +17,9 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "core/chan.h"
-#include "core/onesided.h"
+#include "core/lane.h"
+#include "core/progress.h"
+#include "core/req.h"
 #include "proto/conn.h"
 
 static const char *const state_names[] = {
@@ -44,7 +45,7 @@ static int rebuilt(const struct tr_lane *l)
 	const struct triad_ctx *ctx = l->ctx;
 
 	return ctx->cfg.connect != TR_CONNECT_LAZY || l->ever_up ||
-	       tr_peer_reachable(ctx, l->peer);
+	       ctx->lane_owner->reachable(ctx, l->peer);
 }
 
 static void lane_set_state(struct tr_lane *l, enum tr_lane_state s)
@@ -75,11 +76,11 @@ static void lane_set_state(struct tr_lane *l, enum tr_lane_state s)
 	/* After start-up a broken lane is rebuilt: the side that connects asks
 	 * the progress thread (which owns the timers) to retry. */
 	if (s == TR_LANE_FAILED && ctx->initialized && !ctx->closing &&
-	    tr_conn_rebuilds(ctx->rank, l->peer) && !ctx->peers[l->peer].gone && rebuilt(l)) {
+	    tr_conn_rebuilds(ctx->rank, l->peer) && !l->pl->gone && rebuilt(l)) {
 		l->want_reconnect = 1;
 		tr_progress_kick(ctx);
 	}
-	tr_peer_lane_changed(l);
+	ctx->lane_owner->changed(l);
 }
 
 void tr_lane_init(struct triad_ctx *ctx, struct tr_lane *l, int peer, int plane)
@@ -159,20 +160,17 @@ static void release(struct tr_lane *l)
 	l->bufmem = NULL;
 	l->rx = l->tx = l->tx_free = NULL;
 	l->rma_posted = l->req_msgs = 0;
-	tr_lane_lputs_cancel(l);
-	tr_lane_chan_drop(l);
+	l->ctx->lane_parts->released(l);
 }
 
 static void established(struct tr_lane *l, const struct tr_conn_priv *peer)
 {
-	struct tr_peer *p = &l->ctx->peers[l->peer];
-
 	/* The request (passive side) or the accept (active) was checked to be
 	 * of our run; the first lane up names the peer's process. */
-	if (!p->incarnation)
-		p->incarnation = peer->incarnation;
+	if (!l->pl->incarnation)
+		l->pl->incarnation = peer->incarnation;
 	l->peer_closed = 0;
-	if (tr_lane_chan_setup(l, peer)) {
+	if (l->ctx->lane_parts->setup(l, peer)) {
 		release(l);
 		lane_set_state(l, TR_LANE_FAILED);
 		return;
@@ -180,13 +178,13 @@ static void established(struct tr_lane *l, const struct tr_conn_priv *peer)
 	l->qpn = tr_fab_qp_num(l->qp);
 	l->remote_qpn = tr_fab_qp_remote_num(l->qp);
 	lane_set_state(l, TR_LANE_UP);
-	if (tr_lane_chan_post_recvs(l)) {
+	if (l->ctx->lane_parts->post_recvs(l)) {
 		tr_lane_fail(l, TRIAD_S_TRANSPORT);
 		return;
 	}
 	tr_info("peer %d plane %d: connected, qp 0x%x, %u slots of %u B each way", l->peer,
 		l->plane, tr_fab_qp_num(l->qp), l->peer_slots, l->peer_slot_size);
-	tr_lane_pump(l); /* the first BSM: the peer can send nothing before it */
+	l->ctx->lane_parts->pump(l); /* the first BSM: the peer can send nothing before it */
 }
 
 /* ---- active side --------------------------------------------------------------*/
@@ -240,7 +238,7 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	tr_ctx_lock_progress(ctx);
 	if (l->state == TR_LANE_CONNECTING && !ctx->closing) /* the watchdog */
 		attempt_failed(l, "no answer to the connection request");
-	else if (l->state == TR_LANE_DOWN && !ctx->closing && ctx->peers[l->peer].gone)
+	else if (l->state == TR_LANE_DOWN && !ctx->closing && l->pl->gone)
 		lane_set_state(l, TR_LANE_FAILED); /* it closed while we waited to retry */
 	else if (l->state == TR_LANE_DOWN && !ctx->closing)
 		tr_lane_connect(l);
@@ -257,7 +255,7 @@ static void attempt_failed(struct tr_lane *l, const char *why)
 	double delay = 0.05 * l->attempts + (ctx->initialized && !l->first_use ? 0.5 : 0);
 
 	release(l);
-	if (ctx->peers[l->peer].gone) {
+	if (l->pl->gone) {
 		/* It said BYE while this lane was being rebuilt: nobody answers
 		 * any more, and nobody waits for the answer. */
 		tr_debug("peer %d plane %d: it closed: not reconnecting", l->peer, l->plane);
@@ -309,7 +307,7 @@ int tr_lane_use(struct tr_lane *l)
 {
 	struct triad_ctx *ctx = l->ctx;
 
-	if (l->ever_up || ctx->closing || ctx->peers[l->peer].gone ||
+	if (l->ever_up || ctx->closing || l->pl->gone ||
 	    !tr_conn_may_start(ctx->rank, l->peer, 1, l->ever_up))
 		return tr_lane_setting_up(l);
 	/* Never up and idle (never tried, or its last first use gave up);
@@ -388,7 +386,7 @@ static enum tr_conn_verdict request_verdict(const struct tr_lane *l)
 static int same_run(struct tr_lane *l, const struct tr_conn_priv *d, const char *what)
 {
 	struct triad_ctx *ctx = l->ctx;
-	struct tr_peer *p = &ctx->peers[l->peer];
+	struct tr_peer_link *p = l->pl;
 	enum tr_conn_run run = tr_conn_same_run(ctx->incarnation, p->incarnation,
 						 d->incarnation, d->peer_incarnation);
 
@@ -420,8 +418,8 @@ static void abandon_attempt(struct tr_lane *l)
 	lane_set_state(l, TR_LANE_DOWN);
 }
 
-void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
-			      uint8_t *reply, size_t *reply_len)
+static void *conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
+			  uint8_t *reply, size_t *reply_len)
 {
 	struct triad_ctx *ctx = arg;
 	enum tr_conn_verdict verdict;
@@ -439,7 +437,7 @@ void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t 
 			plane, d.rank, d.plane, d.size, ctx->size, ctx->rank);
 		return NULL;
 	}
-	l = &ctx->peers[d.rank].lane[plane];
+	l = ctx->lane_owner->lane(ctx, (int)d.rank, plane);
 	if (!same_run(l, &d, "asks to connect")) {
 		/* what we know goes back: the requester can tell */
 		tr_conn_priv_ours(l->ctx, l->plane, l->peer, reply);
@@ -484,7 +482,7 @@ static void retry_failed_accept(struct tr_lane *l)
 {
 	struct triad_ctx *ctx = l->ctx;
 
-	if (ctx->cfg.connect != TR_CONNECT_LAZY || ctx->closing || ctx->peers[l->peer].gone ||
+	if (ctx->cfg.connect != TR_CONNECT_LAZY || ctx->closing || l->pl->gone ||
 	    !(l->first_use || tr_conn_rebuilds(ctx->rank, l->peer)))
 		return;
 	if (!l->first_use) {
@@ -499,8 +497,8 @@ static void retry_failed_accept(struct tr_lane *l)
 /* ---- rdma_cm events --------------------------------------------------------------*/
 static void lane_break(struct tr_lane *l, enum triad_status why);
 
-void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev,
-		   const uint8_t *priv, size_t len, const char *why)
+static void cm_event(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev,
+		     const uint8_t *priv, size_t len, const char *why)
 {
 	struct triad_ctx *ctx = arg;
 	struct tr_lane *l = owner;
@@ -548,10 +546,10 @@ void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev
 		 * open this plane (its port was down when it started), and the
 		 * attempt is retried as any failure; were it gone, that
 		 * connection breaks too, and the next attempt says so. */
-		if (l->state == TR_LANE_CONNECTING && ctx->peers[l->peer].incarnation &&
-		    !ctx->peers[l->peer].gone) {
-			if (!tr_peer_reachable(ctx, l->peer))
-				tr_peer_gone(ctx, l->peer, "nothing listens at its address any more");
+		if (l->state == TR_LANE_CONNECTING && l->pl->incarnation &&
+		    !l->pl->gone) {
+			if (!ctx->lane_owner->reachable(ctx, l->peer))
+				ctx->lane_owner->gone(ctx, l->peer, "nothing listens at its address any more");
 			else
 				tr_info("peer %d plane %d: nothing listens there, though the peer is "
 					"connected on another plane", l->peer, l->plane);
@@ -641,7 +639,7 @@ void tr_lane_drained(struct tr_lane *l)
 	/* Every send came back: what waits for a slot can overtake nothing
 	 * any more, and goes now; flushed receives do not hold it up (a stream
 	 * stalled behind them under load, chaos seed 2002). */
-	tr_lane_chan_give_back(l);
+	l->ctx->lane_parts->give_back(l);
 	if (l->rq_posted)
 		return;
 	/* At close, buffers a handler kept are taken back. */
@@ -660,7 +658,7 @@ static void lane_break(struct tr_lane *l, enum triad_status why)
 	/* Error state flushes everything posted, and the peer is told. */
 	tr_fab_qp_break(l->qp);
 	lane_set_state(l, TR_LANE_DRAINING);
-	tr_lane_lputs_broken(l);
+	l->ctx->lane_parts->broke(l);
 	/* What waits for a slot goes elsewhere once the lane is drained. */
 	tr_lane_check_drained(l);
 }
@@ -681,7 +679,10 @@ unsigned tr_lane_unsent(const struct tr_lane *l)
 	return (unsigned)(l->sq_posted - l->rma_posted - l->bsm_inflight) + l->nqueued;
 }
 
-void tr_lane_port_down(struct tr_lane *l)
+/* Its plane's local port went down: break l now (what is posted comes
+ * back flushed and moves to a live plane) rather than after the RC
+ * transport's retries; it is rebuilt once the port is back. */
+static void port_down(struct tr_lane *l)
 {
 	if (l->state == TR_LANE_UP)
 		lane_break(l, TRIAD_S_PLANE_DOWN);
@@ -715,6 +716,27 @@ void tr_lane_destroy(struct tr_lane *l)
 		ev_timer_stop(ctx->loop, &l->retry_w);
 	release(l);
 	lane_set_state(l, TR_LANE_FAILED);
+}
+
+/* ---- for a diagnosis -----------------------------------------------------------------*/
+int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq)
+{
+	unsigned type;
+	struct tr_msg m;
+
+	if (len < TR_WIRE_HDR_LEN || tr_wire_prio(data) != prio)
+		return 0;
+	type = tr_wire_type(data);
+	if (type == TR_MSG_BSM)
+		return 0;
+	if (type != TR_MSG_SEQ_SKIP)
+		return tr_wire_seq(data) == seq;
+	if (tr_msg_decode(data, (size_t)len, &m))
+		return 0;
+	for (unsigned i = 0; i < m.u.seq_skip.count; i++)
+		if (m.u.seq_skip.seq[i] == seq)
+			return 2;
+	return 0;
 }
 
 /* ---- counters: their one writer ----------------------------------------------------*/
@@ -766,4 +788,83 @@ void tr_lane_drain_tick(struct tr_lane *l)
 			 "not flush them, and the connection is not rebuilt while they wait",
 			 l->peer, l->plane, l->sq_posted, l->rq_posted, l->drain_ticks);
 	tr_fab_qp_reflush(l->qp);
+}
+
+/* ---- what the fabric reports -------------------------------------------------------*/
+void tr_lane_on_port(void *arg, int plane, int up)
+{
+	struct triad_ctx *ctx = arg;
+
+	if (!up && ctx->peers && ctx->initialized && !ctx->closing) {
+		tr_info("plane %d: port down: its connections move to the other planes", plane);
+		for (int r = 0; r < ctx->size; r++)
+			if (r != ctx->rank)
+				port_down(ctx->lane_owner->lane(ctx, r, plane));
+	}
+	tr_ctx_signal(ctx);
+}
+
+void tr_conn_priv_ours(const struct triad_ctx *ctx, int plane, int peer,
+		       uint8_t buf[TR_WIRE_PRIV_LEN])
+{
+	const struct tr_conn_priv d = {
+		.plane = (uint32_t)plane,
+		.rank = (uint32_t)ctx->rank,
+		.size = (uint32_t)ctx->size,
+		.slots = (uint32_t)ctx->cfg.slots,
+		.slot_size = (uint32_t)ctx->cfg.slot_size,
+		.key = ctx->job_key,
+		.incarnation = ctx->incarnation,
+		.peer_incarnation = peer >= 0 ? ctx->lane_owner->lane(ctx, peer, plane)->pl->incarnation : 0,
+		.flags = tr_ctx_takes_bare(ctx) ? TR_CONN_F_BARE_AM : 0,
+	};
+
+	tr_conn_priv_encode(buf, &d);
+}
+
+void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
+			      uint8_t *reply, size_t *reply_len)
+{
+	struct triad_ctx *ctx = arg;
+	struct tr_conn_priv d;
+	int ret = tr_conn_priv_decode(priv, len, &d);
+
+	if (ret == -EPROTONOSUPPORT) {
+		tr_warn("plane %d: connection request from a triad speaking connection version %u, "
+			"this one %d: rejected (every rank must run the same triad)",
+			plane, tr_conn_priv_version(priv, len), TR_WIRE_PRIV_VERSION);
+		return NULL;
+	}
+	if (!ret && d.key != ctx->job_key) {
+		ctx->key_rejects[plane]++;
+		tr_warn("plane %d: connection request from rank %u of another job (key %016llx, "
+			"ours %016llx): rejected", plane, d.rank, (unsigned long long)d.key,
+			(unsigned long long)ctx->job_key);
+		/* Our key goes with the rejection: the other side stops trying. */
+		tr_conn_priv_ours(ctx, plane, -1, reply);
+		*reply_len = TR_WIRE_PRIV_LEN;
+		return NULL;
+	}
+	return conn_request(arg, plane, priv, len, reply, reply_len);
+}
+
+/* Active side: a rejection that carries another job's key means the
+ * address belongs to another job; triad_init gives up with -EACCES
+ * instead of retrying until its timeout. */
+void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev,
+		   const uint8_t *priv, size_t len, const char *why)
+{
+	struct triad_ctx *ctx = arg;
+	const struct tr_lane *l = owner;
+	struct tr_conn_priv d;
+
+	if (ev == TR_CM_FAILED && len && !tr_conn_priv_decode(priv, len, &d) &&
+	    d.key != ctx->job_key) {
+		if (!ctx->key_refused++)
+			tr_error("rank %d plane %d: its address belongs to another job (key "
+				 "%016llx, ours %016llx): refused", l->peer, l->plane,
+				 (unsigned long long)d.key, (unsigned long long)ctx->job_key);
+		tr_ctx_signal(ctx);
+	}
+	cm_event(arg, owner, qp, ev, priv, len, why);
 }

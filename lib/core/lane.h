@@ -17,6 +17,7 @@
 #include "fabric/fabric.h"
 #include "proto/fc.h"
 #include "proto/fence.h"
+#include "proto/stream.h"
 #include "proto/wire.h"
 #include "triad.h"
 
@@ -128,6 +129,83 @@ struct tr_lane {
 	int ever_up;	  /* it has been up: from now on the lower rank rebuilds it */
 	int first_use;	  /* its first connection is being set up for an operation */
 	int want_connect; /* the progress thread makes that attempt (it owns the timers) */
+	struct tr_peer_link *pl; /* its peer's (set with the peer) */
+};
+
+/* What a peer's lanes share (struct tr_peer holds it, each lane points to
+ * it).  The message streams (proto/stream), one per priority and
+ * direction: a priority's messages keep their order on a lane, while a
+ * higher one overtakes a lower one held back by flow control for as long
+ * as it likes.  The engine numbers, bounds and settles them, keeps the
+ * window, says which lost numbers to tell (SEQ_SKIP), and judges every
+ * arrival; peer.c carries out what it says, the channel (chan.c) asks the
+ * send window before it posts and reads the numbers expected next to
+ * decode a bare message.  And the peer's process as the connections
+ * know it. */
+struct tr_peer_link {
+	struct tr_stream_tx tx[TR_FC_NPRIO];
+	struct tr_stream_rx rx[TR_FC_NPRIO];
+	int blocked; /* a lane holds a message back for the window */
+	int gone; /* it said BYE, or another process has its address now: its
+		   * connections are not rebuilt */
+	uint64_t incarnation; /* its process's, from its first lane up; 0 before */
+};
+
+/* What the lane's files (lane.c, chan.c, onesided.c) tell the peer layer
+ * above them, as the fabric tells core through its ops table: they call
+ * no peer function by name.  peer.c registers it at setup (tr_peer_setup,
+ * before any lane connects; ctx->lane_owner). */
+struct tr_lane_owner {
+	/* The lane to peer on plane (peer is not this rank). */
+	struct tr_lane *(*lane)(const struct triad_ctx *ctx, int peer, int plane);
+	/* 1 when some lane to peer is up. */
+	int (*reachable)(const struct triad_ctx *ctx, int peer);
+	/* peer's process is gone without a BYE (why says how we know): its
+	 * connections are not rebuilt. */
+	void (*gone)(struct triad_ctx *ctx, int peer, const char *why);
+	/* l changed state. */
+	void (*changed)(struct tr_lane *l);
+	/* A message arrived on l in receive buffer b (NULL: m is whole, b is
+	 * free already): 1 when its handler kept b (tr_lane_release). */
+	int (*on_msg)(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
+	/* A message of ours (encoded, numbered) sent or queued on l may not
+	 * have arrived (l broke): req (may be NULL) goes with it. */
+	void (*msg_lost)(struct tr_lane *l, const void *data, int len, unsigned prio,
+			 struct triad_req *req);
+	/* That message arrived (its send completed): its number is settled. */
+	void (*seq_done)(struct tr_lane *l, const void *data, int len);
+	/* The adaptive choice's pass over the messages l's peer has waiting
+	 * (after a pump, or a send completion, when TRIAD_ADAPTIVE is on). */
+	void (*redecide)(struct tr_lane *l);
+	/* One line on what stands between this rank and peer (a warning's). */
+	void (*describe)(const struct triad_ctx *ctx, int peer, char *buf, size_t n);
+};
+
+/* What lane.c, which sets the connection up and breaks it, asks of the
+ * lane's upper parts, and onesided.c of the channel: the channel (chan.c)
+ * registers it at setup (tr_chan_setup; ctx->lane_parts), so that the
+ * lane's files call upwards no function by name. */
+struct tr_lane_parts {
+	/* At ESTABLISHED, once the peer's slots are known: message buffers
+	 * (ours for the peer's messages, the peer's size for ours) and flow
+	 * control; 0, -EINVAL, -ENOMEM.  Then, once l is up, every receive
+	 * buffer posted (0, or -EIO: the lane is to fail); and what l can
+	 * send (its first BSM). */
+	int (*setup)(struct tr_lane *l, const struct tr_conn_priv *peer);
+	int (*post_recvs)(struct tr_lane *l);
+	void (*pump)(struct tr_lane *l);
+	/* l broke: its light puts are accounted for (onesided.c). */
+	void (*broke)(struct tr_lane *l);
+	/* A broken lane's messages still waiting for a slot go to another
+	 * lane (the owner's msg_lost), once everything it had posted has come
+	 * back. */
+	void (*give_back)(struct tr_lane *l);
+	/* l's QP and buffers are released: its light puts complete as
+	 * cancelled, what waits for a slot is dropped. */
+	void (*released)(struct tr_lane *l);
+	/* Queue an encoded message on l (chan.h, tr_lane_send). */
+	int (*send)(struct tr_lane *l, const void *data, int len, unsigned prio,
+		    struct triad_req *req, int movable);
 };
 
 /* Completion cookies: pointer | tag; every pointer is 8-byte aligned. */
@@ -140,10 +218,6 @@ void tr_lane_fail(struct tr_lane *l, enum triad_status why);
 void tr_lane_give_up(struct tr_lane *l);
 /* Messages sent or queued on l and not acknowledged yet (0 when down). */
 unsigned tr_lane_unsent(const struct tr_lane *l);
-/* Its plane's local port went down: break l now (what is posted comes
- * back flushed and moves to a live plane) rather than after the RC
- * transport's retries; it is rebuilt once the port is back. */
-void tr_lane_port_down(struct tr_lane *l);
 /* At close: break l if it is up (everything posted comes back flushed and
  * its requests complete as cancelled); drop an attempt in progress. */
 void tr_lane_cancel(struct tr_lane *l);
@@ -180,7 +254,7 @@ void tr_lane_orphan_put(struct tr_orphan *o);
  * Not while a WRITE's completion is being handled, even its lane's last:
  * its request is done again, held by the redo fence or completed first,
  * and only then do the messages queued behind it go back to their owners
- * (tr_peer_msg_lost), who find it settled (chaos seed 5006: a chunk NAKed
+ * (the owner's msg_lost), who find it settled (chaos seed 5006: a chunk NAKed
  * by a destination refusing WRITEs; the copy's COPY_DATA, queued for a
  * slot behind it, went out on the other plane first).  Inline: every send
  * completion asks. */
@@ -201,10 +275,25 @@ static inline void tr_lane_flushed_while_up(struct tr_lane *l, const struct tr_f
 		tr_lane_fail(l, TRIAD_S_UNREACHABLE);
 }
 
-/* The fabric's connection events (the ops table of ctx.c). */
+/* For a diagnosis: 1 when the encoded message data is number seq of
+ * prio, 2 when it is a SEQ_SKIP that carries it, else 0. */
+int tr_msg_carries(const void *data, int len, unsigned prio, uint32_t seq);
+
+/* The fabric's connection events (its ops table, which init.c opens it
+ * with): a request is first checked to come from this job and this
+ * version of triad, a rejection to name another job; then the lane they
+ * are for decides.  A local port that goes down breaks every lane of its
+ * plane at once. */
 void *tr_lane_on_conn_request(void *arg, int plane, const uint8_t *priv, size_t len,
 			      uint8_t *reply, size_t *reply_len);
 void tr_lane_on_cm(void *arg, void *owner, struct tr_qp *qp, enum tr_cm_event ev,
 		   const uint8_t *priv, size_t len, const char *why);
+void tr_lane_on_port(void *arg, int plane, int up);
+/* What this rank tells the other side of a connection on plane: the
+ * rdma_cm private data of a request, an accept or a rejection.  peer -1:
+ * a rank not ours to name (another job's), whose incarnation we do not
+ * know. */
+void tr_conn_priv_ours(const struct triad_ctx *ctx, int plane, int peer,
+		       uint8_t buf[TR_WIRE_PRIV_LEN]);
 
 #endif

@@ -7,8 +7,9 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "core/chan.h"
 #include "core/onesided.h"
+#include "core/progress.h"
+#include "core/req.h"
 
 static int post_rma(struct tr_lane *l, enum tr_rma_op op, void *laddr, uint32_t len,
 		    const struct tr_mr *mr, uint64_t raddr, uint32_t rkey, uint64_t cookie,
@@ -324,9 +325,9 @@ out:
 		 * allow (post_rma): a message or buffer status waits for the
 		 * entry this completion freed only when the queue was full. */
 		if (l->sq_avail == 1 || l->fence_wanted)
-			tr_lane_pump(l);
-		else if (l->ctx->choice.rules) /* less in flight here: a pass */
-			tr_peer_redecide(l->ctx, &l->ctx->peers[l->peer]);
+			l->ctx->lane_parts->pump(l);
+		else if (l->ctx->choice.rules && l->ctx->nplanes > 1) /* less in flight: a pass */
+			l->ctx->lane_owner->redecide(l);
 		tr_lane_rma_pump(l);
 	} else {
 		tr_lane_check_drained(l);
@@ -343,7 +344,7 @@ out:
  * request: one of those failing, finishing or moving to another lane
  * leaves it where it is.  Should the lane break first, the message goes
  * back to its owner (req->lost), as it does when it was sent and the
- * break flushed it (tr_peer_msg_lost). */
+ * break flushed it (the lane owner's msg_lost). */
 struct tr_after_msg {
 	struct tr_lane *l;
 	int len;
@@ -359,7 +360,7 @@ static void after_go(struct triad_req *req, int send)
 
 	tr_list_del(&req->link);
 	req->after = NULL;
-	if (!send || tr_lane_send(a->l, a->data, a->len, a->prio, req, 0))
+	if (!send || a->l->ctx->lane_parts->send(a->l, a->data, a->len, a->prio, req, 0))
 		req->lost(req, a->l, a->data, a->len, a->prio);
 	free(a);
 }
@@ -387,7 +388,7 @@ int tr_lane_send_after(struct tr_lane *l, const void *data, int len, unsigned pr
 	struct tr_after_msg *a;
 
 	if (tr_list_empty(&l->rmaq))
-		return tr_lane_send(l, data, len, prio, req, 0); /* posted ones are ahead */
+		return l->ctx->lane_parts->send(l, data, len, prio, req, 0); /* posted ones are ahead */
 	if (l->state != TR_LANE_UP)
 		return -ENOTCONN;
 	if ((unsigned)len > l->peer_slot_size)

@@ -8,7 +8,8 @@
 #ifndef TRIAD_CORE_ONESIDED_H
 #define TRIAD_CORE_ONESIDED_H
 
-#include "core/ctx.h"
+#include "core/lane.h"
+#include "core/req.h"
 
 /* What a WRITE or READ posted on a lane is for.  Its cookie, a request
  * or a light put's record, carries the functions its completion calls,
@@ -83,7 +84,7 @@ int tr_lane_post_lput(struct tr_lane *l, struct tr_lput *lp, uint64_t raddr, uin
 /* The ordered send (the peer layer's tr_peer_send_after numbers and
  * encodes the message): data goes on l after every WRITE and READ posted
  * or queued on l so far, and on its priority after the messages queued
- * before it; at once (tr_lane_send) when nothing is queued.  req (its lost
+ * before it; at once (the channel's send) when nothing is queued.  req (its lost
  * set) completes once it arrived; if l breaks before that, the message
  * goes back to req->lost.  0, -ENOTCONN, -EMSGSIZE, -ENOMEM. */
 int tr_lane_send_after(struct tr_lane *l, const void *data, int len, unsigned prio,
@@ -103,7 +104,7 @@ void tr_lane_lput_cache_free(struct triad_ctx *ctx);
 void tr_lane_lput_fence(struct tr_lane *l);
 uint32_t tr_lane_max_inline(const struct tr_lane *l);
 
-/* ---- for the lane's own files (lane.c, chan.c) ----------------------------------*/
+/* ---- for the channel (chan.c) -----------------------------------------------*/
 /* A WRITE or READ came back (tr_lane_on_send): of
  * req, or of the light put lp (the other NULL). */
 void tr_lane_on_rma(struct tr_lane *l, struct triad_req *req, struct tr_lput *lp,

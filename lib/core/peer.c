@@ -10,8 +10,10 @@
 
 #include "base/log.h"
 #include "core/chan.h"
-#include "core/ctx.h"
 #include "core/onesided.h"
+#include "core/peer.h"
+#include "core/progress.h"
+#include "core/req.h"
 
 /* A message that arrived beyond the receive window (see park()). */
 struct tr_parked {
@@ -145,8 +147,11 @@ static bool queued_anywhere(const struct triad_ctx *ctx, const struct tr_peer *p
 	return false;
 }
 
-void tr_peer_redecide(struct triad_ctx *ctx, struct tr_peer *p)
+/* A pass of the adaptive choice over the waiting messages of l's peer. */
+static void redecide(struct tr_lane *l)
 {
+	struct triad_ctx *ctx = l->ctx;
+	struct tr_peer *p = &ctx->peers[l->peer];
 	struct tr_choice_plane in[TRIAD_MAX_PLANES];
 	struct tr_choice_msg m;
 	struct tr_choice out;
@@ -267,25 +272,25 @@ void tr_peer_describe(const struct triad_ctx *ctx, int peer, char *buf, size_t n
 	}
 	PUTF("; seq sent h/m/l %u/%u/%u, settled below %u/%u/%u, unsettled %u/%u/%u, lost "
 	     "%u/%u/%u, expected %u/%u/%u; parked %u; waiting for a window %d%s%s%s",
-	     p->stx[0].next, p->stx[1].next, p->stx[2].next, tr_stream_tx_base(&p->stx[0]),
-	     tr_stream_tx_base(&p->stx[1]), tr_stream_tx_base(&p->stx[2]),
-	     tr_stream_tx_unsettled(&p->stx[0]), tr_stream_tx_unsettled(&p->stx[1]),
-	     tr_stream_tx_unsettled(&p->stx[2]),
-	     tr_stream_tx_nlost(&p->stx[0]), tr_stream_tx_nlost(&p->stx[1]),
-	     tr_stream_tx_nlost(&p->stx[2]), tr_stream_rx_next(&p->srx[0]),
-	     tr_stream_rx_next(&p->srx[1]), tr_stream_rx_next(&p->srx[2]), p->nparked,
-	     p->seq_blocked,
+	     p->pl.tx[0].next, p->pl.tx[1].next, p->pl.tx[2].next, tr_stream_tx_base(&p->pl.tx[0]),
+	     tr_stream_tx_base(&p->pl.tx[1]), tr_stream_tx_base(&p->pl.tx[2]),
+	     tr_stream_tx_unsettled(&p->pl.tx[0]), tr_stream_tx_unsettled(&p->pl.tx[1]),
+	     tr_stream_tx_unsettled(&p->pl.tx[2]),
+	     tr_stream_tx_nlost(&p->pl.tx[0]), tr_stream_tx_nlost(&p->pl.tx[1]),
+	     tr_stream_tx_nlost(&p->pl.tx[2]), tr_stream_rx_next(&p->pl.rx[0]),
+	     tr_stream_rx_next(&p->pl.rx[1]), tr_stream_rx_next(&p->pl.rx[2]), p->nparked,
+	     p->pl.blocked,
 	     p->rejoin == TR_REJOIN_WAIT ? "; awaited back after a fault"
 	     : p->rejoin == TR_REJOIN_LOST ? "; lost (not back in time)" : "",
 	     p->awaiting ? "; operations and messages wait for a connection" : "",
-	     p->gone ? "; said BYE" : "");
+	     p->pl.gone ? "; said BYE" : "");
 	/* What holds each stream: where its oldest unsettled number is. */
 	for (unsigned q = 0; q < TR_FC_NPRIO; q++) {
-		uint32_t seq = tr_stream_tx_base(&p->stx[q]);
+		uint32_t seq = tr_stream_tx_base(&p->pl.tx[q]);
 		const char *where;
 		int plane = -1;
 
-		if (!tr_stream_tx_unsettled(&p->stx[q]))
+		if (!tr_stream_tx_unsettled(&p->pl.tx[q]))
 			continue;
 		where = oldest_where(ctx, p, q, seq, &plane);
 		if (plane >= 0)
@@ -316,7 +321,7 @@ static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct tr
 								: -ENOTCONN;
 	if (need > l->peer_slot_size)
 		return -EMSGSIZE;
-	if (!tr_stream_tx_can_assign(&p->stx[prio]))
+	if (!tr_stream_tx_can_assign(&p->pl.tx[prio]))
 		return -EAGAIN; /* TR_STREAM_AHEAD of the peer's numbers unsettled */
 	/* Encoded where it is posted from when it can go at once; else the
 	 * queue copies it from there. */
@@ -325,7 +330,7 @@ static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct tr
 		return -ENOMEM;
 	if (!buf)
 		buf = stack;
-	m->seq = tr_stream_tx_next(&p->stx[prio]); /* taken once it is sent */
+	m->seq = tr_stream_tx_next(&p->pl.tx[prio]); /* taken once it is sent */
 	m->slot = 0; /* the link fields are set when it is posted */
 	m->prio = (uint8_t)prio;
 	len = tr_msg_encode(m, buf, need);
@@ -333,7 +338,7 @@ static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct tr
 	      : after ? tr_lane_send_after(l, buf, len, prio, req)
 		      : tr_lane_send(l, buf, len, prio, req, 1);
 	if (!ret)
-		tr_stream_tx_assign(&p->stx[prio], &m->seq);
+		tr_stream_tx_assign(&p->pl.tx[prio], &m->seq);
 	free(heap);
 	return ret;
 }
@@ -363,40 +368,27 @@ int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned pri
 }
 
 /* ---- the sender's window ------------------------------------------------------*/
-/* A message may be posted while its number is within the stream's window
- * (proto/stream): spread over planes, one of which silently lost a batch,
- * the others must not run so far ahead that the receiver has to keep
- * more than its buffers hold. */
-int tr_peer_seq_ok(const struct tr_lane *l, const void *data)
-{
-	const struct tr_peer *p = &l->ctx->peers[l->peer];
-	unsigned type = tr_wire_type(data);
-
-	if (type == TR_MSG_SEQ_SKIP || type == TR_MSG_BSM) /* carry no number */
-		return 1;
-	return tr_stream_tx_may_post(&p->stx[tr_wire_prio(data)], tr_wire_seq(data));
-}
-
+/* (The channel asks it before it posts: tr_lane_seq_ok, chan.c.) */
 static void skips_tell(struct triad_ctx *ctx, struct tr_peer *p);
 
 static void settled(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio, uint32_t seq)
 {
-	if (!tr_stream_tx_settled(&p->stx[prio], seq))
+	if (!tr_stream_tx_settled(&p->pl.tx[prio], seq))
 		return;
 	/* The window moved: lost numbers it reaches now can be told, and what
 	 * waited for it may go. */
-	if (tr_stream_tx_nlost(&p->stx[prio]))
+	if (tr_stream_tx_nlost(&p->pl.tx[prio]))
 		skips_tell(ctx, p);
-	if (!p->seq_blocked)
+	if (!p->pl.blocked)
 		return;
-	p->seq_blocked = 0; /* set again by a lane that still must wait */
+	p->pl.blocked = 0; /* set again by a lane that still must wait */
 	for (int q = 0; q < ctx->nplanes; q++)
 		tr_lane_pump(&p->lane[q]);
 }
 
 /* A message arrived; a SEQ_SKIP that arrived settles the numbers it
  * carried (lost for good: until the peer knows, they hold the window). */
-void tr_peer_seq_done(struct tr_lane *l, const void *data, int len)
+static void seq_done(struct tr_lane *l, const void *data, int len)
 {
 	struct tr_peer *p = &l->ctx->peers[l->peer];
 	unsigned type = tr_wire_type(data);
@@ -417,7 +409,7 @@ void tr_peer_seq_done(struct tr_lane *l, const void *data, int len)
 static int skips_pending(const struct tr_peer *p)
 {
 	for (unsigned q = 0; q < TR_FC_NPRIO; q++)
-		if (tr_stream_tx_nlost(&p->stx[q]))
+		if (tr_stream_tx_nlost(&p->pl.tx[q]))
 			return 1;
 	return 0;
 }
@@ -431,7 +423,7 @@ static void skip_lost(struct tr_peer *p, const void *data, int len)
 	struct tr_msg m;
 
 	if (tr_wire_type(data) != TR_MSG_SEQ_SKIP) {
-		if (tr_stream_tx_lost(&p->stx[prio], tr_wire_seq(data)))
+		if (tr_stream_tx_lost(&p->pl.tx[prio], tr_wire_seq(data)))
 			tr_debug("rank %d: lost message %u of priority %u was settled already",
 				 p->rank, tr_wire_seq(data), prio);
 		return;
@@ -439,7 +431,7 @@ static void skip_lost(struct tr_peer *p, const void *data, int len)
 	if (tr_msg_decode(data, (size_t)len, &m))
 		return;
 	for (unsigned i = 0; i < m.u.seq_skip.count; i++)
-		tr_stream_tx_lost(&p->stx[prio], m.u.seq_skip.seq[i]);
+		tr_stream_tx_lost(&p->pl.tx[prio], m.u.seq_skip.seq[i]);
 }
 
 /* Tells the peer, on l, every lost number the window reaches, lowest first
@@ -453,17 +445,17 @@ static void skip_flush(struct tr_lane *l)
 	for (unsigned q = 0; q < TR_FC_NPRIO; q++) {
 		unsigned sent = 0;
 
-		while (tr_stream_tx_tellable(&p->stx[q])) {
+		while (tr_stream_tx_tellable(&p->pl.tx[q])) {
 			struct tr_msg m = { .type = TR_MSG_SEQ_SKIP, .prio = (uint8_t)q };
 			char buf[TR_WIRE_CTRL_LEN];
 			int len;
 
 			m.u.seq_skip.count =
-				tr_stream_tx_skips(&p->stx[q], m.u.seq_skip.seq, TR_WIRE_SKIP_MAX);
+				tr_stream_tx_skips(&p->pl.tx[q], m.u.seq_skip.seq, TR_WIRE_SKIP_MAX);
 			len = tr_msg_encode(&m, buf, sizeof(buf));
 			if (len < 0 || tr_lane_send(l, buf, len, q, NULL, 0)) {
 				for (unsigned i = 0; i < m.u.seq_skip.count; i++)
-					tr_stream_tx_lost(&p->stx[q], m.u.seq_skip.seq[i]);
+					tr_stream_tx_lost(&p->pl.tx[q], m.u.seq_skip.seq[i]);
 				break;
 			}
 			sent += m.u.seq_skip.count;
@@ -477,14 +469,14 @@ static void skip_flush(struct tr_lane *l)
 /* Numbers lost for good are told as soon as a lane to the peer is up: at
  * once when one is (a message lost while another lane lives, a first
  * connection's message that could not go), else when one comes up
- * (tr_peer_lane_changed).  Until then they hold the peer's window, and our
+ * (lane_changed).  Until then they hold the peer's window, and our
  * own (tx_done): told only when a lane turned up, a loss beside a live lane
  * stopped the stream for good. */
 static void skips_tell(struct triad_ctx *ctx, struct tr_peer *p)
 {
 	struct tr_lane *l;
 
-	if (!skips_pending(p) || ctx->closing || p->gone)
+	if (!skips_pending(p) || ctx->closing || p->pl.gone)
 		return;
 	l = tr_peer_lane(ctx, p->rank, TR_F_NO_DETOUR);
 	if (l && l->state == TR_LANE_UP)
@@ -513,18 +505,18 @@ static int skip_receive(struct tr_lane *l, const struct tr_msg *m)
 		uint32_t seq = m->u.seq_skip.seq[i];
 		struct tr_msg at;
 
-		switch (tr_stream_rx_skip(&p->srx[m->prio], seq, TR_PARKED_MAX)) {
+		switch (tr_stream_rx_skip(&p->pl.rx[m->prio], seq, TR_PARKED_MAX)) {
 		case TR_STREAM_PARK:
 			at = *m;
 			at.seq = seq; /* parked by the number it waits for */
 			if (park(l, &at, NULL) == 0)
 				return 0;
-			tr_stream_rx_unparked(&p->srx[m->prio]);
+			tr_stream_rx_unparked(&p->pl.rx[m->prio]);
 			/* fall through */
 		case TR_STREAM_BROKEN:
 			tr_error("peer %d: lost message %u of priority %u is beyond the window "
 				 "(expected %u) and cannot be parked: the connection is broken",
-				 l->peer, seq, m->prio, tr_stream_rx_next(&p->srx[m->prio]));
+				 l->peer, seq, m->prio, tr_stream_rx_next(&p->pl.rx[m->prio]));
 			tr_lane_fail(l, TRIAD_S_TRANSPORT);
 			return -1;
 		default:
@@ -556,7 +548,7 @@ static const char *oldest_where(const struct triad_ctx *ctx, const struct tr_pee
 {
 	const char *where;
 
-	if (tr_stream_tx_is_lost(&p->stx[prio], seq))
+	if (tr_stream_tx_is_lost(&p->pl.tx[prio], seq))
 		return "lost, not told yet";
 	for (int q = 0; q < ctx->nplanes; q++)
 		if ((where = tr_lane_seq_where(&p->lane[q], prio, seq))) {
@@ -596,7 +588,7 @@ int tr_peer_await(struct triad_ctx *ctx, int peer)
 	struct tr_peer *p = &ctx->peers[peer];
 	int busy = 0;
 
-	if (!ctx->initialized || ctx->closing || p->gone || peer == ctx->rank)
+	if (!ctx->initialized || ctx->closing || p->pl.gone || peer == ctx->rank)
 		return 0;
 	if (p->rejoin == TR_REJOIN_WAIT) {
 		if (!p->awaiting) {
@@ -640,12 +632,12 @@ static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct 
 	 * (checked again when it goes). */
 	if (need > (size_t)ctx->cfg.slot_size)
 		return -EMSGSIZE;
-	if (!tr_stream_tx_can_assign(&p->stx[prio]))
+	if (!tr_stream_tx_can_assign(&p->pl.tx[prio]))
 		return -EAGAIN;
 	a = malloc(sizeof(*a) + need);
 	if (!a)
 		return -ENOMEM;
-	m->seq = tr_stream_tx_next(&p->stx[prio]);
+	m->seq = tr_stream_tx_next(&p->pl.tx[prio]);
 	m->slot = 0;
 	m->prio = (uint8_t)prio;
 	len = tr_msg_encode(m, a->data, need);
@@ -653,7 +645,7 @@ static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct 
 		free(a);
 		return len;
 	}
-	tr_stream_tx_assign(&p->stx[prio], &m->seq);
+	tr_stream_tx_assign(&p->pl.tx[prio], &m->seq);
 	await_push(p, a, len, prio, req);
 	return 0;
 }
@@ -750,7 +742,7 @@ static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
 static void rejoin_begin(struct triad_ctx *ctx, struct tr_peer *p, const struct tr_lane *l)
 {
 	if (p->rejoin != TR_REJOIN_NONE || !l->ever_up || ctx->cfg.rejoin_ms <= 0 ||
-	    !ctx->initialized || ctx->closing || p->gone || tr_peer_reachable(ctx, p->rank))
+	    !ctx->initialized || ctx->closing || p->pl.gone || tr_peer_reachable(ctx, p->rank))
 		return;
 	p->rejoin = TR_REJOIN_WAIT;
 	p->rejoin_deadline_ns = tr_now_ns() + (uint64_t)ctx->cfg.rejoin_ms * 1000000;
@@ -772,7 +764,7 @@ static void rejoin_back(struct triad_ctx *ctx, struct tr_peer *p, const struct t
 
 static void rejoin_give_up(struct triad_ctx *ctx, struct tr_peer *p)
 {
-	if (p->gone)
+	if (p->pl.gone)
 		tr_warn("rank %d: closed while awaited back: lost", p->rank);
 	else
 		tr_warn("rank %d: no connection back within %d ms (TRIAD_REJOIN_MS): lost",
@@ -785,19 +777,21 @@ static void rejoin_give_up(struct triad_ctx *ctx, struct tr_peer *p)
 		peer_lost(ctx, p->rank, TRIAD_S_UNREACHABLE);
 }
 
-void tr_peer_gone(struct triad_ctx *ctx, int peer, const char *why)
+static void peer_gone(struct triad_ctx *ctx, int peer, const char *why)
 {
 	struct tr_peer *p = &ctx->peers[peer];
 
 	tr_warn("rank %d: %s: its process is gone", peer, why);
-	p->gone = 1;
+	p->pl.gone = 1;
 	tr_peer_fence_settle(ctx, p);
 	if (p->rejoin == TR_REJOIN_WAIT && !p->await_settling)
 		rejoin_give_up(ctx, p);
 	tr_ctx_signal(ctx);
 }
 
-void tr_peer_await_tick(struct triad_ctx *ctx)
+/* Periodically (the flow-control timer): what waits past its deadline
+ * fails, and a peer not back within TRIAD_REJOIN_MS is lost. */
+static void await_tick(struct triad_ctx *ctx)
 {
 	uint64_t now = tr_now_ns();
 
@@ -805,7 +799,7 @@ void tr_peer_await_tick(struct triad_ctx *ctx)
 		struct tr_peer *p = &ctx->peers[r];
 
 		if (p->rejoin == TR_REJOIN_WAIT && !p->await_settling &&
-		    (p->gone || now >= p->rejoin_deadline_ns))
+		    (p->pl.gone || now >= p->rejoin_deadline_ns))
 			rejoin_give_up(ctx, p);
 		if (p->awaiting && !p->await_settling && now >= p->await_deadline_ns) {
 			tr_warn("rank %d: no connection after %d ms", r, ctx->cfg.connect_timeout_ms);
@@ -886,12 +880,14 @@ static int park(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	p->nparked++;
 	tr_debug("peer %d: %s seq %u of priority %u beyond the window (expected %u): parked",
 		 l->peer, tr_msg_type_str(m->type), m->seq, m->prio,
-		 tr_stream_rx_next(&p->srx[m->prio]));
+		 tr_stream_rx_next(&p->pl.rx[m->prio]));
 	return 0;
 }
 
 /* The window of prio moved: handle what it reaches now (one at a time:
  * a handler may move the window again, or park more). */
+static int on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
+
 static void unpark(struct tr_peer *p, unsigned prio)
 {
 	if (p->unparking)
@@ -903,7 +899,7 @@ static void unpark(struct tr_peer *p, unsigned prio)
 		for (struct tr_list *i = p->parked[prio].next; i != &p->parked[prio]; i = i->next) {
 			struct tr_parked *x = tr_container_of(i, struct tr_parked, link);
 
-			if (tr_stream_rx_fits(&p->srx[prio], x->m.seq)) {
+			if (tr_stream_rx_fits(&p->pl.rx[prio], x->m.seq)) {
 				e = x;
 				break;
 			}
@@ -912,8 +908,8 @@ static void unpark(struct tr_peer *p, unsigned prio)
 			break;
 		tr_list_del(&e->link);
 		p->nparked--;
-		tr_stream_rx_unparked(&p->srx[prio]);
-		if (!tr_peer_on_msg(e->l, &e->m, e->b) && e->b)
+		tr_stream_rx_unparked(&p->pl.rx[prio]);
+		if (!on_msg(e->l, &e->m, e->b) && e->b)
 			tr_lane_release(e->b); /* handled and not kept: its slot is free */
 		free(e);
 	}
@@ -947,7 +943,7 @@ static struct tr_fence_lane *fence_lanes(const struct triad_ctx *ctx, const stru
 /* Nothing of the peer's can land any more, or nobody cares. */
 static int fence_moot(const struct triad_ctx *ctx, const struct tr_peer *p)
 {
-	return ctx->closing || p->gone || p->rejoin == TR_REJOIN_LOST;
+	return ctx->closing || p->pl.gone || p->rejoin == TR_REJOIN_LOST;
 }
 
 static int fence_push(struct tr_peer *p, struct triad_req *req)
@@ -1043,7 +1039,7 @@ static int on_bye(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	(void)m;
 	(void)b;
 	tr_info("peer %d: closing", l->peer);
-	p->gone = 1;
+	p->pl.gone = 1;
 	tr_peer_fence_settle(l->ctx, p);
 	return 0;
 }
@@ -1076,8 +1072,72 @@ static int on_plane_down_msg(struct tr_lane *l, const struct tr_msg *m, struct t
 	return 0;
 }
 
+static void lane_changed(struct tr_lane *l);
+static void msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
+		     struct triad_req *req);
+
+static struct tr_lane *lane_of(const struct triad_ctx *ctx, int peer, int plane)
+{
+	return &ctx->peers[peer].lane[plane];
+}
+
+/* ---- what the progress engine asks of the lanes ---------------------------------------*/
+static int lanes_send_wanted(const struct triad_ctx *ctx, int plane)
+{
+	for (int r = 0; r < ctx->size; r++)
+		if (r != ctx->rank && tr_lane_send_wanted(&ctx->peers[r].lane[plane]))
+			return 1;
+	return 0;
+}
+
+/* Calls fn on every lane of every peer. */
+static void each_lane(struct triad_ctx *ctx, void (*fn)(struct tr_lane *))
+{
+	for (int r = 0; r < ctx->size; r++)
+		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++)
+			fn(&ctx->peers[r].lane[p]);
+}
+
+static void lanes_period(struct triad_ctx *ctx)
+{
+	each_lane(ctx, tr_lane_fc_tick);
+	await_tick(ctx);
+}
+
+static void lanes_kicked(struct triad_ctx *ctx)
+{
+	each_lane(ctx, tr_lane_reconnect);
+	each_lane(ctx, tr_lane_connect_wanted); /* first uses (TRIAD_CONNECT=lazy) */
+}
+
+static void lanes_linger(struct triad_ctx *ctx)
+{
+	each_lane(ctx, tr_lane_bsm_flush);
+}
+
 void tr_peer_setup(struct triad_ctx *ctx)
 {
+	static const struct tr_lane_owner owner = {
+		.lane = lane_of,
+		.reachable = tr_peer_reachable,
+		.gone = peer_gone,
+		.changed = lane_changed,
+		.on_msg = on_msg,
+		.msg_lost = msg_lost,
+		.seq_done = seq_done,
+		.redecide = redecide,
+		.describe = tr_peer_describe,
+	};
+
+	static const struct tr_progress_lanes lanes = {
+		.send_wanted = lanes_send_wanted,
+		.period = lanes_period,
+		.kicked = lanes_kicked,
+		.linger = lanes_linger,
+	};
+
+	ctx->lane_owner = &owner;
+	ctx->progress_lanes = &lanes;
 	tr_peer_handle(ctx, TR_MSG_BYE, on_bye);
 	tr_peer_handle(ctx, TR_MSG_PLANE_DRAIN, on_plane_drain);
 	tr_peer_handle(ctx, TR_MSG_PLANE_DOWN, on_plane_down_msg);
@@ -1112,7 +1172,7 @@ static void rx_moved(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
 }
 
 /* ---- lane events ----------------------------------------------------------------*/
-int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
+static int on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
 	struct triad_ctx *ctx = l->ctx;
 	struct tr_peer *p = &ctx->peers[l->peer];
@@ -1126,7 +1186,7 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		unpark(p, m->prio);
 		return 0;
 	}
-	v = tr_stream_rx_accept(&p->srx[m->prio], m->seq, TR_PARKED_MAX);
+	v = tr_stream_rx_accept(&p->pl.rx[m->prio], m->seq, TR_PARKED_MAX);
 	if (v != TR_STREAM_DELIVER)
 		tr_debug("peer %d: %s seq %u of priority %u: %s", l->peer,
 			 tr_msg_type_str(m->type), m->seq, m->prio, tr_stream_verdict_str(v));
@@ -1138,7 +1198,7 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	case TR_STREAM_PARK:
 		if (park(l, m, b) == 0)
 			return b != NULL; /* an active message's buffer stays held */
-		tr_stream_rx_unparked(&p->srx[m->prio]);
+		tr_stream_rx_unparked(&p->pl.rx[m->prio]);
 		/* no memory to keep it */
 		/* fall through */
 	default:
@@ -1147,7 +1207,7 @@ int tr_peer_on_msg(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 			 "and %u parked already (or no memory): the peer broke its window, or we "
 			 "are out of memory: the connection is broken",
 			 l->peer, tr_msg_type_str(m->type), m->seq, m->prio,
-			 tr_stream_rx_next(&p->srx[m->prio]), p->nparked);
+			 tr_stream_rx_next(&p->pl.rx[m->prio]), p->nparked);
 		tr_lane_fail(l, TRIAD_S_TRANSPORT);
 		return 0;
 	}
@@ -1183,8 +1243,8 @@ static int await_again(struct tr_lane *l, const void *data, int len, unsigned pr
 	return 1;
 }
 
-void tr_peer_msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
-		      struct triad_req *req)
+static void msg_lost(struct tr_lane *l, const void *data, int len, unsigned prio,
+		     struct triad_req *req)
 {
 	if (req && req->lost) /* an ordered send: its owner decides */
 		req->lost(req, l, data, len, prio);
@@ -1209,7 +1269,7 @@ void tr_peer_msg_resend(struct tr_lane *l, const void *data, int len, unsigned p
 	if ((alt == l && l->state != TR_LANE_UP) || tr_lane_send(alt, data, len, prio, req, 0)) {
 		/* Nobody waits for our BYE, nor for anything to a peer that said
 		 * its own: that is a peer closing first, not a fault. */
-		int closing = ctx->peers[l->peer].gone || tr_wire_type(data) == TR_MSG_BYE;
+		int closing = l->pl->gone || tr_wire_type(data) == TR_MSG_BYE;
 
 		if (!closing && await_again(l, data, len, prio, req))
 			return;
@@ -1257,7 +1317,7 @@ void tr_peer_msg_unhold(struct triad_ctx *ctx, struct tr_held_msg *h, int go)
 	free(h);
 }
 
-void tr_peer_lane_changed(struct tr_lane *l)
+static void lane_changed(struct tr_lane *l)
 {
 	struct triad_ctx *ctx = l->ctx;
 	struct tr_peer *p = &ctx->peers[l->peer];
@@ -1268,7 +1328,7 @@ void tr_peer_lane_changed(struct tr_lane *l)
 		rejoin_begin(ctx, p, l);
 	if (l->state == TR_LANE_UP || l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED)
 		tr_peer_plane_event(ctx, p, l->plane);
-	if (l->state == TR_LANE_UP && skips_pending(p) && !ctx->closing && !p->gone)
+	if (l->state == TR_LANE_UP && skips_pending(p) && !ctx->closing && !p->pl.gone)
 		skip_flush(l);
 	if (l->state == TR_LANE_DRAINING || l->state == TR_LANE_FAILED) {
 		/* Operations not yet posted whole on it are done again elsewhere
@@ -1288,7 +1348,7 @@ void tr_peer_lane_changed(struct tr_lane *l)
 		if (!tr_peer_alive(ctx, l->peer))
 			peer_lost(ctx, l->peer, l->down_status);
 		if (l->state == TR_LANE_DRAINING && !ctx->closing && !l->peer_closed &&
-		    !p->gone) {
+		    !p->pl.gone) {
 			/* The peer may not have noticed (a link fault loses its DREQ):
 			 * tell it on another plane, so it closes its end (the redo
 			 * fence waits for its answer) and the pair can rebuild the
@@ -1307,4 +1367,64 @@ void tr_peer_lane_changed(struct tr_lane *l)
 	tr_peer_fence_settle(ctx, p);
 	await_settle(ctx, p);
 	tr_ctx_signal(ctx);
+}
+
+/* ---- counters -----------------------------------------------------------------------*/
+int triad_conn_stats(triad_ctx_t *ctx, int rank, int plane, struct triad_conn_stats *stats_p)
+{
+	struct triad_conn_stats *o = stats_p;
+	const struct tr_lane *l;
+	const struct triad_conn_stats *c;
+	uint64_t want;
+
+	if (!ctx || !stats_p || rank < 0 || rank >= ctx->size || plane < 0 ||
+	    plane >= ctx->nplanes || rank == ctx->rank ||
+	    (stats_p->field_mask & ~(uint64_t)TRIAD_CONN_STATS_ALL))
+		return -EINVAL;
+	want = stats_p->field_mask;
+	tr_ctx_lock(ctx);
+	tr_progress(ctx); /* count what already completed */
+	l = &ctx->peers[rank].lane[plane];
+	c = &l->stats;
+	if (want & TRIAD_CONN_STATS_LINK) {
+		o->up = c->up;
+		o->connects = c->connects;
+		o->tx_msgs = c->tx_msgs;
+		o->rx_msgs = c->rx_msgs;
+		o->tx_bytes = c->tx_bytes;
+		o->rx_bytes = c->rx_bytes;
+		o->puts = c->puts;
+		o->gets = c->gets;
+		o->errors = c->errors;
+	}
+	if (want & TRIAD_CONN_STATS_FC) {
+		int up = l->state == TR_LANE_UP;
+
+		o->bsm_standalone = c->bsm_standalone;
+		o->bsm_piggyback = c->bsm_piggyback;
+		o->tx_slots_busy =
+			up ? tr_popcount64(l->fc_tx.bbr & l->fc_tx.mask) : 0;
+		o->rx_slots_busy = up ? tr_popcount64(l->fc_rx.cfr) : 0;
+		o->tx_queued = l->nqueued;
+		/* The engines of a broken lane were added to the totals when it broke. */
+		o->fc_timeouts = c->fc_timeouts + (up ? tr_fc_tx_errors(&l->fc_tx) : 0);
+		o->rx_overruns = c->rx_overruns + (up ? tr_fc_rx_overruns(&l->fc_rx) : 0);
+		o->rx_dropped = c->rx_dropped;
+	}
+	if (want & TRIAD_CONN_STATS_AM)
+		o->am_unknown = c->am_unknown;
+	if (want & TRIAD_CONN_STATS_COPY)
+		o->copy_bytes = c->copy_bytes;
+	if (want & TRIAD_CONN_STATS_CHOICE)
+		o->detours = c->detours;
+	if (want & TRIAD_CONN_STATS_CONN)
+		o->established = c->established;
+	if (want & TRIAD_CONN_STATS_RUN)
+		o->other_run = c->other_run;
+	if (want & TRIAD_CONN_STATS_BARE) {
+		o->am_bare_tx = c->am_bare_tx;
+		o->am_bare_rx = c->am_bare_rx;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
 }

@@ -7,6 +7,7 @@
  * peers' blobs.  The job key is the namespace's: two jobs never connect.
  * PMIx_Init and PMIx_Finalize are reference-counted by the client library,
  * so MPI in the same process may use the same client before or after us. */
+#include "core/ctx.h"
 #include "core/pmix.h"
 
 #include <arpa/inet.h>
@@ -15,7 +16,6 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "core/ctx.h"
 #include "proto/addr.h"
 
 int tr_pmix_launched(void)

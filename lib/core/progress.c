@@ -5,7 +5,7 @@
  * Completion events cost a wake-up each (about 200 us on the emulated test
  * VM), so they are armed only when someone needs one:
  * receive events always while nobody polls; send events only when someone
- * waits for a send completion (tr_lane_send_wanted), or always when an
+ * waits for a send completion (the lanes' send_wanted), or always when an
  * application thread goes to sleep.  What an application thread posts it
  * reaps itself while it keeps calling in (tr_progress_want_send): events
  * for it come on only once it stops, through the idle timer. */
@@ -16,8 +16,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "core/chan.h"
-#include "core/ctx.h"
+#include "core/progress.h"
 
 /* An application thread that called in within this window is taken to be
  * polling: it will reap its own completions, so the progress thread leaves
@@ -168,10 +167,7 @@ static void app_call(struct triad_ctx *ctx)
 /* Does anyone wait for a send completion on this plane? */
 static int send_wanted(const struct triad_ctx *ctx, int plane)
 {
-	for (int r = 0; ctx->peers && r < ctx->size; r++)
-		if (r != ctx->rank && tr_lane_send_wanted(&ctx->peers[r].lane[plane]))
-			return 1;
-	return 0;
+	return ctx->progress_lanes && ctx->progress_lanes->send_wanted(ctx, plane);
 }
 
 static int on_progress_thread(const struct triad_ctx *ctx);
@@ -520,14 +516,6 @@ void tr_progress_kick(struct triad_ctx *ctx)
 	ev_async_send(ctx->loop, &ctx->kick_w);
 }
 
-/* Calls fn on every lane of every peer. */
-static void each_lane(struct triad_ctx *ctx, void (*fn)(struct tr_lane *))
-{
-	for (int r = 0; r < ctx->size; r++)
-		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++)
-			fn(&ctx->peers[r].lane[p]);
-}
-
 static void linger_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct triad_ctx *ctx = w->data;
@@ -536,7 +524,7 @@ static void linger_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	tr_ctx_lock_progress(ctx);
 	ctx->linger_on = 0;
-	each_lane(ctx, tr_lane_bsm_flush);
+	ctx->progress_lanes->linger(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -547,8 +535,7 @@ static void kick_cb(struct ev_loop *loop, ev_async *w, int revents)
 	(void)loop;
 	(void)revents;
 	tr_ctx_lock_progress(ctx);
-	each_lane(ctx, tr_lane_reconnect);
-	each_lane(ctx, tr_lane_connect_wanted); /* first uses (TRIAD_CONNECT=lazy) */
+	ctx->progress_lanes->kicked(ctx);
 	if (ctx->linger_wanted)
 		start_linger(ctx);
 	pthread_mutex_unlock(&ctx->lock);
@@ -566,8 +553,7 @@ static void fc_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	 * completion nobody asked an event for (a wake-up missed) waits one
 	 * period at most, not until other traffic comes. */
 	tr_progress(ctx); /* the features' deadlines too (their ticks) */
-	each_lane(ctx, tr_lane_fc_tick);
-	tr_peer_await_tick(ctx);
+	ctx->progress_lanes->period(ctx); /* the lanes', and waits for connections */
 	tr_ctx_signal(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 }

@@ -2,12 +2,14 @@
  * public request API (test, wait, status, free) and the status names.
  * Below the features: a feature that owns a kind of request registers what
  * its completion adds (tr_req_kind_done: the copy engine's chunks and
- * lookups, the flush epochs of puts and gets). */
+ * lookups, the flush epochs of puts and gets, and the bytes each counts
+ * on its lane). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "core/ctx.h"
+#include "core/progress.h"
+#include "core/req.h"
 
 static const char *const status_names[TRIAD_S_MAX] = {
 	[TRIAD_S_OK] = "ok",
@@ -128,8 +130,6 @@ void tr_req_complete(struct triad_req *req, enum triad_status st)
 	struct triad_ctx *ctx = req->ctx;
 	tr_req_fn done;
 
-	if (st == TRIAD_S_OK && req->lane)
-		tr_lane_count(req->lane, req, 1);
 	done = ctx->req_done[req->kind];
 	if (done) { /* its kind's owner takes it from here */
 		done(req, st);

@@ -10,7 +10,11 @@
 #include <string.h>
 
 #include "core/onesided.h"
+#include "core/peer.h"
+#include "core/progress.h"
 #include "core/regcache.h"
+#include "core/req.h"
+#include "core/rma.h"
 #include "core/win.h"
 #include "base/log.h"
 #include "proto/chunk.h"
@@ -144,6 +148,8 @@ static void rma_complete(struct triad_req *req, enum triad_status st)
 	int peer = req->peer;
 	enum triad_status err = req->flags & TR_F_NO_REQ ? st : TRIAD_S_OK;
 
+	if (st == TRIAD_S_OK && req->lane)
+		tr_lane_count(req->lane, req, 1);
 	unregister(req);
 	req->ep = NULL;
 	tr_req_finish(req, st);
@@ -357,7 +363,8 @@ static void redo(struct triad_req *req)
 		req->mr = lw ? lw->mr[req->lane->plane] : NULL;
 		req->plane = req->lane->plane;
 	}
-	tr_win_lookup(ctx, req);
+	if (tr_win_lookup(ctx, req))
+		tr_rma_start(req);
 }
 
 static void fenced(struct triad_req *req);
@@ -516,7 +523,8 @@ static int stripe(struct triad_ctx *ctx, struct triad_req *req)
 		req->inflight++;
 		done += len;
 		tr_lane_count(sub->lane, sub, 0);
-		tr_win_lookup(ctx, sub);
+		if (tr_win_lookup(ctx, sub))
+			tr_rma_start(sub);
 	}
 	if (--req->inflight == 0)
 		tr_req_complete(req, req->status);
@@ -567,7 +575,8 @@ static void rma_issue(struct triad_ctx *ctx, struct triad_req *req, int may_wait
 	if (req->len && !rides_inline(req, l) && (lw = tr_win_find_addr(ctx, req->buf, req->len)))
 		req->mr = lw->mr[l->plane];
 	tr_lane_count(l, req, 0);
-	tr_win_lookup(ctx, req);
+	if (tr_win_lookup(ctx, req))
+		tr_rma_start(req);
 }
 
 void tr_rma_put_internal(struct triad_ctx *ctx, struct triad_req *req)

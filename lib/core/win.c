@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/peer.h"
+#include "core/progress.h"
+#include "core/req.h"
 #include "core/win.h"
 #include "base/log.h"
 #include "proto/chunk.h"
@@ -21,6 +24,9 @@ struct tr_wins {
 	int n, cap;
 	uint32_t next_qid;
 	int nqueries; /* WIN_QUERYs awaiting their answer */
+	/* What starts a request once its window is described (rma.c's
+	 * tr_rma_start, given at setup): windows call no feature by name. */
+	void (*ready)(struct triad_req *req);
 	struct tr_rwin *rwins[]; /* [size]: each peer's, as asked for */
 };
 
@@ -237,7 +243,7 @@ static void rwin_fail(struct triad_ctx *ctx, struct tr_rwin *rw, enum triad_stat
 	}
 }
 
-void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
+int tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 {
 	struct tr_rwin **slot = rwin_slot(ctx, req->peer, req->win), *rw = *slot;
 	struct tr_msg m;
@@ -245,16 +251,15 @@ void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 	if (rw && rw->state != TR_RWIN_GONE) {
 		req->rwin = rw;
 		if (rw->state == TR_RWIN_READY)
-			tr_rma_start(req);
-		else
-			tr_list_add_tail(&rw->waiters, &req->link);
-		return;
+			return 1;
+		tr_list_add_tail(&rw->waiters, &req->link);
+		return 0;
 	}
 	if (!rw) { /* a GONE one is asked again in place */
 		rw = calloc(1, sizeof(*rw));
 		if (!rw) {
 			tr_req_complete(req, TRIAD_S_NO_MEMORY);
-			return;
+			return 0;
 		}
 		*slot = rw;
 	}
@@ -273,6 +278,7 @@ void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req)
 	m.u.win_query.win = rw->id;
 	if (tr_peer_send(ctx, req->peer, &m, TR_FC_MEDIUM, NULL))
 		rwin_fail(ctx, rw, TRIAD_S_UNREACHABLE);
+	return 0;
 }
 
 static int on_info(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
@@ -308,7 +314,7 @@ static int on_info(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		struct triad_req *req = tr_list_first(&rw->waiters, struct triad_req, link);
 
 		tr_list_del(&req->link);
-		tr_rma_start(req);
+		ctx->wins->ready(req);
 	}
 	return 0;
 }
@@ -375,7 +381,7 @@ void tr_rwins_free(struct triad_ctx *ctx, int peer)
 	}
 }
 
-int tr_win_setup(struct triad_ctx *ctx)
+int tr_win_setup(struct triad_ctx *ctx, void (*ready)(struct triad_req *req))
 {
 	static const struct tr_peer_hooks hooks = { .unreached = peer_lost, .lost = peer_lost };
 	static const struct tr_progress_hooks progress = { .tick = check_timeouts };
@@ -383,6 +389,7 @@ int tr_win_setup(struct triad_ctx *ctx)
 	ctx->wins = calloc(1, sizeof(*ctx->wins) + (size_t)ctx->size * sizeof(struct tr_rwin *));
 	if (!ctx->wins)
 		return -ENOMEM;
+	ctx->wins->ready = ready;
 	tr_peer_handle(ctx, TR_MSG_WIN_QUERY, on_query);
 	tr_peer_handle(ctx, TR_MSG_WIN_INFO, on_info);
 	tr_peer_handle(ctx, TR_MSG_WIN_GONE, on_gone);

@@ -36,15 +36,18 @@ struct triad_win {
 
 /* Windows (win.c).  Setup: its messages (WIN_QUERY, WIN_INFO, WIN_GONE),
  * peer hooks (a lost or unreached peer fails its lookups) and tick (the
- * lookups' deadlines). */
-int tr_win_setup(struct triad_ctx *ctx);
+ * lookups' deadlines); ready starts a request whose window is described
+ * (tr_win_lookup). */
+int tr_win_setup(struct triad_ctx *ctx, void (*ready)(struct triad_req *req));
 struct triad_win *tr_win_find(struct triad_ctx *ctx, uint32_t id);
 struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size_t len);
 /* peer's window id as described and still good, or NULL (not asked yet,
  * being asked, gone). */
 struct tr_rwin *tr_rwin_ready(struct triad_ctx *ctx, int peer, uint32_t id);
-/* Resolve req->rwin, then start it; completes req on error. */
-void tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
+/* Resolve req->rwin: 1 when the window is described (req->rwin set), and
+ * the caller starts req now; 0 when req waits for the description (then
+ * setup's ready starts it), or failed (it is complete). */
+int tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
 /* rw's keys are no good any more (NULL: nothing): the next access asks
  * the owner again. */
 void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw);

@@ -195,8 +195,9 @@ static uint32_t inverse(uint32_t mul, uint32_t n)
  * of fanout fan in heap order of their index relative to the root's group
  * (group g feeds groups 1 + g fan + i, i < fan): the i-th feeder of a
  * group sends tree t's chunks to the child group's tree-t root.  A group's
- * feeders are the root (group 0 only) and then its tree-t members, the
- * highest first (the earliest to hold a chunk); every member feeds at most
+ * feeders are its tree-t members, the highest first (the earliest to hold
+ * a chunk); the root feeds its own group's tree roots only, so that it
+ * sends every chunk once, as with flat trees.  Every member feeds at most
  * one group (fan <= the smallest group), so a rank has at most two
  * children inside its group and one outside per tree.  A chunk crosses
  * groups once per level of the groups' tree, not once per level of a
@@ -291,17 +292,13 @@ static uint32_t g_troot(const struct gview *gv, uint32_t g, unsigned t)
 	return g_member(gv, g, x_of(s, ix_root(s), t));
 }
 
-/* The feeder place of rank a (the root: 0) in tree t: the groups it
- * feeds are 1 + g fan + place (one at most: fan <= every group's size). */
+/* The feeder place of non-root a in tree t: the groups it feeds are
+ * 1 + g fan + place (one at most: fan <= every group's size). */
 static uint32_t g_place(const struct gview *gv, uint32_t a, unsigned t)
 {
-	uint32_t g, s;
+	uint32_t g = g_rel(gv, a), s = g_size(gv, g);
 
-	if (a == gv->root)
-		return 0;
-	g = g_rel(gv, a);
-	s = g_size(gv, g);
-	return hord_of(s, j_of(s, g_pos(gv, a), t)) + (g == 0);
+	return hord_of(s, j_of(s, g_pos(gv, a), t));
 }
 
 static uint32_t g_tparent(const struct gview *gv, uint32_t a, unsigned t)
@@ -315,11 +312,6 @@ static uint32_t g_tparent(const struct gview *gv, uint32_t a, unsigned t)
 		return gv->root;
 	pg = (g - 1) / gv->fan;
 	i = (g - 1) % gv->fan;
-	if (pg == 0) {
-		if (i == 0)
-			return gv->root;
-		i--;
-	}
 	s = g_size(gv, pg);
 	return g_member(gv, pg, x_of(s, j_at_hord(s, i), t));
 }
@@ -329,17 +321,20 @@ static uint32_t g_tparent(const struct gview *gv, uint32_t a, unsigned t)
 static unsigned g_tkids(const struct gview *gv, uint32_t a, unsigned t,
 			uint32_t kids[TR_BNODE_TKIDS])
 {
-	uint32_t g = a == gv->root ? 0 : g_rel(gv, a), place = g_place(gv, a, t), ix[2];
-	uint64_t c = 1 + (uint64_t)g * gv->fan + place;
+	uint32_t g, place, ix[2];
+	uint64_t c;
 	unsigned cnt = 0, k;
 
+	if (a == gv->root) {
+		/* Its own group only (never empty: fan <= its size). */
+		kids[0] = g_troot(gv, 0, t);
+		return 1;
+	}
+	g = g_rel(gv, a);
+	place = g_place(gv, a, t);
+	c = 1 + (uint64_t)g * gv->fan + place;
 	if (place < gv->fan && c < gv->ng)
 		kids[cnt++] = g_troot(gv, (uint32_t)c, t);
-	if (a == gv->root) {
-		if (g_size(gv, 0))
-			kids[cnt++] = g_troot(gv, 0, t);
-		return cnt;
-	}
 	k = ix_kids(g_size(gv, g), j_of(g_size(gv, g), g_pos(gv, a), t), ix);
 	for (unsigned i = 0; i < k; i++)
 		kids[cnt++] = g_member(gv, g, x_of(g_size(gv, g), ix[i], t));
@@ -683,44 +678,45 @@ static struct tr_bnode_order order_of(const struct tr_bnode *b)
 #define HEAD_WINDOW 8u
 #define LAT_SAMPLES 32u
 
-static double lat_of(const struct tr_bnode *b, uint32_t a, uint32_t c)
+static double lat_of(const struct tr_bnode_cfg *cf, uint32_t a, uint32_t c)
 {
-	uint32_t n = b->cfg.nranks;
-	double l = b->cfg.lat(b->cfg.lat_arg, abs_of(n, b->cfg.root, a), abs_of(n, b->cfg.root, c));
+	uint32_t n = cf->nranks;
+	double l = cf->lat(cf->lat_arg, abs_of(n, cf->root, a), abs_of(n, cf->root, c));
 
-	return l > b->cfg.cost.lat_us ? l : b->cfg.cost.lat_us;
+	return l > cf->cost.lat_us ? l : cf->cost.lat_us;
 }
 
 /* The latency the ranks of [lo, hi) will meet among themselves: the mean
  * over a fixed sample of their pairs (what F's pieces are sized with). */
-static double lat_inside(const struct tr_bnode *b, uint32_t lo, uint32_t hi)
+static double lat_inside(const struct tr_bnode_cfg *cf, uint32_t lo, uint32_t hi)
 {
 	uint64_t m = (uint64_t)hi - lo;
 	double sum = 0;
 	unsigned cnt = 0;
 
 	if (m < 2)
-		return b->cfg.cost.lat_us;
+		return cf->cost.lat_us;
 	for (uint64_t j = 0; j < LAT_SAMPLES; j++) {
 		uint32_t x = (uint32_t)(lo + (j * 7919u) % m);
 		uint32_t y = (uint32_t)(lo + (j * 104729u + m / 2) % m);
 
 		if (x == y)
 			continue;
-		sum += lat_of(b, x, y);
+		sum += lat_of(cf, x, y);
 		cnt++;
 	}
-	return cnt ? sum / cnt : b->cfg.cost.lat_us;
+	return cnt ? sum / cnt : cf->cost.lat_us;
 }
 
-/* TREE: the pieces of (v, hi) for t steps, child i + 1's piece [ends[i],
+/* TREE: rank v's pieces of (v, hi) for t steps, child i + 1's piece [ends[i],
  * ends[i + 1]) (ends[0] = v + 1), every rank in one (the last piece takes
  * what is left).  Returns how many; *fits: each piece within what F says
  * its child covers in the time left to it. */
-static uint32_t tree_plan(const struct tr_bnode *b, const struct budget *bu, const uint32_t *f,
-			  uint32_t base, uint32_t t, uint32_t hi, uint32_t *ends, bool *fits)
+static uint32_t tree_plan(const struct tr_bnode_cfg *cf, uint32_t v, const struct budget *bu,
+			  const uint32_t *f, uint32_t base, uint32_t t, uint32_t hi, uint32_t *ends,
+			  bool *fits)
 {
-	uint32_t v = b->v, p = v + 1, k = 0;
+	uint32_t p = v + 1, k = 0;
 
 	*fits = true;
 
@@ -729,13 +725,13 @@ static uint32_t tree_plan(const struct tr_bnode *b, const struct budget *bu, con
 		uint32_t d = base, size;
 		uint64_t back;
 
-		if (b->cfg.lat) {
-			double best = lat_of(b, v, p);
+		if (cf->lat) {
+			double best = lat_of(cf, v, p);
 			uint32_t lo = k == 0 ? p : ends[k - 1] + 1;
 
 			/* The fastest head among the last ranks of the piece before. */
 			for (uint32_t c = p; c > lo && p - c < HEAD_WINDOW;) {
-				double l = lat_of(b, v, --c);
+				double l = lat_of(cf, v, --c);
 
 				if (l < best) {
 					best = l;
@@ -759,28 +755,28 @@ static uint32_t tree_plan(const struct tr_bnode *b, const struct budget *bu, con
 	return k;
 }
 
-/* TREE: the budget (bu, F in f, base) and the time steps this rank takes
- * to cover (v, hi). */
-static uint32_t tree_steps(const struct tr_bnode *b, struct budget *bu, uint32_t *f, uint32_t hi,
-			   uint32_t *base)
+/* TREE: the budget (bu, F in f, base) and the time steps rank v takes to
+ * cover (v, hi). */
+static uint32_t tree_steps(const struct tr_bnode_cfg *cf, uint32_t v, struct budget *bu,
+			   uint32_t *f, uint32_t hi, uint32_t *base)
 {
 	uint32_t ends[TR_BNODE_MAX_KIDS + 1], t;
 	bool fits;
 
-	budget_of(bu, &b->cfg.cost, b->cfg.len, b->cfg.len <= b->cfg.inline_max, b->cfg.max_kids);
+	budget_of(bu, &cf->cost, cf->len, cf->len <= cf->inline_max, cf->max_kids);
 	/* F's pieces with the latency their ranks meet inside (with no
 	 * latencies given: the model's one). */
-	*base = steps(bu, b->cfg.lat ? lat_inside(b, b->v + 1, hi) : b->cfg.cost.lat_us);
+	*base = steps(bu, cf->lat ? lat_inside(cf, v + 1, hi) : cf->cost.lat_us);
 	budget_table(bu, *base, f);
-	t = budget_need(f, (uint64_t)hi - b->v);
-	if (b->cfg.lat) {
+	t = budget_need(f, (uint64_t)hi - v);
+	if (cf->lat) {
 		/* Each child's link sizes its piece: the least t that fits. */
 		uint32_t lo = 0, top = TR_BNODE_TMAX - 1;
 
 		while (lo < top) {
 			uint32_t mid = (lo + top) / 2;
 
-			tree_plan(b, bu, f, *base, mid, hi, ends, &fits);
+			tree_plan(cf, v, bu, f, *base, mid, hi, ends, &fits);
 			if (fits)
 				top = mid;
 			else
@@ -802,8 +798,8 @@ static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 
 	if (v + 1 >= hi)
 		return;
-	t = tree_steps(b, &bu, f, hi, &base);
-	k = tree_plan(b, &bu, f, base, t, hi, ends, &fits);
+	t = tree_steps(&b->cfg, v, &bu, f, hi, &base);
+	k = tree_plan(&b->cfg, v, &bu, f, base, t, hi, ends, &fits);
 	for (uint32_t i = 0; i < k; i++) {
 		uint32_t head = abs_of(n, b->cfg.root, ends[i]);
 		struct tr_bnode_act *a;
@@ -1030,6 +1026,11 @@ static uint64_t mix64(uint64_t z)
 
 #define GSTACK 256u
 
+static uint64_t nchunks_of(const struct tr_bnode_cfg *cf)
+{
+	return (cf->len + cf->chunk - 1) / cf->chunk;
+}
+
 struct pnode {
 	uint32_t j, r; /* tree index, rank */
 	double at;
@@ -1042,19 +1043,19 @@ struct pnode {
  * triad-sim, racks of 32 at 16 MiB, N = 64, lost 300-400 us whenever
  * one of them crossed racks (every rotation), about a tenth of the extra
  * latency per chunk of a tree. */
-static double perm_cost(const struct tr_bnode *b, const struct tr_bnode_perm *p, double hop,
+static double perm_cost(const struct tr_bnode_cfg *cf, const struct tr_bnode_perm *p, double hop,
 			double step)
 {
-	uint32_t nr = b->cfg.nranks, n = nr - 1, root = b->cfg.root;
+	uint32_t nr = cf->nranks, n = nr - 1, root = cf->root;
 	double worst = 0, far = 0;
 
 	for (unsigned t = 0; t < 2; t++) {
 		struct pnode st[128];
 		unsigned top = 0;
 		uint32_t j0 = ix_root(n), r0 = abs_of(nr, root, rel_at(p, n, x_of(n, j0, t)));
-		double l0 = b->cfg.lat(b->cfg.lat_arg, root, r0);
+		double l0 = cf->lat(cf->lat_arg, root, r0);
 
-		far = mx(far, l0 - b->cfg.cost.lat_us);
+		far = mx(far, l0 - cf->cost.lat_us);
 		st[top++] = (struct pnode){ j0, r0, t * step + hop + l0 };
 		while (top) {
 			struct pnode e = st[--top];
@@ -1067,11 +1068,11 @@ static double perm_cost(const struct tr_bnode *b, const struct tr_bnode_perm *p,
 
 				st[top++] = (struct pnode){ ix[i], r,
 							     e.at + i * step + hop +
-								     b->cfg.lat(b->cfg.lat_arg, e.r, r) };
+								     cf->lat(cf->lat_arg, e.r, r) };
 			}
 		}
 	}
-	return worst + 0.1 * far * (double)(b->nchunks / 2);
+	return worst + 0.1 * far * (double)(nchunks_of(cf) / 2);
 }
 
 /* The time the last chunk reaches the last rank under p, as
@@ -1081,11 +1082,11 @@ static double perm_cost(const struct tr_bnode *b, const struct tr_bnode_perm *p,
  * cost, step: what a send occupies the sender.  -1: more levels than the
  * walk has room for.  What the root compares groups against the flat
  * trees with. */
-static double tree_cost(const struct tr_bnode *b, const struct tr_bnode_perm *p, double hop,
+static double tree_cost(const struct tr_bnode_cfg *cf, const struct tr_bnode_perm *p, double hop,
 			double step)
 {
-	uint32_t nr = b->cfg.nranks, root = b->cfg.root;
-	double m = (double)((b->nchunks + 1) / 2), worst = 0;
+	uint32_t nr = cf->nranks, root = cf->root;
+	double m = (double)((nchunks_of(cf) + 1) / 2), worst = 0;
 
 	if (p->grp) {
 		uint32_t ng = (nr + p->grp - 1) / p->grp;
@@ -1106,7 +1107,7 @@ static double tree_cost(const struct tr_bnode *b, const struct tr_bnode_perm *p,
 		unsigned top = 0, c = tr_bnode_tkids(p, nr, root, root, t, kids);
 
 		for (unsigned i = 0; i < c; i++) {
-			double l = b->cfg.lat(b->cfg.lat_arg, root, kids[i]) + hop;
+			double l = cf->lat(cf->lat_arg, root, kids[i]) + hop;
 
 			st[top].r = kids[i];
 			st[top].f = (t + 2 * i * m) * step + l;
@@ -1119,7 +1120,7 @@ static double tree_cost(const struct tr_bnode *b, const struct tr_bnode_perm *p,
 			worst = mx(worst, l);
 			c = tr_bnode_tkids(p, nr, root, r, t, kids);
 			for (unsigned i = 0; i < c; i++) {
-				double h = hop + b->cfg.lat(b->cfg.lat_arg, r, kids[i]);
+				double h = hop + cf->lat(cf->lat_arg, r, kids[i]);
 
 				st[top].r = kids[i];
 				st[top].f = f + i * step + h;
@@ -1133,17 +1134,17 @@ static double tree_cost(const struct tr_bnode *b, const struct tr_bnode_perm *p,
 /* Groups of g ranks are worth trying: the root's links to (up to 8 of) its
  * own group's members are faster on average than those to (up to 8)
  * other groups' first members, by a tenth. */
-static bool grouped_links(const struct tr_bnode *b, uint32_t g)
+static bool grouped_links(const struct tr_bnode_cfg *cf, uint32_t g)
 {
 	struct tr_bnode_perm p = { .grp = g, .fan = 1 };
-	struct gview gv = gview_of(&p, b->cfg.nranks, b->cfg.root);
+	struct gview gv = gview_of(&p, cf->nranks, cf->root);
 	double in = 0, out = 0;
 	uint32_t ni = 0, no = 0;
 
 	for (uint32_t x = 0; x < 8 && x < g_size(&gv, 0); x++, ni++)
-		in += b->cfg.lat(b->cfg.lat_arg, b->cfg.root, g_member(&gv, 0, x));
+		in += cf->lat(cf->lat_arg, cf->root, g_member(&gv, 0, x));
 	for (uint32_t q = 1; q <= 8 && q < gv.ng; q++, no++)
-		out += b->cfg.lat(b->cfg.lat_arg, b->cfg.root, g_member(&gv, q, 0));
+		out += cf->lat(cf->lat_arg, cf->root, g_member(&gv, q, 0));
 	return ni && no && in / ni < 0.9 * out / no;
 }
 
@@ -1152,24 +1153,27 @@ static bool grouped_links(const struct tr_bnode *b, uint32_t g)
  * sequence) the one whose first chunk reaches the last rank soonest; then
  * groups instead, if their last chunk arrives sooner than the flat trees'
  * (racks: a chunk crosses between them once per level of the groups'
- * tree, but the root sends every chunk twice, so they win where latency
- * rules, not bandwidth).  Returns the last chunk's estimated arrival in
- * us under the trees chosen (for auto_lat()), -1 without latencies. */
-static double choose_perm(struct tr_bnode *b)
+ * tree, but a group's feeders send each chunk of their tree three
+ * times, so they win where latency rules, not bandwidth).  *pick gets the choice (the identity without
+ * latencies); returns the last chunk's estimated arrival in us under it
+ * (for auto_lat()), -1 without latencies.  Reads cfg only: estimating
+ * changes no engine. */
+static double choose_perm(const struct tr_bnode_cfg *cf, struct tr_bnode_perm *pick)
 {
 	static const uint32_t muls[] = { 1, 2, 3, 5, 7, 11, 13, 17 };
-	const struct tr_bnode_cost *c = &b->cfg.cost;
-	uint32_t n = b->cfg.nranks - 1;
-	bool carried = b->cfg.chunk <= b->cfg.inline_max;
-	double xfer = c->bw > 0 ? (double)(b->cfg.chunk + (carried ? c->msg_bytes : 0)) / c->bw : 0;
+	const struct tr_bnode_cost *c = &cf->cost;
+	uint32_t n = cf->nranks - 1;
+	bool carried = cf->chunk <= cf->inline_max;
+	double xfer = c->bw > 0 ? (double)(cf->chunk + (carried ? c->msg_bytes : 0)) / c->bw : 0;
 	double step = mx(carried ? c->o_us : 2 * c->o_us, mx(xfer, c->gap_us));
 	double hop = 2 * c->o_us + mx(xfer, c->gap_us), best;
 	uint32_t tries = PERM_WORK / 2 / (n + 1);
 
-	if (!b->cfg.lat || n < 3)
+	*pick = identity;
+	if (!cf->lat || n < 3)
 		return -1;
 	tries = tries < 16 ? 16 : tries > 256 ? 256 : tries;
-	best = perm_cost(b, &identity, hop, step);
+	best = perm_cost(cf, &identity, hop, step);
 	for (uint32_t i = 1; i < tries; i++) {
 		uint64_t h = mix64(i);
 		struct tr_bnode_perm p = { .mul = muls[h % 8] % n, .rot = (uint32_t)((h >> 8) % n) };
@@ -1178,29 +1182,29 @@ static double choose_perm(struct tr_bnode *b)
 		p.inv = p.mul ? inverse(p.mul, n) : 0;
 		if (!p.inv)
 			continue;
-		e = perm_cost(b, &p, hop, step);
+		e = perm_cost(cf, &p, hop, step);
 		if (e < best) {
 			best = e;
-			b->perm = p;
+			*pick = p;
 		}
 	}
 	/* Groups of a power of two ranks whose links inside are faster than
 	 * those between them, each feeding a power of two, against the flat
 	 * trees chosen: by the last chunk's arrival. */
-	best = tree_cost(b, &b->perm, hop, step);
-	for (uint32_t g = 2; g < b->cfg.nranks && g <= UINT16_MAX; g *= 2) {
-		uint32_t nr = b->cfg.nranks, ng = (nr + g - 1) / g;
-		uint32_t fmax = g_min_size(nr, b->cfg.root, g);
+	best = tree_cost(cf, pick, hop, step);
+	for (uint32_t g = 2; g < cf->nranks && g <= UINT16_MAX; g *= 2) {
+		uint32_t nr = cf->nranks, ng = (nr + g - 1) / g;
+		uint32_t fmax = g_min_size(nr, cf->root, g);
 
-		if (fmax == 0 || !grouped_links(b, g))
+		if (fmax == 0 || !grouped_links(cf, g))
 			continue;
 		for (uint32_t f = 1; f <= fmax && f < ng && f <= UINT8_MAX; f *= 2) {
 			struct tr_bnode_perm p = { .mul = 1, .rot = 0, .inv = 1, .grp = g, .fan = f };
-			double e = tree_cost(b, &p, hop, step);
+			double e = tree_cost(cf, &p, hop, step);
 
 			if (e >= 0 && e < best) {
 				best = e;
-				b->perm = p;
+				*pick = p;
 			}
 		}
 	}
@@ -1257,32 +1261,22 @@ static double lat_flat(void *arg, uint32_t a, uint32_t c)
  * groups).  estimate() alone sent every size below 32 KiB through TREE
  * over racks, up to 1.7x the best MPI model where TWOTREE's groups took
  * 0.6-1.04x. */
-static enum tr_bnode_shape auto_lat(struct tr_bnode *b, double tt, double t2)
+static enum tr_bnode_shape auto_lat(const struct tr_bnode_cfg *cfg, double tt, double t2)
 {
-	double (*lat)(void *, uint32_t, uint32_t) = b->cfg.lat;
-	void *arg = b->cfg.lat_arg;
+	struct tr_bnode_cfg c = *cfg; /* what is estimated with: cfg stays as it is */
 	uint32_t f[TR_BNODE_TMAX], base, s_lat, s_flat;
-	uint64_t chunk = b->cfg.chunk;
+	struct tr_bnode_perm p;
 	struct budget bu;
 	double c_lat, c_flat;
 
-	s_lat = tree_steps(b, &bu, f, b->cfg.nranks, &base);
-	if (!chunk)
-		estimate(&b->cfg.cost, b->cfg.nranks, b->cfg.len, TR_BNODE_TWOTREE, 0, 0,
-			 b->cfg.inline_max, &chunk);
-	b->cfg.chunk = chunk;
-	b->nchunks = (b->cfg.len + chunk - 1) / chunk;
-	c_lat = choose_perm(b);
-	b->cfg.lat = lat_flat;
-	b->cfg.lat_arg = &b->cfg.cost.lat_us;
-	s_flat = tree_steps(b, &bu, f, b->cfg.nranks, &base);
-	b->perm = identity;
-	c_flat = choose_perm(b);
-	b->cfg.lat = lat;
-	b->cfg.lat_arg = arg;
-	b->cfg.chunk = 0;
-	b->nchunks = 0;
-	b->perm = identity;
+	s_lat = tree_steps(&c, 0, &bu, f, c.nranks, &base);
+	if (!c.chunk)
+		estimate(&c.cost, c.nranks, c.len, TR_BNODE_TWOTREE, 0, 0, c.inline_max, &c.chunk);
+	c_lat = choose_perm(&c, &p);
+	c.lat = lat_flat;
+	c.lat_arg = &c.cost.lat_us;
+	s_flat = tree_steps(&c, 0, &bu, f, c.nranks, &base);
+	c_flat = choose_perm(&c, &p);
 	if (s_flat && c_flat > 0) {
 		tt *= (double)s_lat / s_flat;
 		t2 *= c_lat / c_flat;
@@ -1302,6 +1296,9 @@ int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
 		c.window = TR_BNODE_WINDOW_DEFAULT;
 	if (c.max_kids == 0)
 		c.max_kids = kids_default(c.nranks);
+	/* The root's children, its work, do not grow with N past 64 ranks. */
+	if (!cfg->max_kids && c.rank == c.root && c.max_kids > kids_default(TR_BNODE_ROOT_KIDS_N))
+		c.max_kids = kids_default(TR_BNODE_ROOT_KIDS_N);
 	*b = (struct tr_bnode){ .cfg = c, .parent = NIL, .tparent = { NIL, NIL }, .failed = NIL,
 				.status = TRIAD_S_OK, .perm = identity,
 				.v = rel_of(c.nranks, c.root, c.rank) };
@@ -1318,7 +1315,7 @@ int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
 					     c.max_kids, c.inline_max, NULL);
 
 			if (c.lat && c.nranks > 3 && c.len)
-				shape = auto_lat(b, tt, t2);
+				shape = auto_lat(&b->cfg, tt, t2);
 			else
 				shape = t2 < tt && c.nranks > 2 ? TR_BNODE_TWOTREE : TR_BNODE_TREE;
 		}
@@ -1330,8 +1327,7 @@ int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
 			chunk = 1;
 		if (shape == TR_BNODE_TWOTREE) {
 			b->cfg.chunk = chunk;
-			b->nchunks = (c.len + chunk - 1) / chunk;
-			choose_perm(b);
+			choose_perm(&b->cfg, &b->perm);
 		}
 		set_shape(b, shape, c.len, chunk);
 		b->have[0] = chunks_in(b, 0);

@@ -26,7 +26,8 @@
  *     it can finish in the time left).  The rank takes the least t that
  *     covers its range and gives child i F(t - i s - d_i) of it, the
  *     biggest piece first; no more than K children (cfg.max_kids, default
- *     ceil(log2 N) + 8, so the root's work grows as log2 N).  With cfg.lat,
+ *     ceil(log2 N) + 8, at the root that of TR_BNODE_ROOT_KIDS_N ranks, so
+ *     the root's work stops growing with N).  With cfg.lat,
  *     F is built with the mean latency of a fixed sample of the range's
  *     pairs (what the ranks inside a piece will meet), and each cut may
  *     move back up to 8 ranks to the rank with the fastest link from this
@@ -128,6 +129,9 @@
 
 #define TR_BNODE_NO_RANK UINT32_MAX
 #define TR_BNODE_MAX_KIDS 64u	    /* TREE fanout cap; TWOTREE uses 4 */
+/* TREE: the root takes at most the children it would for this many ranks
+ * (max_kids 0), so that its events stop growing with N. */
+#define TR_BNODE_ROOT_KIDS_N 64u
 #define TR_BNODE_WINDOW_DEFAULT 4u
 #define TR_BNODE_MAX_WINDOW 64u
 /* Carried up to: a receive slot (TRIAD_SLOT_SIZE, 8 KiB) less headers. */
@@ -207,7 +211,8 @@ struct tr_bnode_cfg {
 	enum tr_bnode_shape shape; /* root: the shape, AUTO to choose; non-root: ignored */
 	uint64_t chunk;	    /* root, TWOTREE: bytes per chunk, 0: chosen from cost */
 	uint32_t window;    /* TWOTREE: WRITEs in flight per child, 0: default */
-	uint32_t max_kids;  /* TREE: children per rank at most, 0: ceil(log2 N) + 8 */
+	uint32_t max_kids;  /* TREE: children per rank at most, 0: ceil(log2 N) + 8
+			     * (the root: of min(N, TR_BNODE_ROOT_KIDS_N)) */
 	uint64_t inline_max; /* root, TREE: carry up to this many bytes in the ORDER */
 	struct tr_bnode_cost cost;
 	/* Optional: one-way latency in us of link a - b as this rank sees it

@@ -42,7 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/ctx.h"
+#include "core/copy.h"
+#include "core/peer.h"
 #include "core/win.h"
 #include "ft.h"
 #include "proto/wire.h"

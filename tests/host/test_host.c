@@ -48,7 +48,10 @@
 #include <cmocka.h>
 
 #include "base/log.h"
-#include "core/ctx.h"
+#include "core/copy.h"
+#include "core/init.h"
+#include "core/peer.h"
+#include "core/progress.h"
 #include "fakefab.h"
 #include "triad.h"
 
@@ -388,7 +391,7 @@ static int retried(void *arg)
 {
 	const int *h = arg;
 
-	return at(0)->peers[1].gone || at(0)->peers[1].lane[*h].attempts >= 3;
+	return at(0)->peers[1].pl.gone || at(0)->peers[1].lane[*h].attempts >= 3;
 }
 
 static void test_no_listener(void **state)
@@ -410,8 +413,8 @@ static void test_no_listener(void **state)
 	/* (The rebuild starts half a second after the break, and is tried
 	 * again 0.5 s after each failure.) */
 	assert_int_equal(drive_until(retried, &h, 10), 0);
-	assert_false(at(0)->peers[1].gone);
-	assert_false(at(1)->peers[0].gone);
+	assert_false(at(0)->peers[1].pl.gone);
+	assert_false(at(1)->peers[0].pl.gone);
 	/* The pair goes on over the other plane, and over both once rank 1's
 	 * plane answers again. */
 	if (drive_until(am_set_done, &s, 30))
