@@ -217,6 +217,19 @@ static int rides_inline(const struct triad_req *req, const struct tr_lane *l)
 static int may_redo(const struct triad_req *req);
 static void redo(struct triad_req *req);
 
+/* A put or get given up because of its lane's state, not an error of its
+ * own: the path is named at debug level, so that a rare "transport error"
+ * under faults says which one it took (the lane's own warning, if any,
+ * names only the lane). */
+static void give_up(struct triad_req *req, enum triad_status st, const char *why)
+{
+	tr_debug("%s of %llu B to rank %d (plane %d, %d redos): %s: %s",
+		 req->kind == TR_REQ_GET ? "get" : req->kind == TR_REQ_PUT ? "put" : "copy chunk",
+		 (unsigned long long)req->len, req->peer, req->plane, req->redos, why,
+		 triad_status_str(st));
+	tr_req_complete(req, st);
+}
+
 static const struct tr_rma_ops rma_ops;
 
 void tr_rma_start(struct triad_req *req)
@@ -250,7 +263,8 @@ void tr_rma_start(struct triad_req *req)
 		if (may_redo(req))
 			redo(req);
 		else
-			tr_req_complete(req, l->down_status);
+			give_up(req, l->down_status,
+				"its lane broke while the window was asked for, and no redo is left");
 		return;
 	}
 	if (req->len == 0) {
@@ -298,6 +312,8 @@ static void pump(struct tr_lane *l)
 				return;
 			if (ret) {
 				/* The lane is unusable: fail it, which fails the queue. */
+				tr_debug("rank %d plane %d: posting a chunk failed (%d): the lane fails",
+					 req->peer, l->plane, ret);
 				req->status = TRIAD_S_TRANSPORT;
 				tr_lane_fail(l, TRIAD_S_TRANSPORT);
 				return;
@@ -386,8 +402,12 @@ static void fenced(struct triad_req *req)
 	req->fence_planes = 0;
 	if (req->redo && req->status == TRIAD_S_OK && !req->ctx->closing)
 		redo(req);
+	else if (req->redo || req->status)
+		give_up(req, req->status ? req->status : TRIAD_S_CANCELLED,
+			req->status ? "a WRITE or READ of it failed, and it is not done again"
+				    : "closing while it waited to be done again");
 	else
-		tr_req_complete(req, req->redo && !req->status ? TRIAD_S_CANCELLED : req->status);
+		tr_req_complete(req, TRIAD_S_OK);
 }
 
 static void lane_broken(struct triad_req *req, enum triad_status st)
@@ -559,11 +579,11 @@ static void rma_issue(struct triad_ctx *ctx, struct triad_req *req, int may_wait
 		return;
 	}
 	if (!port_up) {
-		tr_req_complete(req, TRIAD_S_PLANE_DOWN);
+		give_up(req, TRIAD_S_PLANE_DOWN, "the plane chosen is down");
 		return;
 	}
 	if (l->state != TR_LANE_UP) {
-		tr_req_complete(req, l->down_status);
+		give_up(req, l->down_status, "the lane chosen is not up and no connection is awaited");
 		return;
 	}
 	if ((req->flags & TRIAD_F_STRIPE) && req->len >= ctx->cfg.stripe_min && stripe(ctx, req))
