@@ -587,6 +587,18 @@ static uint64_t bnode_inline_max(const struct triad_ctx *ctx)
 
 static void tell_rank(struct triad_ctx *ctx, struct tr_bc *bc, int rank, enum triad_status st);
 
+/* The shape TRIAD_BCAST_SHAPE asks of this root's broadcasts over n ranks:
+ * AUTO unless set; two trees need two non-roots, so TWOTREE over fewer is
+ * one tree (what AUTO would take there). */
+static enum tr_bnode_shape root_shape(const struct triad_ctx *ctx, int n)
+{
+	static const enum tr_bnode_shape shapes[] = { TR_BNODE_AUTO, TR_BNODE_TREE,
+						      TR_BNODE_TWOTREE };
+	enum tr_bnode_shape s = shapes[ctx->cfg.bcast_shape];
+
+	return s == TR_BNODE_TWOTREE && n < 3 ? TR_BNODE_TREE : s;
+}
+
 /* The root's start: its engine, shape by its estimate.  Nothing to move
  * (0 bytes): the engine would send nothing, so the ranks are told it is
  * over as a root-driven broadcast tells them. */
@@ -597,7 +609,7 @@ static int droot_start(struct triad_ctx *ctx, struct tr_bc *bc, uint64_t len)
 		.root = (uint32_t)bc->g->map.me,
 		.rank = (uint32_t)bc->g->map.me,
 		.len = len,
-		.shape = TR_BNODE_AUTO,
+		.shape = root_shape(ctx, bc->g->map.n),
 		.inline_max = bnode_inline_max(ctx),
 		.cost = bnode_cost,
 	};

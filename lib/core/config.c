@@ -29,6 +29,7 @@ static const char *const order_names[] = { "any", "strict", NULL };
 static const char *const adaptive_names[] = { "off", "occ", "cont", NULL };
 static const char *const connect_names[] = { "eager", "lazy", NULL };
 static const char *const onoff_names[] = { "off", "on", NULL };
+static const char *const shape_names[] = { "auto", "tree", "twotree", NULL };
 
 #define F(f) offsetof(struct tr_config, f)
 
@@ -121,6 +122,11 @@ static const struct var vars[] = {
 	{ "TRIAD_BCAST_PIPELINE", "32M", VAR_SIZE, F(bcast_pipeline), 1, 1ll << 50,
 	  "TRIAD_BCAST_AUTO, where it stays root-driven (the tree's estimate does not win),\n"
 	  "    pipelines broadcasts from this size (3+ ranks), below it copies greedily", NULL, TR_CONFIG_AT_START },
+	{ "TRIAD_BCAST_SHAPE", "auto", VAR_ENUM, F(bcast_shape), 0, 0,
+	  "the shape of a delegated broadcast (TRIAD_BCAST_TREE) this rank is the root of:\n"
+	  "    auto chooses by its cost estimate and the size, tree is one tree of the\n"
+	  "    whole buffer, twotree two trees chunk by chunk (with 3 ranks or more)",
+	  shape_names, TR_CONFIG_AT_START },
 	{ "TRIAD_STRIPE_MIN", "256k", VAR_SIZE, F(stripe_min), 4096, 1ll << 50,
 	  "puts and gets with TRIAD_F_STRIPE of at least this size are split over the planes", NULL, TR_CONFIG_AT_START },
 	{ "TRIAD_REG_CACHE", "0", VAR_SIZE, F(reg_cache), 0, 1ll << 50,

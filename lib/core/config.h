@@ -48,6 +48,7 @@ struct tr_config {
 	char trace[TR_CONFIG_STR];	  /* TRIAD_TRACE */
 	char daemon[TR_CONFIG_STR];	  /* TRIAD_DAEMON */
 	uint64_t bcast_pipeline;  /* TRIAD_BCAST_PIPELINE */
+	int bcast_shape;	  /* TRIAD_BCAST_SHAPE: 0 auto, 1 tree, 2 twotree */
 	uint64_t stripe_min;	  /* TRIAD_STRIPE_MIN */
 	uint64_t reg_cache;	  /* TRIAD_REG_CACHE, bytes (0: off) */
 	int order;		  /* TRIAD_ORDER: TR_ORDER_ANY or TR_ORDER_STRICT */

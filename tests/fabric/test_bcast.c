@@ -1,6 +1,6 @@
 /* Broadcast on a real fabric, every rank a process (any rank count >= 1).
  *
- *   test_bcast [--max-size BYTES] [--kill | --fail-plane P]
+ *   test_bcast [--max-size BYTES] [--tree-only] [--kill | --fail-plane P]
  *
  * For every algorithm (greedy, binomial, pipelined, tree, auto), every size
  * of {0, 1 B, 8 B, 4 KiB, 64 KiB, 1 MiB, 16 MiB} up to --max-size, and root
@@ -18,6 +18,10 @@
  * its broadcast's messages come before the group (greedy and tree); then
  * every argument error of triad_group_create and triad_group_bcast.
  *
+ * --tree-only: the delegated broadcast (TRIAD_BCAST_TREE) alone, in every
+ * step above and below; with TRIAD_BCAST_SHAPE set (tree, twotree) the
+ * roots take that shape at every size, where AUTO would take the other.
+ *
  * --fail-plane P: a 16 MiB broadcast of every algorithm from rank 0 (tree
  * also with 64 KiB, one WRITE per child), and 50 ms into each, ranks 1 and
  * the last (holders that forward, in the delegated one) force their
@@ -34,7 +38,7 @@
 #define WIN_B 2
 
 static uint64_t max_size = 16u << 20;
-static int kill_mode, fail_plane = -1;
+static int kill_mode, fail_plane = -1, tree_only;
 
 static void one(triad_ctx_t *ctx, char *buf, uint64_t buflen, int root, uint64_t len,
 		enum triad_bcast_algo algo, uint32_t seed)
@@ -135,6 +139,9 @@ static int failed_plane_broadcasts(triad_ctx_t *ctx)
 		uint32_t seed = 900 + ai;
 		/* The last: the delegated one small enough for one tree. */
 		uint64_t n = ai == sizeof(algos) / sizeof(algos[0]) - 1 ? 64u << 10 : len;
+
+		if (tree_only && algos[ai] != TRIAD_BCAST_TREE)
+			continue;
 
 		if (rank == 0)
 			ft_fill(buf, n, seed, 0);
@@ -333,10 +340,12 @@ int main(int argc, char **argv)
 	static const struct option opts[] = { { "max-size", required_argument, NULL, 's' },
 					      { "kill", no_argument, NULL, 'k' },
 					      { "fail-plane", required_argument, NULL, 'f' },
+					      { "tree-only", no_argument, NULL, 't' },
 					      { NULL, 0, NULL, 0 } };
-	static const enum triad_bcast_algo algos[] = { TRIAD_BCAST_GREEDY, TRIAD_BCAST_BINOMIAL,
+	static const enum triad_bcast_algo every[] = { TRIAD_BCAST_GREEDY, TRIAD_BCAST_BINOMIAL,
 						       TRIAD_BCAST_PIPELINED, TRIAD_BCAST_TREE,
 						       TRIAD_BCAST_AUTO };
+	static const enum triad_bcast_algo tree[] = { TRIAD_BCAST_TREE };
 	static const char *const names[] = { "auto", "greedy", "binomial", "pipelined", "tree" };
 	const uint64_t sizes[] = { 0, 1, 8, 4096, 64u << 10, 1 << 20, 16u << 20 };
 	triad_ctx_t *ctx;
@@ -344,9 +353,13 @@ int main(int argc, char **argv)
 	char *a, *b;
 	int c, rank, size, count = 0;
 	uint64_t alen;
+	const enum triad_bcast_algo *algos;
+	unsigned nalgos;
 
-	while ((c = getopt_long(argc, argv, "s:kf:", opts, NULL)) != -1) {
-		if (c == 'k')
+	while ((c = getopt_long(argc, argv, "s:kf:t", opts, NULL)) != -1) {
+		if (c == 't')
+			tree_only = 1;
+		else if (c == 'k')
 			kill_mode = 1;
 		else if (c == 'f')
 			fail_plane = atoi(optarg);
@@ -355,6 +368,8 @@ int main(int argc, char **argv)
 		else
 			return 2;
 	}
+	algos = tree_only ? tree : every;
+	nalgos = tree_only ? 1 : sizeof(every) / sizeof(every[0]);
 	ctx = ft_init();
 	rank = triad_rank(ctx);
 	size = triad_size(ctx);
@@ -370,7 +385,7 @@ int main(int argc, char **argv)
 	FT_CHECK(triad_win_create(ctx, WIN_A, a, alen, NULL, &wa) == 0, "window A");
 	FT_CHECK(triad_win_create(ctx, WIN_B, b, 1 << 20, NULL, &wb) == 0, "window B");
 	ft_barrier(ctx);
-	for (unsigned ai = 0; ai < sizeof(algos) / sizeof(algos[0]); ai++) {
+	for (unsigned ai = 0; ai < nalgos; ai++) {
 		for (unsigned si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
 			if (sizes[si] > max_size)
 				continue;
@@ -423,8 +438,7 @@ int main(int argc, char **argv)
 		FT_CHECK(triad_bcast(ctx, 0, WIN_A, 0, 1, (enum triad_bcast_algo)5, &q) == -EINVAL,
 			 "bad algorithm");
 	}
-	count = groups(ctx, a, 1 << 20 < alen ? 1 << 20 : alen, algos,
-		       sizeof(algos) / sizeof(algos[0]));
+	count = groups(ctx, a, 1 << 20 < alen ? 1 << 20 : alen, algos, nalgos);
 	if (rank == 0)
 		printf("bcast: %d group broadcasts here\n", count);
 	return ft_finish(ctx, "test_bcast");

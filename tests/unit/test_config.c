@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "base/log.h"
 
-#define NVARS 34
+#define NVARS 35
 #define TRIAD_MAX_PLANES_TEST 9
 
 static const char *const all_vars[NVARS] = {
@@ -28,6 +28,7 @@ static const char *const all_vars[NVARS] = {
 	"TRIAD_STRIPE_MIN", "TRIAD_ADAPTIVE", "TRIAD_ADAPTIVE_T", "TRIAD_ADAPTIVE_ALPHA",
 	"TRIAD_DAEMON",	     "TRIAD_DEVICES", "TRIAD_REG_CACHE", "TRIAD_CONNECT",
 	"TRIAD_COPY_EAGER", "TRIAD_REJOIN_MS", "TRIAD_BARE_AM", "TRIAD_LOG_TIME",
+	"TRIAD_BCAST_SHAPE",
 };
 
 struct fake_env {
@@ -76,6 +77,7 @@ static void assert_defaults(const struct tr_config *c)
 	assert_true(c->copy_eager == 2048);
 	assert_int_equal(c->adaptive, 1); /* occ */
 	assert_int_equal(c->connect, TR_CONNECT_EAGER);
+	assert_int_equal(c->bcast_shape, 0); /* auto */
 	assert_int_equal(c->adaptive_t, 8);
 	assert_int_equal(c->adaptive_alpha, 50);
 	assert_string_equal(c->devices, "");
@@ -360,6 +362,17 @@ static void test_connect(void **state)
 	assert_int_equal(load1("TRIAD_CONNECT", "LAZY").connect, TR_CONNECT_LAZY);
 	load_bad("TRIAD_CONNECT", "ondemand", "TRIAD_CONNECT=ondemand: not one of eager, lazy");
 	load_bad("TRIAD_CONNECT", "", "TRIAD_CONNECT=: not one of eager, lazy");
+}
+
+static void test_bcast_shape(void **state)
+{
+	(void)state;
+	assert_int_equal(load1("TRIAD_BCAST_SHAPE", "auto").bcast_shape, 0);
+	assert_int_equal(load1("TRIAD_BCAST_SHAPE", "tree").bcast_shape, 1);
+	assert_int_equal(load1("TRIAD_BCAST_SHAPE", "TwoTree").bcast_shape, 2);
+	load_bad("TRIAD_BCAST_SHAPE", "binomial",
+		 "TRIAD_BCAST_SHAPE=binomial: not one of auto, tree, twotree");
+	load_bad("TRIAD_BCAST_SHAPE", "", "TRIAD_BCAST_SHAPE=: not one of auto, tree, twotree");
 }
 
 static void test_adaptive(void **state)
@@ -648,6 +661,7 @@ int main(void)
 		cmocka_unit_test(test_stripe_min),
 		cmocka_unit_test(test_reg_cache),
 		cmocka_unit_test(test_copy_eager),
+		cmocka_unit_test(test_bcast_shape),
 		cmocka_unit_test(test_adaptive),
 		cmocka_unit_test(test_connect),
 		cmocka_unit_test(test_one_bad_variable_among_good),
