@@ -1,4 +1,4 @@
-/* lib/core (lane, peer, the stream and the redo fence, req, rma, am) on
+/* lib/core (lane, peer, the stream and the redo fence, req, rma, am, bcast) on
  * the host: several ranks in this one process over the scripted fabric of
  * fakefab.c, driven by this thread (see fakefab.c for how), with faults
  * the test chooses or a seed draws.
@@ -28,6 +28,12 @@
  *   copy-unrelated  a put queued among a copy's chunks on their lane fails
  *             there (its window is gone): the copy's COPY_DATA still goes
  *             after the chunks, once, and no stream loses a number.
+ *   group-early  a delegated broadcast's messages of a group the receiver
+ *             has not created yet wait for it, 4096 at most (lib/core/
+ *             bcast.c): those of a group it creates late complete, every
+ *             byte in place, once it does; with 4096 waiting, each message
+ *             more (of a group it created under another id) is dropped
+ *             with an error naming the group, until creation took some.
  *   random    per seed: three ranks, two planes, active messages and puts
  *             (each put's target block rewritten by the test as soon as
  *             it completes) under a drawn schedule of breaks, delays, port
@@ -189,6 +195,52 @@ static int all_connected(void *arg)
 	return done;
 }
 
+/* Core's log lines (stderr) go to a file while captured. */
+static struct {
+	int saved; /* stderr, while core's lines go to f */
+	FILE *f;
+} lc = { -1, NULL };
+
+static void log_capture(void)
+{
+	fflush(stderr);
+	lc.f = tmpfile();
+	assert_non_null(lc.f);
+	lc.saved = dup(2);
+	assert_true(lc.saved >= 0);
+	assert_true(dup2(fileno(lc.f), 2) >= 0);
+}
+
+/* Ends the capture: what was logged meanwhile (to free), and on stderr
+ * the lines that do not say `expected` (NULL: every line). */
+static char *log_end(const char *expected)
+{
+	char line[2048], *text;
+	size_t n = 0;
+	long size;
+
+	fflush(stderr);
+	assert_true(dup2(lc.saved, 2) >= 0);
+	close(lc.saved);
+	lc.saved = -1;
+	size = ftell(lc.f);
+	assert_true(size >= 0);
+	text = calloc(1, (size_t)size + 1);
+	assert_non_null(text);
+	rewind(lc.f);
+	while (fgets(line, sizeof(line), lc.f)) {
+		size_t k = strlen(line);
+
+		if (!expected || !strstr(line, expected))
+			fputs(line, stderr);
+		memcpy(text + n, line, k);
+		n += k;
+	}
+	fclose(lc.f);
+	lc.f = NULL;
+	return text;
+}
+
 static void world_down(void);
 
 static void world_up(int n, int nplanes, uint64_t seed)
@@ -196,6 +248,8 @@ static void world_up(int n, int nplanes, uint64_t seed)
 	FILE *f;
 
 	step_check = NULL; /* a failed test's */
+	if (lc.f)
+		free(log_end(NULL)); /* a failed test's */
 	if (w.n)
 		world_down(); /* a failed test's */
 	memset(&w, 0, sizeof(w));
@@ -780,6 +834,202 @@ static void test_copy_unrelated(void **state)
 	copy_checks_end(CLEN, "after the failed put");
 }
 
+/* ---- scenario 2c: broadcast messages of a group not created here ------------------------*/
+/* A delegated broadcast's BNODE message of a group this rank has not
+ * created waits for triad_group_create, with its data, and is handed to
+ * the group's broadcast then (docs/spec/tree-broadcast.md, "Creation is
+ * local"); at most GRP_EARLY_MAX of them wait (lib/core/bcast.c), and a
+ * message beyond that is dropped with an error naming its group, so that
+ * members creating a group under ids that differ do not grow a rank's
+ * memory without end.  Rank 1 says so in its log: the test takes core's
+ * lines from stderr meanwhile. */
+#define GRP_EARLY_MAX 4096 /* lib/core/bcast.c's */
+#define BWIN_ID 10
+#define BLEN 8	      /* 2 ranks: one ORDER per broadcast, its data carried in it */
+#define GID_LATE 11   /* created by both, by rank 1 late */
+#define GID_ROOT 12   /* rank 0's id for the group that ... */
+#define GID_OTHER 13  /* ... rank 1 created under this one */
+/* Broadcasts of the group created late: its creation answers each at
+ * once (a REPORT to rank 0), and a stream takes TR_STREAM_AHEAD (1024)
+ * messages unsettled. */
+#define NLATE 512
+#define BEYOND 100
+#define NSTRAY (GRP_EARLY_MAX + 2 * BEYOND) /* of the group rank 1 has not */
+
+/* The lines of text that rank logged saying what. */
+static unsigned log_count(const char *text, int rank, const char *what)
+{
+	char who[32];
+	unsigned n = 0;
+
+	snprintf(who, sizeof(who), "triad[%d] ", rank);
+	for (const char *l = text; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t k = e ? (size_t)(e - l) : strlen(l);
+		const char *a = strstr(l, who), *b = strstr(l, what);
+
+		n += a && b && a < l + k && b < l + k;
+		l += k + (e != NULL);
+	}
+	return n;
+}
+
+/* Rank 1 has handled every message rank 0 sent it, and none waits at
+ * rank 0 for a slot. */
+static int all_handled(void *arg)
+{
+	uint64_t tx = 0, rx = 0;
+
+	(void)arg;
+	for (int p = 0; p < w.nplanes; p++) {
+		struct triad_conn_stats s0 = { .field_mask = TRIAD_CONN_STATS_LINK |
+							     TRIAD_CONN_STATS_FC },
+					s1 = { .field_mask = TRIAD_CONN_STATS_LINK };
+
+		assert_int_equal(triad_conn_stats(at(0), 1, p, &s0), 0);
+		assert_int_equal(triad_conn_stats(at(1), 0, p, &s1), 0);
+		if (s0.tx_queued)
+			return 0;
+		tx += s0.tx_msgs;
+		rx += s1.rx_msgs;
+	}
+	return tx == rx;
+}
+
+struct breqs {
+	int rank, n;
+	int done; /* the first ones, seen complete */
+	triad_req_t *req[NSTRAY];
+};
+
+static int breqs_done(void *arg)
+{
+	struct breqs *b = arg;
+
+	at(b->rank);
+	while (b->done < b->n && triad_test(b->req[b->done]))
+		b->done++;
+	return b->done == b->n;
+}
+
+/* rank's broadcasts from..to - 1 of group g, each BLEN bytes at its own
+ * offset, rank 0 the root.  The root starts them 256 at a time, each time
+ * once rank 1 has had what it sent: its stream to rank 1 takes 1024
+ * messages unsettled. */
+static void bcasts_call(struct breqs *b, int rank, triad_group_t *g, int from, int to)
+{
+	b->rank = rank;
+	b->n = to;
+	b->done = 0;
+	for (int i = from; i < to; i++) {
+		if (rank == 0 && i % 256 == 0)
+			assert_int_equal(drive_until(all_handled, NULL, 20), 0);
+		at(rank);
+		assert_int_equal(triad_group_bcast(g, 0, BWIN_ID, (uint64_t)i * BLEN, BLEN,
+						   TRIAD_BCAST_TREE, &b->req[i]),
+				 0);
+	}
+	if (rank == 0)
+		assert_int_equal(drive_until(all_handled, NULL, 20), 0);
+}
+
+static void bcasts_end(struct breqs *b)
+{
+	if (drive_until(breqs_done, b, 20))
+		fail_msg("rank %d: %d of %d broadcasts of a group created late completed", b->rank,
+			 b->done, b->n);
+	for (int i = 0; i < b->n; i++) {
+		if (triad_req_status(b->req[i]) != TRIAD_S_OK)
+			fail_msg("rank %d: broadcast %d of a group created late ended %s", b->rank, i,
+				 triad_status_str(triad_req_status(b->req[i])));
+		triad_req_free(b->req[i]);
+	}
+}
+
+/* Rank 0's broadcasts from..to - 1 over its group GID_ROOT, which rank 1
+ * created as GID_OTHER: rank 1 drops `dropped` of their messages, with an
+ * error naming GID_ROOT, and keeps the others. */
+static void stray_bcasts(struct breqs *b, triad_group_t *g, int from, int to, unsigned dropped)
+{
+	const char *drop = "not created here, dropped";
+	char what[64], *log;
+
+	log_capture();
+	bcasts_call(b, 0, g, from, to);
+	log = log_end(drop);
+	snprintf(what, sizeof(what), "a message of group %d, %s", GID_ROOT, drop);
+	if (log_count(log, 1, what) != dropped || log_count(log, 1, drop) != dropped)
+		fail_msg("rank 1 dropped %u message(s), %u of group %d, of broadcasts %d .. %d: %u "
+			 "expected", log_count(log, 1, drop), log_count(log, 1, what), GID_ROOT,
+			 from, to - 1, dropped);
+	free(log);
+}
+
+/* Rank 0 broadcasts NLATE times over a group rank 1 creates only later,
+ * each time BLEN bytes of its own at its own offset, then over a group
+ * rank 1 created under another id: the first GRP_EARLY_MAX messages wait
+ * at rank 1, its window untouched, and each one after them is dropped with
+ * an error naming its group.  Then rank 1 creates the first group and
+ * calls its broadcasts: every one completes at both ranks, its bytes in
+ * place, and as many messages of the other group as were handed on wait
+ * again before one is dropped.  The other group's never reach rank 1's
+ * window. */
+static void test_group_early(void **state)
+{
+	static struct breqs late0, late1, stray;
+	const int ranks[2] = { 0, 1 };
+	const size_t len = (size_t)NSTRAY * BLEN;
+	triad_group_t *g0, *g1, *root_only, *other;
+	triad_win_t *bwin[2];
+	char *mem[2];
+
+	(void)state;
+	world_up(2, 2, 6);
+	for (int r = 0; r < 2; r++) {
+		mem[r] = calloc(1, len);
+		assert_non_null(mem[r]);
+		assert_int_equal(triad_win_create(at(r), BWIN_ID, mem[r], len, NULL, &bwin[r]), 0);
+	}
+	for (size_t i = 0; i < len; i++)
+		mem[0][i] = (char)(1 + i % 253);
+	assert_int_equal(triad_group_create(at(0), GID_LATE, ranks, 2, &g0), 0);
+	assert_int_equal(triad_group_create(at(0), GID_ROOT, ranks, 2, &root_only), 0);
+	assert_int_equal(triad_group_create(at(1), GID_OTHER, ranks, 2, &other), 0);
+
+	bcasts_call(&late0, 0, g0, 0, NLATE);
+	stray_bcasts(&stray, root_only, 0, GRP_EARLY_MAX - NLATE, 0);
+	stray_bcasts(&stray, root_only, GRP_EARLY_MAX - NLATE, GRP_EARLY_MAX - NLATE + BEYOND,
+		     BEYOND);
+	for (size_t i = 0; i < len; i++)
+		if (mem[1][i])
+			fail_msg("rank 1's window written at %zu before any group of it was", i);
+
+	assert_int_equal(triad_group_create(at(1), GID_LATE, ranks, 2, &g1), 0);
+	bcasts_call(&late1, 1, g1, 0, NLATE);
+	bcasts_end(&late1);
+	bcasts_end(&late0);
+	if (memcmp(mem[1], mem[0], (size_t)NLATE * BLEN))
+		fail_msg("rank 1's window differs from the root's after the broadcasts");
+	stray_bcasts(&stray, root_only, GRP_EARLY_MAX - NLATE + BEYOND, GRP_EARLY_MAX + BEYOND,
+		     0);
+	stray_bcasts(&stray, root_only, GRP_EARLY_MAX + BEYOND, NSTRAY, BEYOND);
+	for (size_t i = (size_t)NLATE * BLEN; i < len; i++)
+		if (mem[1][i])
+			fail_msg("rank 1's window written at %zu by a group it has not", i);
+
+	for (int r = 0; r < 2; r++)
+		triad_win_destroy(bwin[r]);
+	triad_group_destroy(g0);
+	triad_group_destroy(g1);
+	triad_group_destroy(root_only);
+	triad_group_destroy(other);
+	world_down(); /* the root's broadcasts of GID_ROOT end CANCELLED */
+	for (int i = 0; i < NSTRAY; i++)
+		triad_req_free(stray.req[i]);
+	for (int r = 0; r < 2; r++)
+		free(mem[r]);
+}
+
 /* ---- scenario 3: a drawn schedule -------------------------------------------------------*/
 struct rput {
 	triad_req_t *req;
@@ -1092,6 +1342,7 @@ int main(void)
 		cmocka_unit_test(test_copy_break),
 		cmocka_unit_test(test_copy_rejoin),
 		cmocka_unit_test(test_copy_unrelated),
+		cmocka_unit_test(test_group_early),
 		cmocka_unit_test(test_random),
 	};
 
