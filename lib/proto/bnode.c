@@ -476,10 +476,10 @@ static uint32_t steps(const struct budget *bu, double lat_us)
 	return d > (double)u ? u + 1 : u;
 }
 
-/* F[t] = 1 + sum_{i=1..K} F[t - i s - d] (saturating), for t < TMAX. */
-static void budget_table(const struct budget *bu, uint32_t d, uint32_t *f)
+/* F[t] = 1 + sum_{i=1..K} F[t - i s - d] (saturating), for t <= upto. */
+static void budget_table_to(const struct budget *bu, uint32_t d, uint32_t *f, uint32_t upto)
 {
-	for (uint32_t t = 0; t < TR_BNODE_TMAX; t++) {
+	for (uint32_t t = 0; t <= upto && t < TR_BNODE_TMAX; t++) {
 		uint64_t sum = 1;
 
 		for (uint32_t i = 1; i <= bu->kmax; i++) {
@@ -495,6 +495,11 @@ static void budget_table(const struct budget *bu, uint32_t d, uint32_t *f)
 		}
 		f[t] = (uint32_t)sum;
 	}
+}
+
+static void budget_table(const struct budget *bu, uint32_t d, uint32_t *f)
+{
+	budget_table_to(bu, d, f, TR_BNODE_TMAX - 1);
 }
 
 /* The least t whose F covers m ranks (TMAX - 1 if none does). */
@@ -708,13 +713,71 @@ static double lat_inside(const struct tr_bnode_cfg *cf, uint32_t lo, uint32_t hi
 	return cnt ? sum / cnt : cf->cost.lat_us;
 }
 
+/* TREE with link latencies: F for one base latency d (a piece's own),
+ * f[0 .. upto] valid. */
+struct ftab {
+	uint32_t d, upto;
+	uint32_t f[TR_BNODE_TMAX];
+};
+
+/* How many ranks a piece [p, p + m) covers in tl steps with F built with
+ * the latency its own ranks meet: the whole piece if it fits. */
+static uint32_t piece_covers(const struct tr_bnode_cfg *cf, const struct budget *bu,
+			     const uint32_t *f, uint32_t base, struct ftab *g, uint32_t p, uint32_t m,
+			     uint32_t tl, uint32_t t)
+{
+	uint32_t d = steps(bu, lat_inside(cf, p, p + m));
+
+	if (d == base)
+		return f[tl];
+	if (g->d != d || g->upto < t) {
+		budget_table_to(bu, d, g->f, t);
+		g->d = d;
+		g->upto = t;
+	}
+	return g->f[tl];
+}
+
+/* A piece from p for a head with tl steps left: starting from m ranks
+ * (what F with the range's latency gives), the largest of a few that its
+ * head covers with F built with the latency the piece's own ranks meet,
+ * each next one what F with the last one's latency covers (at most hi - p;
+ * one rank always fits).  A piece inside a rack is faster than one across
+ * two, which the latency of the whole range cannot tell: sized with that,
+ * the root's first child took most of the other rack. */
+#define PIECE_TRIES 4u
+
+static uint32_t piece_size(const struct tr_bnode_cfg *cf, const struct budget *bu,
+			   const uint32_t *f, uint32_t base, struct ftab *g, uint32_t p, uint32_t hi,
+			   uint32_t m, uint32_t tl, uint32_t t)
+{
+	uint32_t best = 1;
+
+	for (unsigned i = 0; i < PIECE_TRIES; i++) {
+		uint32_t cov;
+
+		if (m > hi - p)
+			m = hi - p;
+		if (m <= best)
+			break;
+		cov = piece_covers(cf, bu, f, base, g, p, m, tl, t);
+		if (cov >= m)
+			best = m;
+		if (cov == m || (cov > m && m == hi - p))
+			break;
+		m = cov;
+	}
+	return best;
+}
+
 /* TREE: rank v's pieces of (v, hi) for t steps, child i + 1's piece [ends[i],
  * ends[i + 1]) (ends[0] = v + 1), every rank in one (the last piece takes
  * what is left).  Returns how many; *fits: each piece within what F says
- * its child covers in the time left to it. */
+ * its child covers in the time left to it (with link latencies, F with
+ * the latency of that piece's ranks: g is the scratch table). */
 static uint32_t tree_plan(const struct tr_bnode_cfg *cf, uint32_t v, const struct budget *bu,
-			  const uint32_t *f, uint32_t base, uint32_t t, uint32_t hi, uint32_t *ends,
-			  bool *fits)
+			  const uint32_t *f, struct ftab *g, uint32_t base, uint32_t t, uint32_t hi,
+			  uint32_t *ends, bool *fits)
 {
 	uint32_t p = v + 1, k = 0;
 
@@ -745,10 +808,23 @@ static uint32_t tree_plan(const struct tr_bnode_cfg *cf, uint32_t v, const struc
 		size = back <= t ? f[t - back] : 0;
 		if (size == 0)
 			size = 1;
-		if (size > hi - p || k + 1 == bu->kmax)
+		if (k + 1 == bu->kmax)
 			size = hi - p;
-		if (back > t || f[t - back] < size)
+		if (back > t) {
 			*fits = false;
+		} else if (cf->lat && cf->len <= cf->inline_max) {
+			uint32_t fit = piece_size(cf, bu, f, base, g, p, hi, size,
+						  (uint32_t)(t - back), t);
+
+			if (k + 1 < bu->kmax)
+				size = fit;
+			else if (fit < size)
+				*fits = false;
+		} else if (f[t - back] < size) {
+			*fits = false;
+		}
+		if (size > hi - p)
+			size = hi - p;
 		p += size;
 		ends[++k] = p;
 	}
@@ -756,13 +832,14 @@ static uint32_t tree_plan(const struct tr_bnode_cfg *cf, uint32_t v, const struc
 }
 
 /* TREE: the budget (bu, F in f, base) and the time steps rank v takes to
- * cover (v, hi). */
+ * cover (v, hi); g: tree_plan()'s scratch. */
 static uint32_t tree_steps(const struct tr_bnode_cfg *cf, uint32_t v, struct budget *bu,
-			   uint32_t *f, uint32_t hi, uint32_t *base)
+			   uint32_t *f, struct ftab *g, uint32_t hi, uint32_t *base)
 {
 	uint32_t ends[TR_BNODE_MAX_KIDS + 1], t;
 	bool fits;
 
+	g->d = UINT32_MAX;
 	budget_of(bu, &cf->cost, cf->len, cf->len <= cf->inline_max, cf->max_kids);
 	/* F's pieces with the latency their ranks meet inside (with no
 	 * latencies given: the model's one). */
@@ -776,7 +853,7 @@ static uint32_t tree_steps(const struct tr_bnode_cfg *cf, uint32_t v, struct bud
 		while (lo < top) {
 			uint32_t mid = (lo + top) / 2;
 
-			tree_plan(cf, v, bu, f, *base, mid, hi, ends, &fits);
+			tree_plan(cf, v, bu, f, g, *base, mid, hi, ends, &fits);
 			if (fits)
 				top = mid;
 			else
@@ -792,16 +869,34 @@ static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 {
 	uint32_t n = b->cfg.nranks, v = b->v;
 	bool carried = b->cfg.len <= b->cfg.inline_max, fits;
-	uint32_t f[TR_BNODE_TMAX], ends[TR_BNODE_MAX_KIDS + 1];
+	uint32_t f[TR_BNODE_TMAX], ends[TR_BNODE_MAX_KIDS + 1], order[TR_BNODE_MAX_KIDS];
 	struct budget bu;
+	struct ftab g;
 	uint32_t t, base, k;
 
 	if (v + 1 >= hi)
 		return;
-	t = tree_steps(&b->cfg, v, &bu, f, hi, &base);
-	k = tree_plan(&b->cfg, v, &bu, f, base, t, hi, ends, &fits);
-	for (uint32_t i = 0; i < k; i++) {
-		uint32_t head = abs_of(n, b->cfg.root, ends[i]);
+	t = tree_steps(&b->cfg, v, &bu, f, &g, hi, &base);
+	k = tree_plan(&b->cfg, v, &bu, f, &g, base, t, hi, ends, &fits);
+	for (uint32_t i = 0; i < k; i++)
+		order[i] = i;
+	if (b->cfg.lat && carried) {
+		/* The children behind the slowest links first (stable). */
+		double l[TR_BNODE_MAX_KIDS];
+
+		for (uint32_t i = 0; i < k; i++) {
+			uint32_t j = i, x = i;
+
+			l[i] = lat_of(&b->cfg, v, ends[i]);
+			while (j > 0 && l[order[j - 1]] < l[x]) {
+				order[j] = order[j - 1];
+				j--;
+			}
+			order[j] = x;
+		}
+	}
+	for (uint32_t q = 0; q < k; q++) {
+		uint32_t i = order[q], head = abs_of(n, b->cfg.root, ends[i]);
 		struct tr_bnode_act *a;
 
 		kid_add(b, head, ends[i + 1], 0, true);
@@ -1267,15 +1362,16 @@ static enum tr_bnode_shape auto_lat(const struct tr_bnode_cfg *cfg, double tt, d
 	uint32_t f[TR_BNODE_TMAX], base, s_lat, s_flat;
 	struct tr_bnode_perm p;
 	struct budget bu;
+	struct ftab g;
 	double c_lat, c_flat;
 
-	s_lat = tree_steps(&c, 0, &bu, f, c.nranks, &base);
+	s_lat = tree_steps(&c, 0, &bu, f, &g, c.nranks, &base);
 	if (!c.chunk)
 		estimate(&c.cost, c.nranks, c.len, TR_BNODE_TWOTREE, 0, 0, c.inline_max, &c.chunk);
 	c_lat = choose_perm(&c, &p);
 	c.lat = lat_flat;
 	c.lat_arg = &c.cost.lat_us;
-	s_flat = tree_steps(&c, 0, &bu, f, c.nranks, &base);
+	s_flat = tree_steps(&c, 0, &bu, f, &g, c.nranks, &base);
 	c_flat = choose_perm(&c, &p);
 	if (s_flat && c_flat > 0) {
 		tt *= (double)s_lat / s_flat;

@@ -1947,6 +1947,85 @@ static void test_deleg_latency_models(void **state)
 			}
 }
 
+/* TREE's hops from the root to rank r in a finished run. */
+static unsigned dn_depth(const struct dn *d, uint32_t r)
+{
+	unsigned h = 0;
+
+	for (; r != d->root; r = d->bn[r].parent) {
+		assert_true(d->bn[r].parent < d->n);
+		h++;
+	}
+	return h;
+}
+
+static void test_deleg_tree_racks(void **state)
+{
+	struct dn *d = dn_new(128, 0, 1024, TR_BNODE_TREE, 0, TR_BNODE_INLINE_DEFAULT);
+	unsigned deep = 0;
+
+	(void)state;
+	/* Racks of 64, two racks, carried data: each piece is sized with the
+	 * latency its own ranks meet.  Sized with the whole range's (half
+	 * its pairs across racks), a child behind a fast link looked able to
+	 * cover most of the other rack, and so did its own first child: 13
+	 * hops deep, 3 now. */
+	for (uint32_t r = 0; r < d->n; r++) {
+		struct tr_bnode_cfg cfg = d->bn[r].cfg;
+
+		cfg.lat = racks_lat;
+		cfg.lat_arg = (void *)(uintptr_t)64;
+		assert_int_equal(tr_bnode_init(&d->bn[r], &cfg), 0);
+	}
+	dn_run(d);
+	dn_check_ok(d);
+	for (uint32_t r = 1; r < d->n; r++)
+		deep = deep > dn_depth(d, r) ? deep : dn_depth(d, r);
+	assert_true(deep <= 6);
+	dn_free(d);
+}
+
+static void test_deleg_tree_far_first(void **state)
+{
+	(void)state;
+	/* Carried data, random links: a rank orders the children behind its
+	 * slowest links first (its pieces are cut as before); written data
+	 * keeps the pieces' order. */
+	for (uint32_t n = 8; n <= 64; n *= 2)
+		for (uintptr_t seed = 1; seed <= 4; seed++)
+			for (unsigned w = 0; w < 2; w++) {
+				struct tr_bnode_cfg cfg = {
+					.nranks = n, .len = w ? 8192 : 1024, .shape = TR_BNODE_TREE,
+					.inline_max = TR_BNODE_INLINE_DEFAULT,
+					.cost = { .lat_us = 1.5, .o_us = 0.5, .gap_us = 0.1,
+						  .bw = 12500, .msg_bytes = 128 },
+					.lat = random_lat, .lat_arg = (void *)seed
+				};
+				struct tr_bnode b;
+				struct tr_bnode_act acts[2 * TR_BNODE_MAX_KIDS + 4];
+				double last = 1e9;
+				uint32_t prev = 0;
+				int na;
+
+				assert_int_equal(tr_bnode_init(&b, &cfg), 0);
+				na = tr_bnode_start(&b, acts, sizeof(acts) / sizeof(acts[0]));
+				assert_true(na > 1);
+				for (int i = 0; i < na; i++) {
+					double l;
+
+					if (acts[i].type != TR_BNODE_ACT_ORDER)
+						continue;
+					l = random_lat((void *)seed, 0, acts[i].to);
+					if (w)
+						assert_true(acts[i].to > prev);
+					else
+						assert_true(l <= last);
+					last = l;
+					prev = acts[i].to;
+				}
+			}
+}
+
 static void test_deleg_relabel(void **state)
 {
 	struct tr_bnode_cfg cfg = { .nranks = 64, .len = 16u << 20, .shape = TR_BNODE_TWOTREE,
@@ -2129,6 +2208,8 @@ int main(void)
 		cmocka_unit_test(test_deleg_groups_racks),
 		cmocka_unit_test(test_deleg_greedy_latency),
 		cmocka_unit_test(test_deleg_latency_models),
+		cmocka_unit_test(test_deleg_tree_racks),
+		cmocka_unit_test(test_deleg_tree_far_first),
 		cmocka_unit_test(test_deleg_relabel),
 		cmocka_unit_test(test_deleg_failures),
 		cmocka_unit_test(test_deleg_bad_events),
