@@ -22,6 +22,11 @@
  *     only once it knows the previous segment is over everywhere;
  *   - the root packs its part into its window, waits for every READY,
  *     calls triad_group_bcast, and once it completed sends every FIN;
+ *     the last READY starts it where it arrives (triad's progress
+ *     engine, in triad's thread while the application computes), so an
+ *     MPI_Ibcast moves its data whether or not the root calls MPI in the
+ *     meantime (its next segment, and its FINs, wait for the root's MPI
+ *     progress);
  *   - a non-root unpacks once its triad request completed.
  * So the root of consecutive segments packs the next while the others
  * unpack the last, and one message (READY) separates them, as before
@@ -68,6 +73,9 @@ struct triad_coll_slot {
 	unsigned unfin;	    /* segments taken here as a non-root whose FIN has not come */
 	uint32_t ready_seq; /* the segment whose READYs came (root) */
 	int nready;
+	/* The root's segment packed and waiting for its READYs, which the
+	 * last one starts (ready_start). */
+	struct triad_coll_req *waiting;
 };
 
 enum hs_kind {
@@ -131,6 +139,9 @@ struct triad_coll_req {
 	uint32_t seq;		/* the segment's number */
 	enum seg_state st;
 	triad_req_t *treq;
+	/* Under the component's lock: the last READY started the segment's
+	 * broadcast (treq, or the error hret). */
+	int hstarted, hret;
 	int fin_to; /* root: the next rank FIN goes to */
 	uint64_t since, deadline; /* of its state */
 };
@@ -219,6 +230,28 @@ static struct triad_coll_slot *slot_get(struct triad_coll_component *c, uint32_t
 	return s;
 }
 
+static int group_bcast(struct triad_coll_component *c, triad_coll_req_t *r)
+{
+	return triad_group_bcast(r->m->group, r->root, TRIAD_COLL_ID(r->m->cid), 0, r->len,
+				 (enum triad_bcast_algo)c->algo, &r->treq);
+}
+
+/* Every READY of s's waiting segment came: its broadcast starts now, in
+ * the thread the last one arrived in (triad's, which holds triad's lock,
+ * taken before this one's everywhere).  advance() finds it started.  Lock
+ * held. */
+static void ready_start(struct triad_coll_component *c, struct triad_coll_slot *s)
+{
+	triad_coll_req_t *r = s->waiting;
+
+	if (!r || s->ready_seq != r->seq || s->nready < r->m->size - 1)
+		return;
+	s->waiting = NULL;
+	s->nready = 0;
+	r->hret = group_bcast(c, r);
+	r->hstarted = 1;
+}
+
 int triad_coll_am(void *arg, int src_rank, const void *data, size_t len, triad_am_msg_t *msg)
 {
 	struct triad_coll_component *c = &mca_coll_triad_component;
@@ -256,6 +289,7 @@ int triad_coll_am(void *arg, int src_rank, const void *data, size_t len, triad_a
 		 * after the root took these. */
 		s->ready_seq = h.seq;
 		s->nready++;
+		ready_start(c, s);
 	} else {
 		opal_output(0, "coll/triad: rank %d sent handshake %u for segment %u of context "
 			    "id %u (READYs of %u under way): dropped", src_rank, h.kind, h.seq,
@@ -311,6 +345,10 @@ void triad_coll_slots_free(void)
 
 static void seg_fail(struct triad_coll_component *c, triad_coll_req_t *r, const char *why)
 {
+	pthread_mutex_lock(&c->lock);
+	if (r->slot->waiting == r)
+		r->slot->waiting = NULL; /* no READY starts it now */
+	pthread_mutex_unlock(&c->lock);
 	opal_output(0, "coll/triad: a broadcast of %zu bytes from rank %d (world %d) on context "
 		    "id %u, segment %u (%zu bytes at %zu), %s: %s", r->total, r->root,
 		    r->m->world_rank[r->root], r->m->cid, r->seq, r->len, r->off,
@@ -382,8 +420,7 @@ static int seg_take(struct triad_coll_component *c, triad_coll_req_t *r)
 
 static int seg_bcast(struct triad_coll_component *c, triad_coll_req_t *r)
 {
-	int ret = triad_group_bcast(r->m->group, r->root, TRIAD_COLL_ID(r->m->cid), 0, r->len,
-				    (enum triad_bcast_algo)c->algo, &r->treq);
+	int ret = group_bcast(c, r);
 
 	if (ret) {
 		seg_fail(c, r, strerror(-ret));
@@ -397,7 +434,7 @@ static int advance(struct triad_coll_component *c, triad_coll_req_t *r)
 {
 	triad_coll_module_t *m = r->m;
 	enum triad_status st;
-	int ret, n;
+	int ret, n, started;
 
 	for (;;) {
 		switch (r->st) {
@@ -427,14 +464,28 @@ static int advance(struct triad_coll_component *c, triad_coll_req_t *r)
 			seg_state(c, r, SEG_BCAST);
 			continue;
 		case SEG_READY_WAIT:
+			/* Started here once every READY came, unless the last
+			 * one started it where it arrived (ready_start). */
 			pthread_mutex_lock(&c->lock);
+			started = r->hstarted;
+			ret = r->hret;
+			r->hstarted = 0;
 			n = r->slot->ready_seq == r->seq ? r->slot->nready : 0;
-			if (n == m->size - 1)
-				r->slot->nready = 0;
+			if (started || n == m->size - 1) {
+				r->slot->waiting = NULL;
+				if (!started)
+					r->slot->nready = 0;
+			} else {
+				r->slot->waiting = r;
+			}
 			pthread_mutex_unlock(&c->lock);
-			if (n < m->size - 1)
+			if (started && ret) {
+				seg_fail(c, r, strerror(-ret));
+				return 1;
+			}
+			if (!started && n < m->size - 1)
 				break;
-			if (seg_bcast(c, r))
+			if (!started && seg_bcast(c, r))
 				return 1;
 			seg_state(c, r, SEG_BCAST);
 			continue;

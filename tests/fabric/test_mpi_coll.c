@@ -33,6 +33,12 @@
  * world's; and MPI_Cancel (refused, as Open MPI refuses it for every
  * non-blocking collective) and MPI_Request_free (refused while active)
  * on one under way.  Sizes 0 B .. 4 MiB + 3 and the counting above.
+ * Last, an MPI_Ibcast of 1 MiB (one segment) from rank 0, which then
+ * computes BG_ROOT_S seconds without a call to MPI while the others wait
+ * for it: with --expect triad, where triad serves it, every other rank
+ * must hold the data in under half that time (the last READY starts the
+ * root's broadcast in triad's thread; it is not held for the root's next
+ * MPI call).
  *
  * --fault NODE:PLANE runs instead a loop of FAULT_LOOPS broadcasts of
  * FAULT_BYTES over MPI_COMM_WORLD, the root going round the ranks, during
@@ -507,6 +513,56 @@ static void ibcast_cases(int size, unsigned long min_size, unsigned long max_siz
 	}
 }
 
+#define BG_ROOT_S 4.0
+
+/* The root's MPI_Ibcast moves its data while the root computes (above). */
+static void ibcast_background(int size, unsigned long min_size, unsigned long max_size,
+			      int expect_triad, unsigned long *want_served,
+			      unsigned long *want_back)
+{
+	const struct comm_case world = { "world", MPI_COMM_WORLD, 1 };
+	const size_t bytes = 1 << 20;
+	double t, waited = 0, most = 0;
+	struct ib b;
+
+	if (size < 2 || bytes > max_size)
+		return;
+	/* From rank 0 just before: rank 0 owes no earlier segment's end
+	 * (FIN) when it starts, so only the READYs hold its broadcast. */
+	b.seed = 500000;
+	b.root = 0;
+	b.vector = 0;
+	b.bytes = b.span = bytes;
+	b.buf = malloc(bytes);
+	if (!b.buf)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	fill(b.buf, bytes, 0, b.seed, rank == 0);
+	MPI_Bcast(b.buf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+	ib_check(&b, "MPI_Bcast on the world before the root computes");
+	count_case(&world, size, bytes, min_size, want_served, want_back);
+	if (!rank)
+		note("MPI_Ibcast, world, bytes %zu B from 0, which computes %.0f s", bytes,
+		     BG_ROOT_S);
+	MPI_Barrier(MPI_COMM_WORLD);
+	t = MPI_Wtime();
+	ib_start(&b, MPI_COMM_WORLD, bytes, 0, 0, 500001);
+	if (!rank)
+		while (MPI_Wtime() - t < BG_ROOT_S)
+			compute(1);
+	MPI_Wait(&b.req, MPI_STATUS_IGNORE);
+	if (rank)
+		waited = MPI_Wtime() - t;
+	ib_check(&b, "world, the root computing");
+	count_case(&world, size, bytes, min_size, want_served, want_back);
+	MPI_Reduce(&waited, &most, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+	if (!rank && expect_triad == 1 && bytes >= min_size)
+		CHECK(most < BG_ROOT_S / 2, "MPI_Ibcast from a computing root: the others "
+		      "waited %.2f s of its %.0f s without MPI (started only at its MPI_Wait?)",
+		      most, BG_ROOT_S);
+	if (!rank)
+		note("MPI_Ibcast from a computing root: the others held the data after %.3f s", most);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long min_size = 262144, max_size = ~0ul, want_served = 0, want_back = 0;
@@ -550,6 +606,8 @@ int main(int argc, char **argv)
 	else {
 		matrix(size, min_size, max_size, &want_served, &want_back);
 		ibcast_cases(size, min_size, max_size, &want_served, &want_back);
+		ibcast_background(size, min_size, max_size, expect_triad, &want_served,
+				  &want_back);
 	}
 	got[0] = counter_close(&served);
 	got[1] = counter_close(&back);
