@@ -368,10 +368,7 @@ static void pump(struct tr_lane *l)
 		return;
 	if (tr_fc_rx_bsm_due(&l->fc_rx)) /* else proto/fc would decide: nothing new */
 		pump_bsm(l, 0);
-	/* A pass: waiting messages may go elsewhere now.  The plane count is
-	 * asked here, not in the owner's pass: an indirect call cannot have
-	 * its early return inlined (21 instructions a put on one plane). */
-	if (l->ctx->choice.rules && l->ctx->nplanes > 1)
+	if (tr_ctx_adapts(l->ctx)) /* a pass: waiting messages may go elsewhere now */
 		l->ctx->lane_owner->redecide(l);
 }
 

@@ -326,7 +326,7 @@ out:
 		 * entry this completion freed only when the queue was full. */
 		if (l->sq_avail == 1 || l->fence_wanted)
 			l->ctx->lane_parts->pump(l);
-		else if (l->ctx->choice.rules && l->ctx->nplanes > 1) /* less in flight: a pass */
+		else if (tr_ctx_adapts(l->ctx)) /* less in flight here: a pass */
 			l->ctx->lane_owner->redecide(l);
 		tr_lane_rma_pump(l);
 	} else {

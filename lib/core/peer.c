@@ -73,7 +73,7 @@ static int adapt(struct triad_ctx *ctx, struct tr_peer *p, unsigned plane)
 	struct tr_choice_msg m;
 	struct tr_choice out;
 
-	if (!ctx->choice.rules || ctx->nplanes < 2)
+	if (!tr_ctx_adapts(ctx))
 		return (int)plane;
 	for (int q = 0; q < ctx->nplanes; q++) {
 		const struct tr_lane *l = &p->lane[q];
