@@ -43,7 +43,6 @@
 #include "core/bcast.h"
 #include "core/copy.h"
 #include "core/peer.h"
-#include "core/progress.h"
 #include "core/req.h"
 #include "core/rma.h"
 #include "core/win.h"
@@ -68,13 +67,6 @@ struct tr_bcasts {
 	struct tr_list groups;	  /* the groups triad_group_create made, live */
 	struct tr_list grp_early; /* BNODE messages of a group not created here yet */
 	unsigned ngrp_early;	  /* on grp_early, at most GRP_EARLY_MAX */
-	/* BNODE messages a peer's stream could not take yet (bnode_send), in
-	 * the order sent; per world rank, how many (NULL until the first) and
-	 * the drain pass that found its stream full. */
-	struct tr_list pend;
-	unsigned npend;
-	unsigned *npend_to;
-	unsigned *full_pass, pass;
 };
 
 /* BNODE messages kept for groups not created here yet.  A member ahead of
@@ -122,8 +114,6 @@ struct tr_bc_early {
 
 static int on_bcast_done(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
 static int on_bnode(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b);
-static void pend_drain(struct triad_ctx *ctx);
-static int pend_awaited(const struct triad_ctx *ctx);
 static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st);
 
 /* A group of the map's ranks (taken over), one reference; NULL: no memory
@@ -196,8 +186,6 @@ static struct triad_group *group_find(struct triad_ctx *ctx, uint32_t id)
 int tr_bcast_setup(struct triad_ctx *ctx)
 {
 	static const struct tr_peer_hooks hooks = { .lost = peer_lost };
-	static const struct tr_progress_hooks progress = { .tick = pend_drain,
-							   .awaited = pend_awaited };
 	struct tr_group_map map;
 	struct tr_bcasts *bs = calloc(1, sizeof(*bs));
 
@@ -208,40 +196,18 @@ int tr_bcast_setup(struct triad_ctx *ctx)
 	tr_list_init(&bs->bc_early);
 	tr_list_init(&bs->groups);
 	tr_list_init(&bs->grp_early);
-	tr_list_init(&bs->pend);
 	if (tr_group_map_world(&map, ctx->size, ctx->rank) ||
 	    !(bs->world_group = group_new(ctx, 0, &map)))
 		return -ENOMEM;
 	tr_peer_handle(ctx, TR_MSG_BCAST_DONE, on_bcast_done);
 	tr_peer_handle(ctx, TR_MSG_BNODE, on_bnode);
-	if (tr_peer_hooks_add(ctx, &hooks))
-		return -ENOSPC;
-	return tr_progress_hooks_add(ctx, &progress);
+	return tr_peer_hooks_add(ctx, &hooks);
 }
 
 static void dbc_free(struct tr_dbc *d);
 
-/* A BNODE message waiting for its peer's stream, with its carried bytes:
- * it goes even if its broadcast's state is freed meanwhile (a REPORT that
- * ends it here), its failure then only logged. */
-struct tr_bpend {
-	struct tr_list link;
-	struct tr_bc *bc; /* NULL once freed */
-	uint32_t to;	  /* group rank */
-	int peer;	  /* world rank */
-	struct tr_msg m;
-	unsigned char data[];
-};
-
 static void bc_free(struct tr_bc *bc)
 {
-	for (struct tr_list *e = bc->g->ctx->bcast->pend.next; e != &bc->g->ctx->bcast->pend;
-	     e = e->next) {
-		struct tr_bpend *p = tr_container_of(e, struct tr_bpend, link);
-
-		if (p->bc == bc)
-			p->bc = NULL;
-	}
 	tr_list_del(&bc->link);
 	group_put(bc->g);
 	dbc_free(bc->d);
@@ -273,9 +239,6 @@ void tr_bcast_teardown(struct triad_ctx *ctx)
 	}
 	list_free_all(&bs->bc_early, offsetof(struct tr_bc_early, link));
 	list_free_all(&bs->grp_early, offsetof(struct tr_grp_early, link));
-	list_free_all(&bs->pend, offsetof(struct tr_bpend, link));
-	free(bs->npend_to);
-	free(bs->full_pass);
 	while (!tr_list_empty(&bs->groups)) {
 		struct triad_group *g = tr_list_first(&bs->groups, struct triad_group, link);
 
@@ -392,112 +355,20 @@ static void bnode_msg(struct tr_bc *bc, struct tr_msg *m, enum tr_wire_bnode_kin
 	m->u.bnode.failed = TR_BNODE_NO_RANK;
 }
 
-static const char *bnode_kind(const struct tr_msg *m)
-{
-	return m->u.bnode.kind == TR_WIRE_BNODE_ORDER	 ? "ORDER"
-	       : m->u.bnode.kind == TR_WIRE_BNODE_REPORT ? "REPORT"
-							 : "ABORT";
-}
-
-/* m to group rank `to` could not go: the transport gave up on its peer,
- * which the engine (if its broadcast is still here) takes as failed. */
-static void bnode_unsent(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t to,
-			 const struct tr_msg *m, int ret)
-{
-	tr_warn("broadcast %u of rank %d: cannot send a %s to rank %u: %s", m->u.bnode.seq,
-		(int)m->u.bnode.root, bnode_kind(m), to, strerror(-ret));
-	if (bc)
-		dexec(ctx, bc, tr_bnode_rank_failed(&bc->d->eng, to, TRIAD_S_UNREACHABLE,
-						    bc->d->acts, bc->d->cap));
-}
-
-/* Keeps m (a copy, with its carried bytes) until peer's stream takes it;
- * 0 or -ENOMEM. */
-static int pend_keep(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t to, int peer,
-		     const struct tr_msg *m)
-{
-	struct tr_bcasts *bs = ctx->bcast;
-	struct tr_bpend *p = malloc(sizeof(*p) + m->u.bnode.nbytes);
-
-	if (!bs->npend_to) {
-		bs->npend_to = calloc((size_t)ctx->size, sizeof(*bs->npend_to));
-		bs->full_pass = calloc((size_t)ctx->size, sizeof(*bs->full_pass));
-	}
-	if (!p || !bs->npend_to || !bs->full_pass) {
-		free(p);
-		return -ENOMEM;
-	}
-	p->bc = bc;
-	p->to = to;
-	p->peer = peer;
-	p->m = *m;
-	if (m->u.bnode.nbytes)
-		memcpy(p->data, m->u.bnode.data, m->u.bnode.nbytes);
-	p->m.u.bnode.data = p->data;
-	tr_list_add_tail(&bs->pend, &p->link);
-	bs->npend++;
-	bs->npend_to[peer]++;
-	return 0;
-}
-
-/* A message the engine asked for, to group rank `to`.  A peer's stream
- * takes TR_STREAM_AHEAD messages unsettled at most: a root that starts
- * more broadcasts at once, or a rank answering the messages a group
- * created late let through, finds it full (-EAGAIN): the message waits,
- * behind every other waiting for the same peer, until the stream moves
- * (pend_drain).  One that cannot go for any other reason is the peer's
- * failure. */
+/* A message the engine asked for, to group rank `to`; one that cannot go
+ * tells the engine its peer failed (the transport gave up on it). */
 static void bnode_send(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t to, struct tr_msg *m)
 {
-	struct tr_bcasts *bs = ctx->bcast;
-	int peer = wrank(bc, to), ret;
+	int ret = tr_peer_send(ctx, wrank(bc, to), m, TR_FC_MEDIUM, NULL);
 
-	ret = bs->npend_to && bs->npend_to[peer] ? -EAGAIN
-						  : tr_peer_send(ctx, peer, m, TR_FC_MEDIUM, NULL);
-	if (ret == -EAGAIN && !(ret = pend_keep(ctx, bc, to, peer, m)))
-		tr_debug("broadcast %u of rank %d: a %s to rank %u waits for its stream (%u "
-			 "waiting)", bc->seq, bc->root, bnode_kind(m), to, bs->npend);
-	if (ret)
-		bnode_unsent(ctx, bc, to, m, ret);
-}
-
-/* Sends what waits, in order per peer, as far as the peers' streams take
- * it (a progress tick: after the completions that move them). */
-static void pend_drain(struct triad_ctx *ctx)
-{
-	struct tr_bcasts *bs = ctx->bcast;
-	struct tr_list *e, *next;
-
-	if (!bs->npend)
-		return;
-	bs->pass++;
-again:
-	for (e = bs->pend.next; e != &bs->pend; e = next) {
-		struct tr_bpend *p = tr_container_of(e, struct tr_bpend, link);
-		int ret;
-
-		next = e->next;
-		if (bs->full_pass[p->peer] == bs->pass)
-			continue; /* an elder of the same peer still waits */
-		ret = tr_peer_send(ctx, p->peer, &p->m, TR_FC_MEDIUM, NULL);
-		if (ret == -EAGAIN) {
-			bs->full_pass[p->peer] = bs->pass;
-			continue;
-		}
-		tr_list_del(&p->link);
-		bs->npend--;
-		bs->npend_to[p->peer]--;
-		if (ret)
-			bnode_unsent(ctx, p->bc, p->to, &p->m, ret);
-		free(p);
-		if (ret)
-			goto again; /* the engine may have sent, or freed, meanwhile */
+	if (ret) {
+		tr_warn("broadcast %u of rank %d: cannot send a %s to rank %u: %s", bc->seq,
+			bc->root, m->u.bnode.kind == TR_WIRE_BNODE_ORDER ? "ORDER"
+				  : m->u.bnode.kind == TR_WIRE_BNODE_REPORT ? "REPORT" : "ABORT",
+			to, strerror(-ret));
+		dexec(ctx, bc, tr_bnode_rank_failed(&bc->d->eng, to, TRIAD_S_UNREACHABLE,
+						    bc->d->acts, bc->d->cap));
 	}
-}
-
-static int pend_awaited(const struct triad_ctx *ctx)
-{
-	return ctx->bcast->npend > 0;
 }
 
 static void send_order(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t to,

@@ -376,6 +376,10 @@ static void data_send(struct triad_ctx *ctx, struct src_op *s, struct tr_msg *m)
 	}
 	ret = after ? tr_peer_send_after(l, m, TR_FC_MEDIUM, req)
 		    : tr_peer_send(ctx, s->to, m, TR_FC_MEDIUM, req);
+	if (ret == -EAGAIN && after) {
+		free(req); /* the stream's window is full: once the chunks are back */
+		goto hold;
+	}
 	if (ret) {
 		free(req);
 		peer_lost(ctx, s->to);

@@ -268,6 +268,7 @@ static int open_peers(triad_ctx_t *ctx)
 		tr_psw_init(&ctx->peers[r].psw, (unsigned)ctx->nplanes);
 		for (int q = 0; q < TR_FC_NPRIO; q++) {
 			tr_list_init(&ctx->peers[r].parked[q]);
+			tr_list_init(&ctx->peers[r].full[q]);
 			tr_stream_tx_init(&ctx->peers[r].pl.tx[q], 0, 0);
 			tr_stream_rx_init(&ctx->peers[r].pl.rx[q], 0, 0);
 		}
@@ -475,6 +476,7 @@ static unsigned unsent(const struct triad_ctx *ctx)
 		for (int p = 0; r != ctx->rank && p < ctx->nplanes; p++)
 			n += tr_lane_unsent(&ctx->peers[r].lane[p]);
 		n += ctx->peers[r].nawait_msgs; /* waiting for a first connection */
+		n += ctx->peers[r].nfull;	/* waiting for their stream */
 	}
 	return n;
 }

@@ -303,6 +303,14 @@ void tr_peer_describe(const struct triad_ctx *ctx, int peer, char *buf, size_t n
 #undef PUTF
 
 static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct triad_req *req);
+static int full_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct triad_req *req);
+
+/* A message of prio to p must wait for its stream: its window is full, or
+ * others wait for it already (they go first). */
+static int stream_full(const struct tr_peer *p, unsigned prio)
+{
+	return !tr_list_empty(&p->full[prio]) || !tr_stream_tx_can_assign(&p->pl.tx[prio]);
+}
 
 /* m goes on l (the choice's: another lane may take it while it waits),
  * or, after, behind everything posted or queued on l (tr_lane_send_after). */
@@ -316,13 +324,17 @@ static int send_on(struct tr_lane *l, struct tr_msg *m, unsigned prio, struct tr
 
 	if (l->ctx->closing) /* nothing is sent any more */
 		return -ENOTCONN;
-	if (l->state != TR_LANE_UP) /* a free choice may wait for a first connection */
-		return !after && tr_peer_await(l->ctx, l->peer) ? await_msg(p, m, prio, req)
-								: -ENOTCONN;
+	/* A free choice may wait for a first connection (or one back). */
+	if (l->state != TR_LANE_UP && (after || !tr_peer_await(l->ctx, l->peer)))
+		return -ENOTCONN;
+	/* TR_STREAM_AHEAD of the peer's numbers unsettled: a free choice
+	 * waits for the window; an ordered send is its owner's to hold. */
+	if (stream_full(p, prio))
+		return after ? -EAGAIN : full_msg(p, m, prio, req);
+	if (l->state != TR_LANE_UP)
+		return await_msg(p, m, prio, req);
 	if (need > l->peer_slot_size)
 		return -EMSGSIZE;
-	if (!tr_stream_tx_can_assign(&p->pl.tx[prio]))
-		return -EAGAIN; /* TR_STREAM_AHEAD of the peer's numbers unsettled */
 	/* Encoded where it is posted from when it can go at once; else the
 	 * queue copies it from there. */
 	buf = tr_lane_msg_buf(l);
@@ -371,6 +383,8 @@ int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned pri
 /* (The channel asks it before it posts: tr_lane_seq_ok, chan.c.) */
 static void skips_tell(struct triad_ctx *ctx, struct tr_peer *p);
 
+static void full_send(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio);
+
 static void settled(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio, uint32_t seq)
 {
 	if (!tr_stream_tx_settled(&p->pl.tx[prio], seq))
@@ -379,6 +393,8 @@ static void settled(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio, uin
 	 * waited for it may go. */
 	if (tr_stream_tx_nlost(&p->pl.tx[prio]))
 		skips_tell(ctx, p);
+	if (!tr_list_empty(&p->full[prio]))
+		full_send(ctx, p, prio);
 	if (!p->pl.blocked)
 		return;
 	p->pl.blocked = 0; /* set again by a lane that still must wait */
@@ -632,9 +648,7 @@ static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct 
 	 * (checked again when it goes). */
 	if (need > (size_t)ctx->cfg.slot_size)
 		return -EMSGSIZE;
-	if (!tr_stream_tx_can_assign(&p->pl.tx[prio]))
-		return -EAGAIN;
-	a = malloc(sizeof(*a) + need);
+	a = malloc(sizeof(*a) + need); /* (the window has room: send_on) */
 	if (!a)
 		return -ENOMEM;
 	m->seq = tr_stream_tx_next(&p->pl.tx[prio]);
@@ -659,6 +673,97 @@ static void await_msg_lost(struct tr_peer *p, struct tr_await_msg *a, enum triad
 		tr_req_complete(a->req, st);
 	free(a);
 	skips_tell(p->lane[0].ctx, p);
+}
+
+/* ---- messages waiting for their stream's window ---------------------------------*/
+struct tr_full_msg {
+	struct tr_list link;
+	struct triad_req *req;
+	int len;
+	char data[]; /* encoded, its number not set */
+};
+
+/* m waits, encoded, for a number of prio's stream to p; 0, -EMSGSIZE or
+ * -ENOMEM. */
+static int full_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct triad_req *req)
+{
+	const struct triad_ctx *ctx = p->lane[0].ctx;
+	size_t need = tr_msg_len(m);
+	struct tr_full_msg *f;
+
+	if (need > (size_t)ctx->cfg.slot_size) /* checked again when it goes */
+		return -EMSGSIZE;
+	f = malloc(sizeof(*f) + need);
+	if (!f)
+		return -ENOMEM;
+	m->seq = 0;
+	m->slot = 0;
+	m->prio = (uint8_t)prio;
+	f->len = tr_msg_encode(m, f->data, need);
+	if (f->len < 0) {
+		int ret = f->len;
+
+		free(f);
+		return ret;
+	}
+	f->req = req;
+	tr_list_add_tail(&p->full[prio], &f->link);
+	p->nfull++;
+	return 0;
+}
+
+static void full_done(struct tr_peer *p, struct tr_full_msg *f, enum triad_status st)
+{
+	tr_list_del(&f->link);
+	p->nfull--;
+	if (f->req && st != TRIAD_S_OK)
+		tr_req_complete(f->req, st);
+	free(f);
+}
+
+/* What waits for prio's window goes as far as it moved, in order: on the
+ * lane the choice gives, or to wait for a connection, numbered now. */
+static void full_send(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
+{
+	while (!tr_list_empty(&p->full[prio]) && tr_stream_tx_can_assign(&p->pl.tx[prio])) {
+		struct tr_full_msg *f = tr_list_first(&p->full[prio], struct tr_full_msg, link);
+		struct tr_lane *l = tr_peer_lane(ctx, p->rank, 0);
+		uint32_t seq = tr_stream_tx_next(&p->pl.tx[prio]);
+		struct tr_await_msg *a;
+		int ret;
+
+		tr_wire_set_seq(f->data, seq);
+		if (l->state == TR_LANE_UP) {
+			ret = f->len > (int)l->peer_slot_size
+				      ? -EMSGSIZE
+				      : tr_lane_send(l, f->data, f->len, prio, f->req, 1);
+			if (ret) {
+				tr_warn("rank %d: a %s that waited for its stream cannot go: %s",
+					p->rank, tr_msg_type_str(tr_wire_type(f->data)),
+					strerror(-ret));
+				full_done(p, f, TRIAD_S_TRANSPORT);
+				continue;
+			}
+		} else if (tr_peer_await(ctx, p->rank) &&
+			   (a = malloc(sizeof(*a) + (size_t)f->len))) {
+			memcpy(a->data, f->data, (size_t)f->len);
+			await_push(p, a, f->len, prio, f->req);
+		} else {
+			full_done(p, f, TRIAD_S_UNREACHABLE);
+			continue;
+		}
+		tr_stream_tx_assign(&p->pl.tx[prio], &seq);
+		f->req = NULL; /* it went with the message */
+		full_done(p, f, TRIAD_S_OK);
+	}
+}
+
+/* p is not reachable: nothing that waits for its streams will go. */
+static void full_fail(struct tr_peer *p, enum triad_status st)
+{
+	for (unsigned q = 0; q < TR_FC_NPRIO; q++)
+		while (!tr_list_empty(&p->full[q]))
+			full_done(p, tr_list_first(&p->full[q], struct tr_full_msg, link), st);
 }
 
 /* A lane is up: what waited goes, in order, where the choice says now. */
@@ -698,6 +803,8 @@ static void await_fail(struct triad_ctx *ctx, struct tr_peer *p, enum triad_stat
 			"waiting for it fail (%s)", p->rank, p->nawait_msgs, triad_status_str(st));
 	while (!tr_list_empty(&p->await_msgs))
 		await_msg_lost(p, tr_list_first(&p->await_msgs, struct tr_await_msg, link), st);
+	if (!tr_peer_reachable(ctx, p->rank))
+		full_fail(p, st); /* else its window moves on a lane up */
 	await_hooks(ctx, p, 1, st);
 	if (!tr_peer_reachable(ctx, p->rank))
 		for (unsigned i = 0; i < ctx->nunreached; i++)
@@ -727,8 +834,11 @@ static void await_settle(struct triad_ctx *ctx, struct tr_peer *p)
 /* ---- rejoin ----------------------------------------------------------------------*/
 /* A peer no lane reaches any more: what the features do that needs it
  * fails (its windows' lookups, copies, broadcasts). */
+static void full_fail(struct tr_peer *p, enum triad_status st);
+
 static void peer_lost(struct triad_ctx *ctx, int peer, enum triad_status st)
 {
+	full_fail(&ctx->peers[peer], st); /* no window will move for them */
 	for (unsigned i = 0; i < ctx->nlost; i++)
 		ctx->lost[i](ctx, peer, st);
 }
@@ -816,6 +926,7 @@ void tr_peer_await_cancel(struct triad_ctx *ctx)
 		while (!tr_list_empty(&p->await_msgs))
 			await_msg_lost(p, tr_list_first(&p->await_msgs, struct tr_await_msg, link),
 				       TRIAD_S_CANCELLED);
+		full_fail(p, TRIAD_S_CANCELLED);
 		await_hooks(ctx, p, 1, TRIAD_S_CANCELLED);
 		p->awaiting = 0;
 	}
@@ -823,6 +934,7 @@ void tr_peer_await_cancel(struct triad_ctx *ctx)
 
 void tr_peer_free(struct tr_peer *p)
 {
+	full_fail(p, TRIAD_S_OK); /* their owners let them go at close */
 	while (!tr_list_empty(&p->fenceq)) { /* settled at close: none is left */
 		struct tr_fence_wait *e = tr_list_first(&p->fenceq, struct tr_fence_wait, link);
 

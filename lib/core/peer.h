@@ -53,6 +53,12 @@ struct tr_peer {
 	 * their owner (req->lost), which holds them back for a while
 	 * (tr_peer_msg_hold): each keeps its number meanwhile. */
 	struct tr_list held;
+	/* Messages (encoded, not numbered yet) that found their stream with
+	 * TR_STREAM_AHEAD numbers unsettled, or others waiting so: numbered
+	 * and sent in order as the window moves (peer.c, full_*), failed with
+	 * what waits for a connection. */
+	struct tr_list full[TR_FC_NPRIO];
+	unsigned nfull;
 };
 
 /* ---- what features register (peer.c runs it) ----------------------------------*/
@@ -131,7 +137,9 @@ void tr_peer_await_cancel(struct triad_ctx *ctx);
 /* Send a message to a peer on its chosen lane, with a flow-control
  * priority (TR_FC_HIGH for answers, so they always find a slot); req (may
  * be NULL) completes when it arrived.  Assigns the peer's next sequence
- * number.  -ENOTCONN when no lane is up, -EMSGSIZE. */
+ * number; when that stream has TR_STREAM_AHEAD numbers unsettled, the
+ * message waits for it, in order (never -EAGAIN).  -ENOTCONN when no lane
+ * is up, -EMSGSIZE, -ENOMEM. */
 int tr_peer_send(struct triad_ctx *ctx, int peer, struct tr_msg *m, unsigned prio,
 		 struct triad_req *req);
 /* The ordered send: the same on lane l (up), after everything posted or

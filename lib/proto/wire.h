@@ -185,6 +185,18 @@ static inline uint32_t tr_wire_seq(const void *buf)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* Sets the sequence number of an encoded message (header offset 8): one
+ * encoded before its stream gave it a number (peer.c's full queue). */
+static inline void tr_wire_set_seq(void *buf, uint32_t seq)
+{
+	uint8_t *p = (uint8_t *)buf + 8;
+
+	p[0] = (uint8_t)seq;
+	p[1] = (uint8_t)(seq >> 8);
+	p[2] = (uint8_t)(seq >> 16);
+	p[3] = (uint8_t)(seq >> 24);
+}
+
 /* The bytes a decoded message carries beyond its body, which point into
  * the buffer it was decoded from (a COPY_DATA's data, an ORDER's chunk, an
  * active message's payload): where that pointer is in m, and their length
