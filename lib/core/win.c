@@ -310,6 +310,8 @@ static int on_info(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 	rw->len = m->u.win_info.len;
 	rw->access = m->u.win_info.access;
 	memcpy(rw->rkey, m->u.win_info.rkey, sizeof(rw->rkey));
+	rw->info_seq = m->seq;
+	rw->info_prio = m->prio;
 	while (!tr_list_empty(&rw->waiters)) {
 		struct triad_req *req = tr_list_first(&rw->waiters, struct triad_req, link);
 
@@ -355,13 +357,26 @@ void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw)
 	}
 }
 
+/* The owner destroyed the window: its descriptor goes, unless it is of a
+ * window made again since.  Both messages travel on one stream of the
+ * owner's, in order of their numbers, but across planes one may overtake
+ * the other (a drain or a fault moved the stream while the notice was in
+ * flight): a notice numbered before the description is about the window
+ * that one replaced, and would drop a good descriptor (the window's next
+ * chunks would then fail with NO_WINDOW). */
 static int on_gone(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 {
 	struct triad_ctx *ctx = l->ctx;
-	int peer = l->peer;
+	struct tr_rwin *rw = *rwin_slot(ctx, l->peer, m->u.win_gone.win);
 
 	(void)b;
-	tr_win_stale(ctx, *rwin_slot(ctx, peer, m->u.win_gone.win));
+	if (rw && rw->state == TR_RWIN_READY && rw->info_prio == m->prio &&
+	    tr_seq_before(m->seq, rw->info_seq)) {
+		tr_debug("rank %d: window %u: the notice of an earlier one's end: kept", l->peer,
+			 rw->id);
+		return 0;
+	}
+	tr_win_stale(ctx, rw);
 	return 0;
 }
 

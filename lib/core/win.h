@@ -21,6 +21,10 @@ struct tr_rwin {
 	uint64_t base, len;
 	uint32_t access;
 	uint32_t rkey[TRIAD_MAX_PLANES];
+	/* The WIN_INFO that described it, by its number in the owner's stream
+	 * (a WIN_GONE sent before it is about an earlier window). */
+	uint32_t info_seq;
+	uint8_t info_prio;
 	struct tr_list waiters; /* requests waiting for the answer */
 };
 

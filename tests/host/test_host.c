@@ -62,6 +62,7 @@
 #include "core/init.h"
 #include "core/peer.h"
 #include "core/progress.h"
+#include "core/win.h"
 #include "fakefab.h"
 #include "triad.h"
 
@@ -523,6 +524,54 @@ static int quiet(void *arg)
 {
 	(void)arg;
 	return fh_in_flight() == 0;
+}
+
+/* ---- a window made again: the old one's notice comes late ---------------------------*/
+static int rwin_ready(void *arg)
+{
+	(void)arg;
+	return tr_rwin_state(at(0), 1, WIN_ID) == TR_RWIN_READY;
+}
+
+/* Rank 1 destroys its window and creates it again under the same id; the
+ * notice that the old one is gone (WIN_GONE) is held in flight on one
+ * plane, while rank 0's lookup of the new one is answered on the other.
+ * The notice, which comes last, is older than the description: rank 0
+ * keeps the new window's descriptor (a put into it is not refused or
+ * asked for again), and the put lands in the new window's memory. */
+static void test_win_gone_late(void **state)
+{
+	char blk[BLOCK], *old;
+	int h;
+
+	(void)state;
+	world_up(2, 2, 5);
+	h = home_plane(0, 1);
+	fh_hold(1, 0, h, 1);
+	assert_int_equal(triad_win_destroy(w.win[1]), 0);
+	old = w.win_mem[1];
+	w.win_mem[1] = calloc(NBLOCKS, BLOCK);
+	assert_non_null(w.win_mem[1]);
+	assert_int_equal(triad_win_create(at(1), WIN_ID, w.win_mem[1], NBLOCKS * BLOCK, NULL,
+					  &w.win[1]),
+			 0);
+	/* Rank 1's answers leave plane h, where the notice waits. */
+	assert_int_equal(triad_plane_drain(at(1), h), 0);
+	memset(blk, 0x5a, sizeof(blk));
+	put_sync(0, 1, blk, sizeof(blk), 0);
+	assert_memory_equal(w.win_mem[1], blk, sizeof(blk));
+	assert_int_equal(tr_rwin_state(at(0), 1, WIN_ID), TR_RWIN_READY);
+	fh_hold(1, 0, h, 0);
+	assert_int_equal(drive_until(quiet, NULL, 10), 0);
+	/* The notice came: it was about the window before this one. */
+	assert_int_equal(drive_until(rwin_ready, NULL, 1), 0);
+	memset(blk, 0xa5, sizeof(blk));
+	put_sync(0, 1, blk, sizeof(blk), BLOCK);
+	assert_memory_equal(w.win_mem[1] + BLOCK, blk, sizeof(blk));
+	free(old);
+	if (w.bad)
+		fail_msg("%u violation(s), the first: %s", w.bad, w.first_bad);
+	world_down();
 }
 
 static void test_fence(void **state)
@@ -1464,6 +1513,7 @@ int main(void)
 		cmocka_unit_test(test_burst),
 		cmocka_unit_test(test_no_listener),
 		cmocka_unit_test(test_fence),
+		cmocka_unit_test(test_win_gone_late),
 		cmocka_unit_test(test_copy_break),
 		cmocka_unit_test(test_copy_rejoin),
 		cmocka_unit_test(test_copy_unrelated),
