@@ -439,14 +439,17 @@ struct budget {
 	uint32_t kmax;
 };
 
+/* TREE's data to one child: a WRITE and an ORDER (0), or carried in this
+ * many ORDERs (1: the whole buffer in one). */
 static void budget_of(struct budget *bu, const struct tr_bnode_cost *c, uint64_t len,
-		      bool carried, uint32_t kmax)
+		      uint64_t pieces, uint32_t kmax)
 {
-	double xfer = c->bw > 0 ? (double)(len + (carried ? c->msg_bytes : 0)) / c->bw : 0;
+	bool carried = pieces > 0;
+	double xfer = c->bw > 0 ? (double)(len + pieces * c->msg_bytes) / c->bw : 0;
 	double msg = c->bw > 0 ? (double)c->msg_bytes / c->bw : 0;
-	/* A send: one post (carried) or a WRITE and an ORDER, and the WRITE's
-	 * completion later; the NIC: the bytes. */
-	double cpu = carried ? c->o_us : 3 * c->o_us;
+	/* A send: one post per piece (carried) or a WRITE and an ORDER, and
+	 * the WRITE's completion later; the NIC: the bytes. */
+	double cpu = carried ? (double)pieces * c->o_us : 3 * c->o_us;
 	double nic = xfer > c->gap_us ? xfer : c->gap_us;
 	double s_us = cpu > nic ? cpu : nic;
 	/* From the send to the child's report handled: the data (and the
@@ -560,9 +563,33 @@ static double est_twotree(const struct tr_bnode_cost *c, uint32_t nranks, uint64
 	return depth * level + (double)((nch + 1) / 2) * pair;
 }
 
+/* TREE's data in pieces of chunk bytes: how many ORDERs carry it to a
+ * child (0: a WRITE and one ORDER). */
+static uint64_t tree_pieces(uint64_t len, uint64_t chunk, uint64_t inline_max)
+{
+	if (chunk && chunk < len)
+		return (len + chunk - 1) / chunk;
+	return len <= inline_max ? 1 : 0;
+}
+
+/* TREE until every rank holds the data: F's budget runs to the last
+ * REPORT handled, and the last rank's data came at least one report's way
+ * up before. */
+static double est_tree(const struct tr_bnode_cost *c, uint32_t nranks, uint64_t len,
+		       uint64_t chunk, uint32_t max_kids, uint64_t inline_max)
+{
+	uint32_t f[TR_BNODE_TMAX];
+	struct budget bu;
+
+	budget_of(&bu, c, len, tree_pieces(len, chunk, inline_max),
+		  max_kids ? max_kids : kids_default(nranks));
+	budget_table(&bu, steps(&bu, c->lat_us), f);
+	return budget_need(f, nranks) * bu.q - up_leg(c);
+}
+
 /* The estimated time in us until every rank holds len bytes of a
  * broadcast to nranks ranks in shape (TREE or TWOTREE, chunk bytes per
- * chunk for TWOTREE, 0: the best) under cost: what AUTO compares (what an
+ * chunk for TWOTREE or per carried piece for TREE, 0: the best) under cost: what AUTO compares (what an
  * MPI_Bcast returning on every rank takes; the reports that then go up to
  * the root's DONE take longer down TWOTREE's deeper trees).  *chunk_p (may
  * be NULL) gets the chunk. */
@@ -606,17 +633,32 @@ static double estimate(const struct tr_bnode_cost *cost, uint32_t nranks, uint64
 			*chunk_p = bc;
 		return best;
 	} else {
-		uint32_t f[TR_BNODE_TMAX];
-		struct budget bu;
+		double best = 1e300;
+		uint64_t bc = len;
 
-		budget_of(&bu, cost, len, len <= inline_max,
-			  max_kids ? max_kids : kids_default(nranks));
-		budget_table(&bu, steps(&bu, cost->lat_us), f);
+		/* Given: that chunk; else the whole buffer (in the ORDER up to
+		 * inline_max, else written) and, above inline_max, the fewest
+		 * carried pieces, when their estimate is lower. */
+		for (unsigned i = 0; i < 2; i++) {
+			uint64_t c = chunk ? chunk : len;
+			double e;
+
+			if (i == 1) {
+				uint64_t np = inline_max ? (len + inline_max - 1) / inline_max : 0;
+
+				if (chunk || !np || len <= inline_max || np > TR_BNODE_TREE_PIECES)
+					break;
+				c = (len + np - 1) / np;
+			}
+			e = est_tree(cost, nranks, len, c, max_kids, inline_max);
+			if (e < best) {
+				best = e;
+				bc = c;
+			}
+		}
 		if (chunk_p)
-			*chunk_p = len;
-		/* F's budget runs to the last REPORT handled: the last rank's
-		 * data came at least one report's way up before. */
-		return budget_need(f, nranks) * bu.q - up_leg(cost);
+			*chunk_p = bc;
+		return best;
 	}
 }
 
@@ -812,7 +854,7 @@ static uint32_t tree_plan(const struct tr_bnode_cfg *cf, uint32_t v, const struc
 			size = hi - p;
 		if (back > t) {
 			*fits = false;
-		} else if (cf->lat && cf->len <= cf->inline_max) {
+		} else if (cf->lat && tree_pieces(cf->len, cf->chunk, cf->inline_max)) {
 			uint32_t fit = piece_size(cf, bu, f, base, g, p, hi, size,
 						  (uint32_t)(t - back), t);
 
@@ -840,7 +882,8 @@ static uint32_t tree_steps(const struct tr_bnode_cfg *cf, uint32_t v, struct bud
 	bool fits;
 
 	g->d = UINT32_MAX;
-	budget_of(bu, &cf->cost, cf->len, cf->len <= cf->inline_max, cf->max_kids);
+	budget_of(bu, &cf->cost, cf->len, tree_pieces(cf->len, cf->chunk, cf->inline_max),
+		  cf->max_kids);
 	/* F's pieces with the latency their ranks meet inside (with no
 	 * latencies given: the model's one). */
 	*base = steps(bu, cf->lat ? lat_inside(cf, v + 1, hi) : cf->cost.lat_us);
@@ -868,7 +911,7 @@ static uint32_t tree_steps(const struct tr_bnode_cfg *cf, uint32_t v, struct bud
 static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 {
 	uint32_t n = b->cfg.nranks, v = b->v;
-	bool carried = b->cfg.len <= b->cfg.inline_max, fits;
+	bool carried = tree_pieces(b->cfg.len, b->cfg.chunk, b->cfg.inline_max) > 0, fits;
 	uint32_t f[TR_BNODE_TMAX], ends[TR_BNODE_MAX_KIDS + 1], order[TR_BNODE_MAX_KIDS];
 	struct budget bu;
 	struct ftab g;
@@ -900,6 +943,8 @@ static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 		struct tr_bnode_act *a;
 
 		kid_add(b, head, ends[i + 1], 0, true);
+		if (b->nchunks > 1)
+			continue; /* carried pieces: tree_pump() */
 		if (!carried) {
 			a = out_add(o, TR_BNODE_ACT_WRITE);
 			a->to = head;
@@ -917,6 +962,45 @@ static void tree_split(struct tr_bnode *b, struct out *o, uint32_t hi)
 			a->len = b->cfg.len;
 		b->stats.orders++;
 	}
+}
+
+/* TREE in carried pieces: every piece this rank holds to each child in
+ * turn, the first child's all before the next one's (the root holds them
+ * all: its biggest piece of ranks gets the data first); a rank that
+ * receives them forwards each as it comes. */
+static void tree_pump(struct tr_bnode *b, struct out *o)
+{
+	for (uint32_t i = 0; i < b->nkids; i++) {
+		struct tr_bnode_kid *k = &b->kids[i];
+
+		while (!(k->flags & K_CUT) && k->sent < b->have[0] && o->n < o->cap) {
+			uint64_t off = k->sent * b->cfg.chunk;
+			struct tr_bnode_act *a = out_add(o, TR_BNODE_ACT_ORDER);
+
+			a->to = k->rank;
+			a->k = k->sent;
+			a->off = off;
+			a->len = b->cfg.len - off < b->cfg.chunk ? b->cfg.len - off : b->cfg.chunk;
+			a->ord = order_of(b);
+			a->ord.hi = k->hi;
+			a->ord.k = k->sent;
+			a->ord.carried = true;
+			k->sent++;
+			k->done++;
+			b->stats.orders++;
+		}
+	}
+}
+
+/* TREE: a carried piece some child may have now. */
+static bool tree_sendable(const struct tr_bnode *b)
+{
+	if (b->aborted || b->nchunks < 2)
+		return false;
+	for (uint32_t i = 0; i < b->nkids; i++)
+		if (!(b->kids[i].flags & K_CUT) && b->kids[i].sent < b->have[0])
+			return true;
+	return false;
 }
 
 /* TWOTREE: WRITEs in flight to child k at most: cfg.window, or with link
@@ -1010,7 +1094,7 @@ static bool sends_over(const struct tr_bnode *b)
 		const struct tr_bnode_kid *k = &b->kids[i];
 
 		if (!(k->flags & K_CUT) && k->sent < chunks_in(b, k->tree) &&
-		    b->shape == TR_BNODE_TWOTREE)
+		    (b->shape == TR_BNODE_TWOTREE || b->nchunks > 1))
 			return false;
 	}
 	return true;
@@ -1044,7 +1128,7 @@ bool tr_bnode_pending(const struct tr_bnode *b)
 {
 	if (b->shape == TR_BNODE_TWOTREE)
 		return twotree_sendable(b);
-	return b->shape == TR_BNODE_TREE && aborts_left(b);
+	return b->shape == TR_BNODE_TREE && (aborts_left(b) || tree_sendable(b));
 }
 
 /* Everything the state owes: transfers, ABORTs, RELEASE, REPORT or DONE. */
@@ -1054,6 +1138,8 @@ static int pump(struct tr_bnode *b, struct out *o)
 
 	if (b->shape == TR_BNODE_TWOTREE && !b->aborted)
 		twotree_pump(b, o);
+	if (b->shape == TR_BNODE_TREE && !b->aborted && b->nchunks > 1)
+		tree_pump(b, o);
 	/* TREE: a failed child's piece, rank by rank. */
 	while (b->shape == TR_BNODE_TREE && b->abort_kid < b->nkids) {
 		struct tr_bnode_kid *k = &b->kids[b->abort_kid];
@@ -1318,11 +1404,9 @@ static void set_shape(struct tr_bnode *b, unsigned shape, uint64_t len, uint64_t
 	b->cfg.shape = (enum tr_bnode_shape)shape;
 	b->cfg.len = len;
 	b->cfg.chunk = chunk;
-	if (shape == TR_BNODE_TREE) {
-		b->nchunks = len ? 1 : 0;
-		return;
-	}
 	b->nchunks = (len + chunk - 1) / chunk;
+	if (shape == TR_BNODE_TREE)
+		return;
 	if (had)
 		return; /* the trees were set up by an earlier REPORT or ABORT */
 	for (unsigned t = 0; t < 2; t++) {
@@ -1358,20 +1442,23 @@ static double lat_flat(void *arg, uint32_t a, uint32_t c)
  * 0.6-1.04x. */
 static enum tr_bnode_shape auto_lat(const struct tr_bnode_cfg *cfg, double tt, double t2)
 {
-	struct tr_bnode_cfg c = *cfg; /* what is estimated with: cfg stays as it is */
+	/* What is estimated with (cfg stays as it is): TREE's pieces in t,
+	 * TWOTREE's chunks in c. */
+	struct tr_bnode_cfg c = *cfg, t = *cfg;
 	uint32_t f[TR_BNODE_TMAX], base, s_lat, s_flat;
 	struct tr_bnode_perm p;
 	struct budget bu;
 	struct ftab g;
 	double c_lat, c_flat;
 
-	s_lat = tree_steps(&c, 0, &bu, f, &g, c.nranks, &base);
+	estimate(&t.cost, t.nranks, t.len, TR_BNODE_TREE, 0, t.max_kids, t.inline_max, &t.chunk);
+	s_lat = tree_steps(&t, 0, &bu, f, &g, t.nranks, &base);
 	if (!c.chunk)
 		estimate(&c.cost, c.nranks, c.len, TR_BNODE_TWOTREE, 0, 0, c.inline_max, &c.chunk);
 	c_lat = choose_perm(&c, &p);
-	c.lat = lat_flat;
-	c.lat_arg = &c.cost.lat_us;
-	s_flat = tree_steps(&c, 0, &bu, f, &g, c.nranks, &base);
+	t.lat = c.lat = lat_flat;
+	t.lat_arg = c.lat_arg = &c.cost.lat_us;
+	s_flat = tree_steps(&t, 0, &bu, f, &g, t.nranks, &base);
 	c_flat = choose_perm(&c, &p);
 	if (s_flat && c_flat > 0) {
 		tt *= (double)s_lat / s_flat;
@@ -1418,7 +1505,8 @@ int tr_bnode_init(struct tr_bnode *b, const struct tr_bnode_cfg *cfg)
 		if (shape == TR_BNODE_TWOTREE && !chunk)
 			estimate(&c.cost, c.nranks, c.len, shape, 0, 0, c.inline_max, &chunk);
 		if (shape == TR_BNODE_TREE)
-			chunk = c.len;
+			estimate(&c.cost, c.nranks, c.len, shape, 0, c.max_kids, c.inline_max,
+				 &chunk);
 		if (chunk == 0)
 			chunk = 1;
 		if (shape == TR_BNODE_TWOTREE) {
@@ -1494,18 +1582,27 @@ int tr_bnode_on_order(struct tr_bnode *b, uint32_t from, const struct tr_bnode_o
 	    ord->len == 0 || ord->chunk == 0 || !perm_told(b, ord))
 		return unexpected(b);
 	if (ord->shape == TR_BNODE_TREE) {
-		if (b->started || ord->hi <= b->v || ord->hi > n || ord->k != 0 ||
-		    ord->chunk != ord->len)
+		/* The whole buffer, or (carried only) piece k of chunk bytes,
+		 * the first one first, every one naming the same piece of
+		 * ranks. */
+		if (ord->hi <= b->v || ord->hi > n || ord->chunk > ord->len ||
+		    (ord->chunk < ord->len && !ord->carried) ||
+		    (b->started ? from != b->parent || ord->k != b->have[0] ||
+					  ord->k >= b->nchunks || ord->hi != b->hi
+				: ord->k != 0))
 			return unexpected(b);
+		b->stats.events++;
+		b->have[0]++;
+		if (b->started)
+			return pump(b, &o);
 		if (!b->known)
 			set_shape(b, TR_BNODE_TREE, ord->len, ord->chunk);
 		b->started = true;
 		b->known = true;
 		b->parent = from;
-		b->have[0] = 1;
+		b->hi = ord->hi;
 		/* Carried or written: the children get it the same way. */
-		b->cfg.inline_max = ord->carried ? ord->len : 0;
-		b->stats.events++;
+		b->cfg.inline_max = ord->carried ? ord->chunk : 0;
 		if (!b->aborted)
 			tree_split(b, &o, ord->hi);
 		return pump(b, &o);
@@ -1626,6 +1723,16 @@ static void abort_self(struct tr_bnode *b, struct out *o)
 	if (b->aborted)
 		return;
 	b->aborted = true;
+	if (b->shape == TR_BNODE_TREE) {
+		/* A child still owed pieces: it and its piece are told. */
+		for (uint32_t i = 0; i < b->nkids; i++) {
+			struct tr_bnode_kid *k = &b->kids[i];
+
+			if (b->nchunks > 1 && !(k->flags & K_DEAD) && k->sent < b->nchunks)
+				kid_cut(b, k, o, false);
+		}
+		return;
+	}
 	if (b->shape != TR_BNODE_TWOTREE)
 		return;
 	/* Flood: the children will get nothing more from here. */

@@ -32,8 +32,12 @@
  *     pairs (what the ranks inside a piece will meet), and each cut may
  *     move back up to 8 ranks to the rank with the fastest link from this
  *     one, the next child (bnode.c, tree_plan()).  Up to cfg.inline_max
- *     bytes travel in the ORDER itself, else a WRITE of the whole buffer
- *     precedes it.
+ *     bytes travel in the ORDER itself.  Above, the data goes in the fewest
+ *     carried pieces of equal size within it (at most TR_BNODE_TREE_PIECES;
+ *     ORDERs naming piece k of cfg.chunk bytes and the same hi), where
+ *     TREE's budget says they beat a WRITE of the whole buffer and its
+ *     ORDER; else that.  A rank sends each child every piece it holds
+ *     before the next child, and forwards each piece as it comes.
  *
  *   TWOTREE (large buffers; Sanders, Speck and Traeff's two-tree
  *     broadcast).  The buffer is cut into chunks of cfg.chunk bytes; even
@@ -137,6 +141,8 @@
 /* Carried up to: a receive slot (TRIAD_SLOT_SIZE, 8 KiB) less headers. */
 #define TR_BNODE_INLINE_DEFAULT 7936u
 #define TR_BNODE_TMAX 2048u	    /* TREE: time steps of the budget table */
+/* TREE: carried pieces per child at most (above: a WRITE). */
+#define TR_BNODE_TREE_PIECES 8u
 
 enum tr_bnode_shape {
 	TR_BNODE_AUTO,
@@ -171,8 +177,8 @@ struct tr_bnode_order {
 	uint8_t carried; /* the data travels in the ORDER */
 	uint32_t hi;	 /* TREE: the destination covers relative ranks [its own, hi) */
 	uint64_t len;	 /* the broadcast's bytes */
-	uint64_t chunk;	 /* TWOTREE: chunk size; TREE: len */
-	uint64_t k;	 /* TWOTREE: the chunk this ORDER names; TREE: 0 */
+	uint64_t chunk;	 /* chunk size (TREE: len, or a carried piece's) */
+	uint64_t k;	 /* the chunk this ORDER names (TREE: 0 unless in pieces) */
 	/* TWOTREE: the trees' position x is relative rank 1 + (mul x + rot)
 	 * mod (N - 1), 0 < mul < 256 coprime to N - 1 (0 and 0: the
 	 * identity); TREE: 0 */
@@ -248,6 +254,7 @@ struct tr_bnode {
 	uint32_t nkids, kids_open; /* kids_open: children owing a REPORT */
 	uint64_t inflight;	 /* WRITEs in flight */
 	uint32_t abort_kid;	 /* TREE: first child whose piece is owed ABORTs */
+	uint32_t hi;		 /* TREE, non-root: this rank covers [v, hi) */
 	uint32_t failed;
 	uint16_t status;
 	struct tr_bnode_perm perm; /* TWOTREE: the root's choice, told by every message */

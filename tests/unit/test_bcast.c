@@ -1988,14 +1988,18 @@ static void test_deleg_tree_racks(void **state)
 static void test_deleg_tree_far_first(void **state)
 {
 	(void)state;
-	/* Carried data, random links: a rank orders the children behind its
-	 * slowest links first (its pieces are cut as before); written data
-	 * keeps the pieces' order. */
+	/* Carried data (in one ORDER or, 8 KiB, in pieces: each child's
+	 * all before the next child's), random links: a rank orders the
+	 * children behind its slowest links first (its pieces are cut as
+	 * before); written data (above TR_BNODE_TREE_PIECES pieces) keeps the
+	 * pieces' order. */
+	static const uint64_t lens[] = { 1024, 8192, 96 << 10 };
+
 	for (uint32_t n = 8; n <= 64; n *= 2)
 		for (uintptr_t seed = 1; seed <= 4; seed++)
-			for (unsigned w = 0; w < 2; w++) {
+			for (unsigned w = 0; w < 3; w++) {
 				struct tr_bnode_cfg cfg = {
-					.nranks = n, .len = w ? 8192 : 1024, .shape = TR_BNODE_TREE,
+					.nranks = n, .len = lens[w], .shape = TR_BNODE_TREE,
 					.inline_max = TR_BNODE_INLINE_DEFAULT,
 					.cost = { .lat_us = 1.5, .o_us = 0.5, .gap_us = 0.1,
 						  .bw = 12500, .msg_bytes = 128 },
@@ -2016,7 +2020,8 @@ static void test_deleg_tree_far_first(void **state)
 					if (acts[i].type != TR_BNODE_ACT_ORDER)
 						continue;
 					l = random_lat((void *)seed, 0, acts[i].to);
-					if (w)
+					assert_int_equal(acts[i].ord.carried, w < 2);
+					if (w == 2)
 						assert_true(acts[i].to > prev);
 					else
 						assert_true(l <= last);
@@ -2024,6 +2029,103 @@ static void test_deleg_tree_far_first(void **state)
 					prev = acts[i].to;
 				}
 			}
+}
+
+/* TREE above a receive slot: the data in carried pieces (each within
+ * inline_max) where the estimate says they beat a WRITE and its ORDER,
+ * which wait for the WRITE's completion (triad-sim, 8 KiB at N = 8:
+ * 1.11x the binomial model written); each child's pieces before the next
+ * child's, the same piece of ranks in each; a rank forwards each piece as
+ * it comes and takes them only in order from its parent. */
+static void test_deleg_tree_pieces(void **state)
+{
+	static const struct {
+		uint64_t len, chunk;
+	} cases[] = { { 8192, 4096 }, { 16384, 16384 }, { 96 << 10, 96 << 10 } };
+	struct tr_bnode_cfg cfg = { .nranks = 64, .shape = TR_BNODE_AUTO,
+				    .inline_max = TR_BNODE_INLINE_DEFAULT,
+				    .cost = { .lat_us = 1.5, .o_us = 0.5, .gap_us = 0.1, .bw = 12500,
+					      .msg_bytes = 128 } };
+	struct tr_bnode_act acts[2 * TR_BNODE_MAX_KIDS + 4], a0, a1;
+	struct tr_bnode b, c;
+	uint32_t head, nk;
+	int na;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cfg.len = cases[i].len;
+		cfg.shape = i == 2 ? TR_BNODE_TREE : TR_BNODE_AUTO;
+		assert_int_equal(tr_bnode_init(&b, &cfg), 0);
+		assert_int_equal(b.shape, TR_BNODE_TREE);
+		assert_int_equal(b.cfg.chunk, cases[i].chunk);
+		na = tr_bnode_start(&b, acts, sizeof(acts) / sizeof(acts[0]));
+		assert_true(na > 0);
+		for (int j = 0; j < na; j++) {
+			uint64_t k = j % b.nchunks, off = k * b.cfg.chunk;
+
+			if (acts[j].type == TR_BNODE_ACT_RELEASE) {
+				assert_int_equal(j, na - 1);
+				continue;
+			}
+			assert_int_equal(acts[j].type, i && j % 2 == 0 ? TR_BNODE_ACT_WRITE
+									: TR_BNODE_ACT_ORDER);
+			if (i)
+				continue;
+			assert_true(acts[j].ord.carried);
+			assert_int_equal(acts[j].ord.k, k);
+			assert_int_equal(acts[j].off, off);
+			assert_int_equal(acts[j].len, cfg.len - off < b.cfg.chunk ? cfg.len - off
+										  : b.cfg.chunk);
+			assert_true(acts[j].len <= TR_BNODE_INLINE_DEFAULT);
+			if (k) {
+				assert_int_equal(acts[j].to, acts[j - 1].to);
+				assert_int_equal(acts[j].ord.hi, acts[j - 1].ord.hi);
+			}
+		}
+	}
+
+	/* 8 KiB: the first child forwards piece 0 to its own children as it
+	 * comes, then piece 1, and RELEASEs with it. */
+	cfg.len = 8192;
+	cfg.shape = TR_BNODE_AUTO;
+	assert_int_equal(tr_bnode_init(&b, &cfg), 0);
+	na = tr_bnode_start(&b, acts, sizeof(acts) / sizeof(acts[0]));
+	a0 = acts[0];
+	a1 = acts[1];
+	head = a0.to;
+	cfg.rank = head;
+	assert_int_equal(tr_bnode_init(&c, &cfg), 0);
+	/* Piece 1 first, or written, or from another rank: not ours. */
+	assert_int_equal(tr_bnode_on_order(&c, 0, &a1.ord, acts, sizeof(acts) / sizeof(acts[0])),
+			 -ENOENT);
+	a0.ord.carried = false;
+	assert_int_equal(tr_bnode_on_order(&c, 0, &a0.ord, acts, sizeof(acts) / sizeof(acts[0])),
+			 -ENOENT);
+	a0.ord.carried = true;
+	na = tr_bnode_on_order(&c, 0, &a0.ord, acts, sizeof(acts) / sizeof(acts[0]));
+	assert_true(na > 0);
+	nk = c.nkids;
+	assert_true(nk > 0);
+	assert_int_equal((uint32_t)na, nk);
+	for (int j = 0; j < na; j++) {
+		assert_int_equal(acts[j].type, TR_BNODE_ACT_ORDER);
+		assert_int_equal(acts[j].ord.k, 0);
+		assert_true(acts[j].ord.carried);
+	}
+	assert_int_equal(tr_bnode_on_order(&c, 5, &a1.ord, acts, sizeof(acts) / sizeof(acts[0])),
+			 -ENOENT);
+	a1.ord.hi--;
+	assert_int_equal(tr_bnode_on_order(&c, 0, &a1.ord, acts, sizeof(acts) / sizeof(acts[0])),
+			 -ENOENT);
+	a1.ord.hi++;
+	na = tr_bnode_on_order(&c, 0, &a1.ord, acts, sizeof(acts) / sizeof(acts[0]));
+	assert_int_equal((uint32_t)na, nk + 1);
+	for (uint32_t j = 0; j < nk; j++)
+		assert_int_equal(acts[j].ord.k, 1);
+	assert_int_equal(acts[nk].type, TR_BNODE_ACT_RELEASE);
+	assert_int_equal(acts[nk].status, TRIAD_S_OK);
+	assert_int_equal(tr_bnode_on_order(&c, 0, &a1.ord, acts, sizeof(acts) / sizeof(acts[0])),
+			 -ENOENT);
 }
 
 static void test_deleg_relabel(void **state)
@@ -2092,7 +2194,9 @@ static void test_deleg_failures(void **state)
 
 		if (dead == root)
 			dead = (root + 1) % n;
-		d = dn_new(n, root, 9000, (enum tr_bnode_shape)sh, 2048, iter % 2 ? 16384 : 0);
+		/* Carried whole, in 3 pieces (TREE) or written. */
+		d = dn_new(n, root, 9000, (enum tr_bnode_shape)sh, 2048,
+			   iter % 4 == 1 ? 16384 : iter % 4 == 3 ? 4096 : 0);
 		/* A third with racks or random latencies: TWOTREE relabelled,
 		 * an ABORT reaching a rank first tells it the trees. */
 		for (uint32_t r = 0; iter % 3 && r < n; r++) {
@@ -2210,6 +2314,7 @@ int main(void)
 		cmocka_unit_test(test_deleg_latency_models),
 		cmocka_unit_test(test_deleg_tree_racks),
 		cmocka_unit_test(test_deleg_tree_far_first),
+		cmocka_unit_test(test_deleg_tree_pieces),
 		cmocka_unit_test(test_deleg_relabel),
 		cmocka_unit_test(test_deleg_failures),
 		cmocka_unit_test(test_deleg_bad_events),
