@@ -2126,6 +2126,36 @@ static void test_deleg_tree_pieces(void **state)
 	assert_int_equal(acts[nk].status, TRIAD_S_OK);
 	assert_int_equal(tr_bnode_on_order(&c, 0, &a1.ord, acts, sizeof(acts) / sizeof(acts[0])),
 			 -ENOENT);
+
+	/* Aborted after piece 0 (its window could not take piece 1): every
+	 * rank of its children's pieces is told, since they got only part of
+	 * the data from it, and nothing more goes out. */
+	cfg.rank = head;
+	assert_int_equal(tr_bnode_init(&c, &cfg), 0);
+	a0.ord.carried = true;
+	assert_true(tr_bnode_on_order(&c, 0, &a0.ord, acts, sizeof(acts) / sizeof(acts[0])) > 0);
+	{
+		struct tr_bnode_order tag = tr_bnode_tag(&c);
+		uint32_t aborts = 0;
+
+		na = tr_bnode_on_abort(&c, 0, TRIAD_S_NO_WINDOW, head, &tag, acts,
+				       sizeof(acts) / sizeof(acts[0]));
+		assert_true(na > 0);
+		for (int j = 0; j < na; j++) {
+			assert_true(acts[j].type == TR_BNODE_ACT_ABORT ||
+				    acts[j].type == TR_BNODE_ACT_RELEASE);
+			if (acts[j].type == TR_BNODE_ACT_ABORT) {
+				assert_true(acts[j].to > head && acts[j].to < a0.ord.hi);
+				aborts++;
+			} else {
+				assert_int_not_equal(acts[j].status, TRIAD_S_OK);
+			}
+		}
+		assert_int_equal(aborts, a0.ord.hi - head - 1);
+		assert_int_equal(tr_bnode_on_order(&c, 0, &a1.ord, acts,
+						   sizeof(acts) / sizeof(acts[0])),
+				 0);
+	}
 }
 
 static void test_deleg_relabel(void **state)
@@ -2194,9 +2224,11 @@ static void test_deleg_failures(void **state)
 
 		if (dead == root)
 			dead = (root + 1) % n;
-		/* Carried whole, in 3 pieces (TREE) or written. */
+		/* Carried whole, in 2 pieces (TREE) or written. */
 		d = dn_new(n, root, 9000, (enum tr_bnode_shape)sh, 2048,
-			   iter % 4 == 1 ? 16384 : iter % 4 == 3 ? 4096 : 0);
+			   iter % 4 == 1 ? 16384 : iter % 4 == 3 ? 4500 : 0);
+		if (sh == TR_BNODE_TREE)
+			assert_int_equal(d->bn[root].nchunks, iter % 4 == 3 ? 2 : 1);
 		/* A third with racks or random latencies: TWOTREE relabelled,
 		 * an ABORT reaching a rank first tells it the trees. */
 		for (uint32_t r = 0; iter % 3 && r < n; r++) {
