@@ -19,7 +19,8 @@
  * rely on too), so a break that makes the WRITE go again cannot let the
  * ORDER overtake it.  WRITEs to one child complete, and their ORDERs go,
  * in the order the engine asked for them; ORDERs that arrive ahead of
- * their turn (another plane) wait in the broadcast's stash.  A non-root's
+ * their turn (another plane: TWOTREE's chunks, TREE's carried pieces)
+ * wait in the broadcast's stash.  A non-root's
  * triad_bcast only waits for the engine's RELEASE.
  *
  * Groups (triad_group_create): a broadcast runs over a group of world
@@ -692,7 +693,9 @@ static void on_order(struct triad_ctx *ctx, struct tr_bc *bc, uint32_t from,
 						 d->acts, d->cap));
 	}
 	n = tr_bnode_on_order(&d->eng, from, &ord, d->acts, d->cap);
-	if (n != -ENOENT || w->shape != TR_BNODE_TWOTREE) {
+	/* TWOTREE's chunks and TREE's carried pieces come in order from their
+	 * parent, but one may overtake another on another plane. */
+	if (n != -ENOENT || (w->shape != TR_BNODE_TWOTREE && w->chunk >= w->len)) {
 		if (n < 0)
 			tr_warn("broadcast %u of rank %d: ORDER from rank %d refused: %s", bc->seq,
 				bc->root, wrank(bc, from), strerror(-n));

@@ -25,11 +25,12 @@
 #include "triad.h"
 
 #define TR_WIRE_MAGIC 0x5472
-#define TR_WIRE_VERSION 8 /* 3: a COPY_DATA may carry the copy's data; 4: no AM ord;
+#define TR_WIRE_VERSION 9 /* 3: a COPY_DATA may carry the copy's data; 4: no AM ord;
 			    * 5: broadcasts name their group; 6: BNODE carries
 			    * TWOTREE's relabelling; 7: and its groups; 8: the
 			    * root feeds only its own group, so another group's
-			    * members are fed by other ranks */
+			    * members are fed by other ranks; 9: a TREE ORDER
+			    * may carry one of several pieces */
 #define TR_WIRE_HDR_LEN 32
 #define TR_WIRE_CTRL_LEN 256	/* every message but AM and a COPY_DATA with data fits */
 #define TR_WIRE_COPY_LEN 64	/* a copy message's body before the data it carries */
@@ -278,7 +279,7 @@ int tr_msg_decode_bare(uint32_t imm, const void *payload, size_t len,
  * run for its peer (proto/conn.h, tr_conn_same_run). */
 #define TR_WIRE_PRIV_MAGIC 0x74726978u	  /* "trix" */
 #define TR_WIRE_PRIV_MAGIC_V1 0x74726961u /* "tria" */
-#define TR_WIRE_PRIV_VERSION 9
+#define TR_WIRE_PRIV_VERSION 10
 #define TR_WIRE_PRIV_LEN 56 /* rdma_cm carries at most 56 in a request */
 #define TR_WIRE_PRIV_LEN_V1 24
 #define TR_CONN_F_BARE_AM 0x1u
