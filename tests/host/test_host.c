@@ -1040,6 +1040,64 @@ static void bwins_down(char **mem, triad_win_t **bwin)
 		free(mem[r]);
 }
 
+/* A TREE broadcast of 8 KiB goes to the child in two carried pieces.  The
+ * first is held in flight on rank 0's home plane; the second, queued
+ * behind it (two receive slots: a medium message needs both free), is
+ * moved to the other plane by the adaptive choice (any backlog qualifies)
+ * and arrives first.  The child keeps it until the first came: the
+ * broadcast completes at both ranks, every byte in place. */
+#define PIECES_LEN 8192
+
+static int both_done(void *arg)
+{
+	triad_req_t **r = arg;
+
+	at(0);
+	if (!triad_test(r[0]))
+		return 0;
+	at(1);
+	return triad_test(r[1]);
+}
+
+static void test_tree_pieces_overtake(void **state)
+{
+	char *mem[2];
+	triad_win_t *bwin[2];
+	triad_req_t *r[2];
+	int h;
+
+	(void)state;
+	assert_int_equal(setenv("TRIAD_SLOTS", "2", 1), 0);
+	assert_int_equal(setenv("TRIAD_ADAPTIVE_T", "0", 1), 0);
+	bwins_up(8, PIECES_LEN, mem, bwin);
+	assert_int_equal(unsetenv("TRIAD_SLOTS"), 0);
+	assert_int_equal(unsetenv("TRIAD_ADAPTIVE_T"), 0);
+	h = home_plane(0, 1);
+	fh_hold(0, 1, h, 1);
+	for (int i = 1; i >= 0; i--) {
+		at(i);
+		assert_int_equal(triad_bcast(w.ctx[i], 0, BWIN_ID, 0, PIECES_LEN, TRIAD_BCAST_TREE,
+					     &r[i]),
+				 0);
+	}
+	for (int i = 0; i < 20; i++)
+		drive();
+	/* The first piece is held; the second went on the other plane. */
+	if (fh_in_flight() != 1 || at(0)->peers[1].lane[h].nqueued)
+		fail_msg("rank 0: %u packet(s) in flight, %u message(s) queued on plane %d: not the "
+			 "scenario", fh_in_flight(), at(0)->peers[1].lane[h].nqueued, h);
+	fh_hold(0, 1, h, 0);
+	if (drive_until(both_done, r, 10))
+		fail_msg("the broadcast did not complete (rank 0 %s, rank 1 %s)",
+			 triad_test(r[0]) ? "done" : "not done", triad_test(r[1]) ? "done" : "not done");
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(triad_req_status(r[i]), TRIAD_S_OK);
+		triad_req_free(r[i]);
+	}
+	assert_memory_equal(mem[1], mem[0], PIECES_LEN);
+	bwins_down(mem, bwin);
+}
+
 /* Rank 0 broadcasts NLATE times over a group rank 1 creates only later,
  * each time BLEN bytes of its own at its own offset, then over a group
  * rank 1 created under another id: the first GRP_EARLY_MAX messages wait
@@ -1519,6 +1577,7 @@ int main(void)
 		cmocka_unit_test(test_copy_unrelated),
 		cmocka_unit_test(test_group_early),
 		cmocka_unit_test(test_bcast_burst),
+		cmocka_unit_test(test_tree_pieces_overtake),
 		cmocka_unit_test(test_copy_burst),
 		cmocka_unit_test(test_random),
 	};
