@@ -637,30 +637,43 @@ static void await_push(struct tr_peer *p, struct tr_await_msg *a, int len, unsig
 	p->nawait_msgs++;
 }
 
-static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct triad_req *req)
+/* m encoded into a node of its own (numbered seq: 0 until its stream
+ * gives it one), to wait; NULL with *ret -EMSGSIZE, -ENOMEM or the
+ * encoder's error.  The peer's slot size comes with its connection: ours
+ * is the guess (checked again when it goes). */
+static struct tr_await_msg *msg_keep(struct tr_peer *p, struct tr_msg *m, unsigned prio,
+				     uint32_t seq, struct triad_req *req, int *ret)
 {
-	const struct triad_ctx *ctx = p->lane[0].ctx;
 	size_t need = tr_msg_len(m);
 	struct tr_await_msg *a;
-	int len;
 
-	/* The peer's slot size comes with its connection: ours is the guess
-	 * (checked again when it goes). */
-	if (need > (size_t)ctx->cfg.slot_size)
-		return -EMSGSIZE;
-	a = malloc(sizeof(*a) + need); /* (the window has room: send_on) */
-	if (!a)
-		return -ENOMEM;
-	m->seq = tr_stream_tx_next(&p->pl.tx[prio]);
+	*ret = need > (size_t)p->lane[0].ctx->cfg.slot_size ? -EMSGSIZE : -ENOMEM;
+	if (*ret == -EMSGSIZE || !(a = malloc(sizeof(*a) + need)))
+		return NULL;
+	m->seq = seq;
 	m->slot = 0;
 	m->prio = (uint8_t)prio;
-	len = tr_msg_encode(m, a->data, need);
-	if (len < 0) {
+	a->len = tr_msg_encode(m, a->data, need);
+	if (a->len < 0) {
+		*ret = a->len;
 		free(a);
-		return len;
+		return NULL;
 	}
+	a->prio = prio;
+	a->req = req;
+	return a;
+}
+
+static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct triad_req *req)
+{
+	struct tr_await_msg *a;
+	int ret;
+
+	/* (The window has room: send_on.) */
+	if (!(a = msg_keep(p, m, prio, tr_stream_tx_next(&p->pl.tx[prio]), req, &ret)))
+		return ret;
 	tr_stream_tx_assign(&p->pl.tx[prio], &m->seq);
-	await_push(p, a, len, prio, req);
+	await_push(p, a, a->len, prio, req);
 	return 0;
 }
 
@@ -676,43 +689,21 @@ static void await_msg_lost(struct tr_peer *p, struct tr_await_msg *a, enum triad
 }
 
 /* ---- messages waiting for their stream's window ---------------------------------*/
-struct tr_full_msg {
-	struct tr_list link;
-	struct triad_req *req;
-	int len;
-	char data[]; /* encoded, its number not set */
-};
-
-/* m waits, encoded, for a number of prio's stream to p; 0, -EMSGSIZE or
- * -ENOMEM. */
+/* m waits, encoded but not numbered, for a number of prio's stream to p;
+ * 0, -EMSGSIZE or -ENOMEM. */
 static int full_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct triad_req *req)
 {
-	const struct triad_ctx *ctx = p->lane[0].ctx;
-	size_t need = tr_msg_len(m);
-	struct tr_full_msg *f;
+	int ret;
+	struct tr_await_msg *f = msg_keep(p, m, prio, 0, req, &ret);
 
-	if (need > (size_t)ctx->cfg.slot_size) /* checked again when it goes */
-		return -EMSGSIZE;
-	f = malloc(sizeof(*f) + need);
 	if (!f)
-		return -ENOMEM;
-	m->seq = 0;
-	m->slot = 0;
-	m->prio = (uint8_t)prio;
-	f->len = tr_msg_encode(m, f->data, need);
-	if (f->len < 0) {
-		int ret = f->len;
-
-		free(f);
 		return ret;
-	}
-	f->req = req;
 	tr_list_add_tail(&p->full[prio], &f->link);
 	p->nfull++;
 	return 0;
 }
 
-static void full_done(struct tr_peer *p, struct tr_full_msg *f, enum triad_status st)
+static void full_done(struct tr_peer *p, struct tr_await_msg *f, enum triad_status st)
 {
 	tr_list_del(&f->link);
 	p->nfull--;
@@ -722,14 +713,14 @@ static void full_done(struct tr_peer *p, struct tr_full_msg *f, enum triad_statu
 }
 
 /* What waits for prio's window goes as far as it moved, in order: on the
- * lane the choice gives, or to wait for a connection, numbered now. */
+ * lane the choice gives, or (the same node) to wait for a connection,
+ * numbered now. */
 static void full_send(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
 {
 	while (!tr_list_empty(&p->full[prio]) && tr_stream_tx_can_assign(&p->pl.tx[prio])) {
-		struct tr_full_msg *f = tr_list_first(&p->full[prio], struct tr_full_msg, link);
+		struct tr_await_msg *f = tr_list_first(&p->full[prio], struct tr_await_msg, link);
 		struct tr_lane *l = tr_peer_lane(ctx, p->rank, 0);
 		uint32_t seq = tr_stream_tx_next(&p->pl.tx[prio]);
-		struct tr_await_msg *a;
 		int ret;
 
 		tr_wire_set_seq(f->data, seq);
@@ -744,17 +735,17 @@ static void full_send(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
 				full_done(p, f, TRIAD_S_TRANSPORT);
 				continue;
 			}
-		} else if (tr_peer_await(ctx, p->rank) &&
-			   (a = malloc(sizeof(*a) + (size_t)f->len))) {
-			memcpy(a->data, f->data, (size_t)f->len);
-			await_push(p, a, f->len, prio, f->req);
+			f->req = NULL; /* it went with the message */
+			full_done(p, f, TRIAD_S_OK);
+		} else if (tr_peer_await(ctx, p->rank)) {
+			tr_list_del(&f->link);
+			p->nfull--;
+			await_push(p, f, f->len, prio, f->req);
 		} else {
 			full_done(p, f, TRIAD_S_UNREACHABLE);
 			continue;
 		}
 		tr_stream_tx_assign(&p->pl.tx[prio], &seq);
-		f->req = NULL; /* it went with the message */
-		full_done(p, f, TRIAD_S_OK);
 	}
 }
 
@@ -763,7 +754,7 @@ static void full_fail(struct tr_peer *p, enum triad_status st)
 {
 	for (unsigned q = 0; q < TR_FC_NPRIO; q++)
 		while (!tr_list_empty(&p->full[q]))
-			full_done(p, tr_list_first(&p->full[q], struct tr_full_msg, link), st);
+			full_done(p, tr_list_first(&p->full[q], struct tr_await_msg, link), st);
 }
 
 /* A lane is up: what waited goes, in order, where the choice says now. */
