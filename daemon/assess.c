@@ -11,6 +11,7 @@
  * restores only a plane it degraded itself; a plane that triadctl or the
  * link monitor moved meanwhile is theirs (tr_ctl_dgr_forget). */
 #include <stdio.h>
+#include <string.h>
 
 #include "base/time.h"
 #include "triadd.h"
@@ -21,26 +22,56 @@ static uint64_t delta(uint64_t now, uint64_t was)
 	return now >= was ? now - was : 0;
 }
 
+/* The error counters that moved over the period, "name +n, ...", so that
+ * an operator sees which events degraded the plane (at most len bytes). */
+static void errs_moved(const struct td_plane *pl, char *out, size_t len)
+{
+	size_t at = 0;
+
+	out[0] = 0;
+	for (int i = 0; i < pl->nctr && at < len; i++) {
+		const struct td_counter *c = &pl->ctr[i];
+
+		if (tr_ctl_dgr_counter_kind(c->name) != TR_CTL_DGR_ERRS)
+			continue;
+		for (int j = 0; j < pl->nctr_was; j++)
+			if (!strcmp(pl->ctr_was[j].name, c->name) &&
+			    c->value > pl->ctr_was[j].value) {
+				int n = snprintf(out + at, len - at, "%s%s +%llu", at ? ", " : "",
+						 c->name,
+						 (unsigned long long)(c->value - pl->ctr_was[j].value));
+
+				at += n > 0 ? (size_t)n : 0;
+				break;
+			}
+	}
+	if (at >= len) /* cut: say so */
+		snprintf(out + len - 4, 4, "...");
+}
+
 static void degraded_event(struct td *d, int p, const struct tr_ctl_dgr_sample *e, int restored)
 {
 	const struct td_plane *pl = &d->plane[p];
 	const char *name = d->pol.plane[p].name;
-	char json[256], text[256];
+	char json[256], text[512], moved[200];
 
 	snprintf(json, sizeof(json),
 		 "\"event\":\"degraded\",\"plane\":\"%s\",\"degraded\":%s,\"score\":%u,"
 		 "\"hold_ms\":%u",
 		 name, restored ? "false" : "true", pl->dgr.score, pl->dgr.hold_ms);
-	if (restored)
+	if (restored) {
 		snprintf(text, sizeof(text), "plane %s clean for %u ms: restored", name,
 			 pl->dgr.hold_ms);
-	else
+	} else {
+		errs_moved(pl, moved, sizeof(moved));
 		snprintf(text, sizeof(text),
-			 "plane %s degraded: score %u (%llu error events in %llu packets, "
+			 "plane %s degraded: score %u (%llu error events in %llu packets%s%s, "
 			 "%llu in flight for %llu bytes sent); restored after %u ms clean",
 			 name, pl->dgr.score, (unsigned long long)e->errs,
-			 (unsigned long long)e->pkts, (unsigned long long)e->inflight,
-			 (unsigned long long)e->tx, pl->dgr.hold_ms);
+			 (unsigned long long)e->pkts, moved[0] ? ": " : "", moved,
+			 (unsigned long long)e->inflight, (unsigned long long)e->tx,
+			 pl->dgr.hold_ms);
+	}
 	td_event(d, json, text); /* logged there */
 }
 
@@ -98,6 +129,10 @@ void td_assess(struct td *d)
 		case TR_CTL_DGR_STAY:
 			break;
 		}
+	}
+	for (unsigned p = 0; p < n; p++) {
+		memcpy(d->plane[p].ctr_was, d->plane[p].ctr, sizeof(d->plane[p].ctr));
+		d->plane[p].nctr_was = d->plane[p].nctr;
 	}
 	if (weights)
 		td_publish(d);

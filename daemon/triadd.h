@@ -65,6 +65,8 @@ struct td_plane {
 	uint64_t faults;   /* times the monitor found it faulty */
 	struct td_counter ctr[TD_MAX_COUNTERS];
 	int nctr;
+	struct td_counter ctr_was[TD_MAX_COUNTERS]; /* ctr at the last period's start */
+	int nctr_was;
 	/* Degraded planes (assess.c): the port's packets and error events
 	 * as last read (totals of ctr[]), what the last period started from,
 	 * and the rule's state. */
