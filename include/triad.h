@@ -94,12 +94,22 @@ enum triad_win_access {
 enum triad_win_attr_field {
 	TRIAD_WIN_ATTR_ACCESS = 1u << 0, /* default READ | WRITE */
 	TRIAD_WIN_ATTR_NOTIFY = 1u << 1, /* default 0 */
+	TRIAD_WIN_ATTR_CACHED = 1u << 2, /* default 0 */
 };
 
 struct triad_win_attr {
 	uint64_t field_mask;
 	uint32_t access;
 	int notify; /* copies into this window raise triad_copy_event (relay/direct) */
+	/* With TRIAD_REG_CACHE on, the window's registrations come from a
+	 * cache of window registrations and stay there after destroy, for the
+	 * next window over the same pages (a window per call over a user's
+	 * buffer, as an MPI broadcast in place makes).  Their keys then stay
+	 * good after the window is gone: a peer's old descriptor would write
+	 * into whatever the pages hold, so every peer that may hold one calls
+	 * triad_win_forget before its next access, and the memory is given to
+	 * triad_mem_release before it is freed.  READ | WRITE access only. */
+	int cached;
 };
 
 /*
@@ -112,6 +122,17 @@ struct triad_win_attr {
 int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 		     const struct triad_win_attr *attr, triad_win_t **win_p);
 int triad_win_destroy(triad_win_t *win);
+/*
+ * Drops what this rank knows of every peer's window `id` (the owners'
+ * descriptions, asked for at the first access): its next access to such a
+ * window asks the owner again.  Local, no message.  For windows made again
+ * under one id, e.g. per call: called once every access to the old ones
+ * completed and before this rank says it is ready for the new ones, it
+ * guarantees that no access goes to an owner's earlier window, whatever
+ * its WIN_GONE notice's delay.  Returns how many descriptors it dropped,
+ * -EINVAL without ctx.
+ */
+int triad_win_forget(triad_ctx_t *ctx, uint32_t id);
 
 /* ---- one-sided operations ---------------------------------------------------*/
 /* Flags: pin an operation to one plane (tests and per-plane benchmarks). */
@@ -154,8 +175,10 @@ int triad_flush(triad_ctx_t *ctx, int rank, triad_req_t **req_p);
  * cannot see memory being freed, and a kept registration would keep the old
  * pages while the addresses get new ones: call triad_mem_release on a
  * buffer (or any range holding it) before freeing or unmapping it, once no
- * operation on it is outstanding.  Returns how many cached registrations
- * it dropped (0 when the cache is off), -EINVAL without ctx, addr or len.
+ * operation on it is outstanding (and no window over it exists).  It drops
+ * the registrations of cached windows too (TRIAD_WIN_ATTR_CACHED).
+ * Returns how many cached registrations it dropped (0 when the cache is
+ * off), -EINVAL without ctx, addr or len.
  */
 int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len);
 

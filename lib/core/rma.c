@@ -167,6 +167,7 @@ int triad_mem_release(triad_ctx_t *ctx, const void *addr, size_t len)
 	tr_ctx_lock(ctx);
 	for (int p = 0; ctx->cfg.reg_cache && p < ctx->nplanes; p++)
 		n += tr_rc_invalidate(&ctx->rma->rcache[p].rc, addr, len);
+	n += tr_win_uncache(ctx, addr, len);
 	pthread_mutex_unlock(&ctx->lock);
 	return (int)n;
 }

@@ -5,13 +5,18 @@
  * access rights and one rkey per plane (WIN_INFO), or with the reason it
  * refuses.  The answer is cached; the initiator's library then checks every
  * operation against it before posting, and the NIC enforces the same
- * extent (the MR covers exactly the window) as the last line. */
+ * extent (the MR covers exactly the window) as the last line; a cached
+ * window's registration (TRIAD_WIN_ATTR_CACHED) covers its pages, and may
+ * cover more of a buffer registered before, so there the library's check
+ * is the only one.  WIN_GONE goes to the peers that asked. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/peer.h"
 #include "core/progress.h"
+#include "core/regcache.h"
 #include "core/req.h"
 #include "core/win.h"
 #include "base/log.h"
@@ -27,6 +32,13 @@ struct tr_wins {
 	/* What starts a request once its window is described (rma.c's
 	 * tr_rma_start, given at setup): windows call no feature by name. */
 	void (*ready)(struct triad_req *req);
+	/* Registrations of cached windows, per plane (TRIAD_REG_CACHE bytes
+	 * each; remote rights, unlike rma.c's cache of put/get buffers). */
+	struct tr_wcache {
+		struct triad_ctx *ctx;
+		int plane;
+		struct tr_regcache rc;
+	} cache[TRIAD_MAX_PLANES];
 	struct tr_rwin *rwins[]; /* [size]: each peer's, as asked for */
 };
 
@@ -55,26 +67,67 @@ struct triad_win *tr_win_find_addr(struct triad_ctx *ctx, const void *addr, size
 	return NULL;
 }
 
+static void *wc_reg(void *arg, uintptr_t addr, size_t len)
+{
+	struct tr_wcache *wc = arg;
+
+	return tr_fab_mr_reg(wc->ctx->fab, wc->plane, (void *)addr, len,
+			     TR_MR_LOCAL_WRITE | TR_MR_REMOTE_READ | TR_MR_REMOTE_WRITE);
+}
+
+static void wc_dereg(void *arg, void *handle)
+{
+	(void)arg;
+	tr_fab_mr_dereg(handle);
+}
+
+static const struct tr_rc_ops wc_ops = { wc_reg, wc_dereg };
+
+/* Lock held. */
 static void win_free(struct triad_win *w)
 {
-	for (int p = 0; p < TRIAD_MAX_PLANES; p++)
-		tr_fab_mr_dereg(w->mr[p]);
+	for (int p = 0; p < TRIAD_MAX_PLANES; p++) {
+		if (w->rc[p])
+			tr_rc_put(&w->ctx->wins->cache[p].rc, w->rc[p]);
+		else
+			tr_fab_mr_dereg(w->mr[p]);
+	}
 	free(w);
+}
+
+/* w's registration on plane p: 0, or -ENOMEM. */
+static int win_reg(struct triad_win *w, int p, int cached)
+{
+	struct triad_ctx *ctx = w->ctx;
+	unsigned acc = TR_MR_LOCAL_WRITE;
+
+	if (cached && ctx->cfg.reg_cache) {
+		w->rc[p] = tr_rc_get(&ctx->wins->cache[p].rc, w->base, w->len);
+		w->mr[p] = w->rc[p] ? w->rc[p]->handle : NULL;
+		return w->rc[p] ? 0 : -ENOMEM;
+	}
+	if (w->access & TRIAD_WIN_READ)
+		acc |= TR_MR_REMOTE_READ;
+	if (w->access & TRIAD_WIN_WRITE)
+		acc |= TR_MR_REMOTE_WRITE;
+	w->mr[p] = tr_fab_mr_reg(ctx->fab, p, w->base, w->len, acc);
+	return w->mr[p] ? 0 : -ENOMEM;
 }
 
 int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 		     const struct triad_win_attr *attr, triad_win_t **win_p)
 {
 	uint32_t access = TRIAD_WIN_READ | TRIAD_WIN_WRITE;
+	uint64_t known = TRIAD_WIN_ATTR_ACCESS | TRIAD_WIN_ATTR_NOTIFY | TRIAD_WIN_ATTR_CACHED;
 	struct tr_wins *ws;
 	struct triad_win *w;
-	int p, ret = 0;
+	int p, cached, ret = 0;
 
 	if (!ctx || !win_p || !base || !len) {
 		tr_debug("window %u: needs a context, a base address and a length > 0", id);
 		return -EINVAL;
 	}
-	if (attr && (attr->field_mask & ~(uint64_t)(TRIAD_WIN_ATTR_ACCESS | TRIAD_WIN_ATTR_NOTIFY))) {
+	if (attr && (attr->field_mask & ~known)) {
 		tr_debug("window %u: unknown attribute bits 0x%llx", id,
 			 (unsigned long long)attr->field_mask);
 		return -EINVAL;
@@ -86,7 +139,12 @@ int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 			return -EINVAL;
 		}
 	}
-	w = calloc(1, sizeof(*w));
+	cached = attr && (attr->field_mask & TRIAD_WIN_ATTR_CACHED) && attr->cached;
+	if (cached && access != (TRIAD_WIN_READ | TRIAD_WIN_WRITE)) {
+		tr_debug("window %u: a cached window allows READ | WRITE only", id);
+		return -EINVAL;
+	}
+	w = calloc(1, sizeof(*w) + ((size_t)ctx->size + 7) / 8);
 	if (!w)
 		return -ENOMEM;
 	w->ctx = ctx;
@@ -102,19 +160,10 @@ int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 		ret = -EEXIST;
 		goto out;
 	}
-	for (p = 0; p < ctx->nplanes; p++) {
-		unsigned acc = TR_MR_LOCAL_WRITE;
-
-		if (access & TRIAD_WIN_READ)
-			acc |= TR_MR_REMOTE_READ;
-		if (access & TRIAD_WIN_WRITE)
-			acc |= TR_MR_REMOTE_WRITE;
-		w->mr[p] = tr_fab_mr_reg(ctx->fab, p, base, len, acc);
-		if (!w->mr[p]) {
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
+	for (p = 0; p < ctx->nplanes && !ret; p++)
+		ret = win_reg(w, p, cached);
+	if (ret)
+		goto out;
 	ws = ctx->wins;
 	if (ws->n == ws->cap) {
 		int cap = ws->cap ? 2 * ws->cap : 8;
@@ -129,11 +178,11 @@ int triad_win_create(triad_ctx_t *ctx, uint32_t id, void *base, size_t len,
 	}
 	ws->v[ws->n++] = w;
 out:
-	pthread_mutex_unlock(&ctx->lock);
-	if (ret) {
+	if (ret)
 		win_free(w);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret)
 		return ret;
-	}
 	*win_p = w;
 	return 0;
 }
@@ -162,11 +211,13 @@ int triad_win_destroy(triad_win_t *w)
 	tr_ctx_lock(ctx);
 	/* Peers drop their descriptor before the keys die: their next access
 	 * fails alone (NO_WINDOW) instead of breaking the connection at the
-	 * NIC, and a window created again under the same id is asked anew. */
+	 * NIC, and a window created again under the same id is asked anew.
+	 * Only those that asked hold one (one message per window and peer
+	 * that used it, not per window and rank of the world). */
 	for (int r = 0; r < ctx->size; r++) {
 		struct tr_msg m = { .type = TR_MSG_WIN_GONE, .u.win_gone.win = w->id };
 
-		if (r != ctx->rank && tr_peer_reachable(ctx, r))
+		if ((w->asked[r / 8] >> (r % 8) & 1) && tr_peer_reachable(ctx, r))
 			tr_peer_send(ctx, r, &m, TR_FC_HIGH, NULL);
 	}
 	win_remove(w);
@@ -190,6 +241,7 @@ static int on_query(struct tr_lane *l, const struct tr_msg *m, struct tr_buf *b)
 		tr_info("rank %d asked for window %u, which does not exist", peer,
 			m->u.win_query.win);
 	} else {
+		w->asked[peer / 8] |= (uint8_t)(1u << (peer % 8));
 		r.u.win_info.status = TRIAD_S_OK;
 		r.u.win_info.nplanes = (uint16_t)ctx->nplanes;
 		r.u.win_info.access = w->access;
@@ -357,6 +409,32 @@ void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw)
 	}
 }
 
+unsigned tr_win_uncache(struct triad_ctx *ctx, const void *addr, size_t len)
+{
+	unsigned n = 0;
+
+	for (int p = 0; ctx->cfg.reg_cache && p < ctx->nplanes; p++)
+		n += tr_rc_invalidate(&ctx->wins->cache[p].rc, addr, len);
+	return n;
+}
+
+int triad_win_forget(triad_ctx_t *ctx, uint32_t id)
+{
+	int n = 0;
+
+	if (!ctx)
+		return -EINVAL;
+	tr_ctx_lock(ctx);
+	for (int r = 0; r < ctx->size; r++) {
+		struct tr_rwin *rw = *rwin_slot(ctx, r, id);
+
+		n += rw && rw->state == TR_RWIN_READY;
+		tr_win_stale(ctx, rw);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return n;
+}
+
 /* The owner destroyed the window: its descriptor goes, unless it is of a
  * window made again since.  Both messages travel on one stream of the
  * owner's, in order of their numbers, but across planes one may overtake
@@ -405,6 +483,12 @@ int tr_win_setup(struct triad_ctx *ctx, void (*ready)(struct triad_req *req))
 	if (!ctx->wins)
 		return -ENOMEM;
 	ctx->wins->ready = ready;
+	for (int p = 0; p < ctx->nplanes; p++) {
+		ctx->wins->cache[p].ctx = ctx;
+		ctx->wins->cache[p].plane = p;
+		tr_rc_init(&ctx->wins->cache[p].rc, ctx->cfg.reg_cache, &wc_ops,
+			   &ctx->wins->cache[p]);
+	}
 	tr_peer_handle(ctx, TR_MSG_WIN_QUERY, on_query);
 	tr_peer_handle(ctx, TR_MSG_WIN_INFO, on_info);
 	tr_peer_handle(ctx, TR_MSG_WIN_GONE, on_gone);
@@ -421,6 +505,8 @@ void tr_win_teardown(struct triad_ctx *ctx)
 		return;
 	while (ws->n)
 		win_remove(ws->v[ws->n - 1]);
+	for (int p = 0; p < ctx->nplanes; p++)
+		tr_rc_fini(&ws->cache[p].rc);
 	free(ws->v);
 	free(ws);
 	ctx->wins = NULL;

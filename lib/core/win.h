@@ -36,6 +36,8 @@ struct triad_win {
 	uint32_t access;
 	int notify;
 	struct tr_mr *mr[TRIAD_MAX_PLANES];
+	struct tr_rc_entry *rc[TRIAD_MAX_PLANES]; /* cached: the entry mr[] is of */
+	uint8_t asked[];			   /* [size bits]: peers it was described to */
 };
 
 /* Windows (win.c).  Setup: its messages (WIN_QUERY, WIN_INFO, WIN_GONE),
@@ -55,6 +57,9 @@ int tr_win_lookup(struct triad_ctx *ctx, struct triad_req *req);
 /* rw's keys are no good any more (NULL: nothing): the next access asks
  * the owner again. */
 void tr_win_stale(struct triad_ctx *ctx, struct tr_rwin *rw);
+/* Drops the cached windows' registrations of [addr, addr + len) (those of
+ * windows alive once they are destroyed); how many (triad_mem_release). */
+unsigned tr_win_uncache(struct triad_ctx *ctx, const void *addr, size_t len);
 /* For a test's look: the state of this rank's descriptor of peer's
  * window id, or -1 when it has none. */
 int tr_rwin_state(struct triad_ctx *ctx, int peer, uint32_t id);

@@ -574,6 +574,61 @@ static void test_win_gone_late(void **state)
 	world_down();
 }
 
+/* A cached window (TRIAD_WIN_ATTR_CACHED) made again over other memory
+ * under its id, as an MPI broadcast in place does per call: the old
+ * memory's registration stays good at the NIC, so a peer holding the old
+ * descriptor would put there, silently.  triad_win_forget at the peer
+ * makes it ask again, however late the notice of the old one's end. */
+static void test_win_forget_cached(void **state)
+{
+	struct triad_win_attr attr = { .field_mask = TRIAD_WIN_ATTR_CACHED, .cached = 1 };
+	char blk[BLOCK], old[BLOCK], *a;
+	int h;
+
+	(void)state;
+	assert_int_equal(setenv("TRIAD_REG_CACHE", "64m", 1), 0);
+	world_up(2, 2, 6);
+	assert_int_equal(unsetenv("TRIAD_REG_CACHE"), 0);
+	h = home_plane(0, 1);
+	assert_int_equal(triad_win_destroy(w.win[1]), 0);
+	free(w.win_mem[1]);
+	/* Whole pages each: the cache keeps a's registration apart from b's
+	 * (touching ones would merge, and a's key would die with the merge). */
+	assert_int_equal(posix_memalign((void **)&a, 4096, NBLOCKS * BLOCK), 0);
+	memset(a, 0, NBLOCKS * BLOCK);
+	assert_int_equal(triad_win_create(at(1), WIN_ID, a, NBLOCKS * BLOCK, &attr, &w.win[1]), 0);
+	memset(old, 0x11, sizeof(old));
+	put_sync(0, 1, old, sizeof(old), 0); /* rank 0 holds the descriptor of a */
+
+	/* The notice of a's end waits on the home plane; the window is made
+	 * again over b, and rank 1's answers leave by the other plane. */
+	fh_hold(1, 0, h, 1);
+	assert_int_equal(triad_win_destroy(w.win[1]), 0);
+	assert_int_equal(posix_memalign((void **)&w.win_mem[1], 4096, NBLOCKS * BLOCK), 0);
+	memset(w.win_mem[1], 0, NBLOCKS * BLOCK);
+	assert_int_equal(triad_win_create(at(1), WIN_ID, w.win_mem[1], NBLOCKS * BLOCK, &attr,
+					  &w.win[1]),
+			 0);
+	assert_int_equal(triad_plane_drain(at(1), h), 0);
+	assert_int_equal(triad_win_forget(at(0), WIN_ID), 1);
+	assert_int_equal(triad_win_forget(at(0), WIN_ID), 0);
+	memset(blk, 0x22, sizeof(blk));
+	put_sync(0, 1, blk, sizeof(blk), 0);
+	assert_memory_equal(w.win_mem[1], blk, sizeof(blk));
+	assert_memory_equal(a, old, sizeof(old)); /* not into the old memory */
+	fh_hold(1, 0, h, 0);
+	assert_int_equal(drive_until(quiet, NULL, 10), 0);
+
+	/* a's registrations are still cached, one per plane, until released. */
+	assert_int_equal(triad_mem_release(at(1), a, NBLOCKS * BLOCK), 2);
+	assert_int_equal(triad_mem_release(at(1), a, NBLOCKS * BLOCK), 0);
+	free(a);
+	assert_int_equal(triad_win_forget(NULL, WIN_ID), -EINVAL);
+	if (w.bad)
+		fail_msg("%u violation(s), the first: %s", w.bad, w.first_bad);
+	world_down();
+}
+
 static void test_fence(void **state)
 {
 	char a[BLOCK], b[BLOCK];
@@ -1572,6 +1627,7 @@ int main(void)
 		cmocka_unit_test(test_no_listener),
 		cmocka_unit_test(test_fence),
 		cmocka_unit_test(test_win_gone_late),
+		cmocka_unit_test(test_win_forget_cached),
 		cmocka_unit_test(test_copy_break),
 		cmocka_unit_test(test_copy_rejoin),
 		cmocka_unit_test(test_copy_unrelated),
