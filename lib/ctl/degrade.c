@@ -103,15 +103,20 @@ enum tr_ctl_dgr_step tr_ctl_dgr_step(const struct tr_ctl_dgr_cfg *c, struct tr_c
 			s->bad = 0;
 		if (score == TR_CTL_DGR_UNKNOWN || score < TR_CTL_DGR_BAD)
 			return TR_CTL_DGR_STAY;
-		if (!s->bad)
+		if (!s->bad) {
 			s->since = now_ns;
+			s->nbad = 0;
+		}
 		s->bad = 1;
+		s->nbad++;
 		/* On probation (restored less than twice its hold ago) the plane
-		 * proved bad already: its first bad period degrades it again,
-		 * so a fault that stays costs one period per probation. */
+		 * proved bad already: its second bad period degrades it again,
+		 * so a fault that stays costs two periods per probation.  Not
+		 * the first: the clients move their traffic back at once, and
+		 * that period alone may read bad on a plane that is well. */
 		probation = s->restored && now_ns - s->restored_at < 2 * (uint64_t)s->hold_ms * MS;
 		if (!c->enabled || !may_degrade ||
-		    (!probation && now_ns - s->since < c->degrade_ms * MS))
+		    (probation ? s->nbad < 2 : now_ns - s->since < c->degrade_ms * MS))
 			return TR_CTL_DGR_STAY;
 		/* Back within its probation: the hold doubles. */
 		if (probation)

@@ -35,11 +35,12 @@
  *          evidence) without a break for its hold.  It carries no traffic
  *          while degraded, so it reads clean: the restore is a probation,
  *          for twice its hold
- *   a plane bad on its probation is degraded again in its first bad
- *          period (it proved bad before: no degrade_ms wait), with twice
- *          the hold, at most restore_max_ms; the hold is restore_ms
- *          otherwise.
- *   So a plane whose fault stays comes back for one period at a time,
+ *   a plane bad on its probation is degraded again in its second bad
+ *          period of a run (it proved bad before: no degrade_ms wait;
+ *          not the first, which holds the clients' move back), with
+ *          twice the hold, at most restore_max_ms; the hold is
+ *          restore_ms otherwise.
+ *   So a plane whose fault stays comes back for two periods at a time,
  *   less and less often (restore_ms, 2x, 4x ... up to restore_max_ms
  *   apart), and one whose fault has gone stays back.
  *
@@ -77,6 +78,7 @@ struct tr_ctl_dgr {
 	uint32_t score;	      /* the last period's with evidence */
 	int bad, clean;	      /* bad (not degraded) or clean (degraded) without a break ... */
 	uint64_t since;	      /* ... since then */
+	uint32_t nbad;	      /* bad periods in the run */
 	int restored;	      /* it was restored once, at restored_at */
 	uint64_t restored_at;
 	uint32_t hold_ms;     /* the hold of the current or last degradation */

@@ -1,7 +1,7 @@
 /* Unit tests for lib/ctl/degrade: which counters are evidence, the
  * scores from one period's evidence, and the rule over sequences of
  * periods (degrade after degrade_ms bad, restore after the hold clean,
- * a plane bad again on its probation degraded at its first bad period
+ * a plane bad again on its probation degraded at its second bad period
  * with its hold doubled, the last plane in use never degraded, no
  * flapping). */
 #include <setjmp.h>
@@ -158,20 +158,23 @@ static void test_rule(void **state)
 		{ "a plane mended stays", "BBBBCCCCCCCCCCCCCCCCCCCCCCCCCC",
 		  "...D.....R....................", 5000 },
 		/* Bad again within twice its hold of the restore (on
-		 * probation): degraded at its first bad period, and the hold
+		 * probation): degraded at its second bad period, and the hold
 		 * doubles, 5 -> 10 -> 20 -> 20 s (restore_max_ms). */
-		{ "the fault stays: one period per probation, the hold doubles",
-		  "BBBB" "CCCCCC" "B" "CCCCCCCCCCC" "B" "CCCCCCCCCCCCCCCCCCCCC" "B",
-		  "...D" ".....R" "D" "..........R" "D" "....................R" "D", 20000 },
-		{ "on probation, no evidence then bad", "BBBBCCCCCCUUB", "...D.....R..D", 10000 },
+		{ "the fault stays: two periods per probation, the hold doubles",
+		  "BBBB" "CCCCCC" "BB" "CCCCCCCCCCC" "BB" "CCCCCCCCCCCCCCCCCCCCC" "BB",
+		  "...D" ".....R" ".D" "..........R" ".D" "....................R" ".D", 20000 },
+		{ "on probation, one bad period is not enough", "BBBBCCCCCCBCCC",
+		  "...D.....R....", 5000 },
+		{ "on probation, no evidence then bad", "BBBBCCCCCCUUBUB", "...D.....R....D",
+		  10000 },
 		{ "on probation, the last plane in use: degraded once another is", "BBBBCCCCCCbbB",
 		  "...D.....R..D", 10000 },
 		/* Bad again long after the restore: the hold is restore_ms. */
 		{ "a new fault later: degrade_ms again, the hold starts over",
-		  "BBBB" "CCCCCC" "B" "CCCCCCCCCCC" "CCCCCCCCCCCCCCCCCCCCC" "BBBB",
-		  "...D" ".....R" "D" "..........R" "....................." "...D", 5000 },
+		  "BBBB" "CCCCCC" "BB" "CCCCCCCCCCC" "CCCCCCCCCCCCCCCCCCCCC" "BBBB",
+		  "...D" ".....R" ".D" "..........R" "....................." "...D", 5000 },
 		/* Someone else restored it: on probation from then on. */
-		{ "forgotten, bad again at once: probation", "BBBBCFB", "...D..D", 10000 },
+		{ "forgotten, bad again at once: probation", "BBBBCFBB", "...D...D", 10000 },
 		{ "forgotten, bad long after: degrade_ms", "BBBBCF" "CCCCCCCCCC" "BBBB",
 		  "...D.." ".........." "...D", 5000 },
 	};
@@ -193,8 +196,8 @@ static void test_rule(void **state)
 /* No flapping: a plane whose fault never goes (bad whenever it carries
  * traffic, clean while degraded, as it carries none) over an hour of 1 s
  * periods changes state at most twice per hold once the hold reached
- * restore_max_ms, and is in use degrade_ms + 1 period at first, then one
- * period per probation. */
+ * restore_max_ms, and is in use degrade_ms + 1 period at first, then two
+ * periods per probation. */
 static void test_no_flap(void **state)
 {
 	struct tr_ctl_dgr_cfg c;
@@ -220,9 +223,9 @@ static void test_no_flap(void **state)
 		changes += st != TR_CTL_DGR_STAY;
 	}
 	/* 10, 20, 40, 80 s holds and then 160 s: 4 s in use before the
-	 * first degradation, then 1 s per probation. */
+	 * first degradation, then 2 s per probation. */
 	assert_true(changes <= 2 * (4 + 3600 / 160 + 1));
-	if (in_use > 4 + changes / 2)
+	if (in_use > 4 + 2 * (changes / 2))
 		fail_msg("in use %u s of the hour over %u restores", in_use, changes / 2);
 	assert_true(min_gap >= 160);
 	assert_int_equal(s.hold_ms, 160000);
