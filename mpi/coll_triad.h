@@ -12,13 +12,12 @@
  * (Open MPI's own choice serves them).
  *
  * triad_group_bcast moves a window's range, under one window id at every
- * rank, so the data is staged: every communicator's context id has its own
- * staging window (coll_triad_stage_size bytes, made at its first broadcast
- * and kept until triad stops); the root packs the user's buffer into it,
- * the others unpack from it.  A broadcast larger than the window goes in
- * segments, and the segments of a communicator's broadcasts, blocking or
- * not, go one after the other in the order they were called
- * (coll_triad_bcast.c). */
+ * rank: each rank makes the window per segment of at most
+ * coll_triad_stage_size bytes, over its own buffer where its datatype is
+ * contiguous (in place), else over a staging buffer of the context id's
+ * that the root packs into and the others unpack from.  The segments of a
+ * communicator's broadcasts, blocking or not, go one after the other in
+ * the order they were called (coll_triad_bcast.c). */
 #ifndef TRIAD_COLL_TRIAD_H
 #define TRIAD_COLL_TRIAD_H
 
@@ -31,7 +30,7 @@
 
 #include <triad.h>
 
-/* The triad group id and the staging window id of a communicator: its
+/* The triad group id and the window id of a communicator: its
  * context id, which all its members share, with the top bit set (ids
  * below 2^31 are the application's own). */
 #define TRIAD_COLL_ID(cid) (0x80000000u | (uint32_t)(cid))
@@ -51,20 +50,23 @@ struct triad_coll_component {
 	int priority;		 /* coll_triad_priority: 0 = off */
 	int verbose;		 /* coll_triad_verbose */
 	unsigned long min_size;	 /* coll_triad_min_size: smaller broadcasts handed back */
-	unsigned long stage_size; /* coll_triad_stage_size: the staging window, bytes */
+	unsigned long stage_size; /* coll_triad_stage_size: a segment's bytes at most */
+	unsigned long reg_cache; /* coll_triad_reg_cache: TRIAD_REG_CACHE's default */
 	int algo;		 /* coll_triad_algorithm: enum triad_bcast_algo */
 	int timeout_ms;		 /* coll_triad_timeout_ms: each wait of a segment */
 	/* performance variables (MPI_T) */
 	unsigned long served;	  /* coll_triad_bcast_served */
 	unsigned long handed_back; /* coll_triad_bcast_handed_back */
 	unsigned long bytes;	  /* coll_triad_bcast_bytes */
+	unsigned long staged;	  /* coll_triad_bcast_staged_bytes */
 	/* triad, once per process */
 	int output;
 	int modules; /* alive: triad stops with the last (MPI_COMM_WORLD's, at MPI_Finalize) */
 	enum triad_coll_state state;
 	triad_ctx_t *ctx;
 	int progress; /* triad_coll_progress is registered */
-	struct triad_coll_slot *slots; /* staging windows by context id */
+	int hooks;    /* Open MPI tells memory given back (triad_coll_mem_released) */
+	struct triad_coll_slot *slots; /* windows' state by context id */
 	struct triad_coll_module *busy; /* modules with broadcasts under way */
 	pthread_mutex_t lock;		 /* the slots' handshake fields (AM handler) */
 };
@@ -102,8 +104,11 @@ int triad_coll_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int r
 int triad_coll_progress(void);
 /* The AM handler of the staging handshake. */
 int triad_coll_am(void *arg, int src_rank, const void *data, size_t len, triad_am_msg_t *msg);
-/* Destroys the staging windows (before triad_fini). */
+/* Frees the slots' staging buffers (after triad_fini). */
 void triad_coll_slots_free(void);
+/* Open MPI's memory hook: [buf, buf + length) goes back to the system
+ * (coll_triad_bcast.c). */
+void triad_coll_mem_released(void *buf, size_t length, void *cbdata, bool from_alloc);
 /* Starts triad (collective over the world) and its handshake. */
 int triad_coll_start(void);
 /* Closes what triad_coll_start opened (again: nothing); later

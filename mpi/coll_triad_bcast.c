@@ -1,5 +1,5 @@
-/* MPI_Bcast and MPI_Ibcast through triad_group_bcast, staged in the
- * communicator's window.
+/* MPI_Bcast and MPI_Ibcast through triad_group_bcast, in the user's buffer
+ * where it is contiguous, else staged.
  *
  * A broadcast is a request (struct triad_coll_req) queued on its module in
  * call order; MPI_Bcast starts one and waits for it.  Its segments of at
@@ -38,10 +38,18 @@
  * so broadcasts of different communicators never wait for each other and
  * may be started in different orders on different ranks.
  *
- * A window is kept per context id until triad stops, not per module: a
- * communicator freed and its context id reused by a later one finds the
- * window whose last FIN it waited for, and no peer holds a stale
- * descriptor of a window destroyed and created again under its id.
+ * The window of a segment (id TRIAD_COLL_ID(cid) at every rank) is made
+ * for it by each rank, before its READY (the root: before it waits for
+ * them), and destroyed once the segment is over there: over the rank's
+ * own buffer where its datatype is contiguous, else over the context id's
+ * staging buffer (made at its first staged segment and kept).  Ranks
+ * decide apart (a root's vector may be the others' bytes).  A rank drops
+ * what it knew of the last segment's windows first (triad_win_forget):
+ * its copies of this segment go only after the root took every READY,
+ * so after every rank made its new window, and they ask for it anew.  The
+ * registrations of user buffers are kept between broadcasts (cached
+ * windows) where Open MPI tells which memory goes back to the system
+ * (triad_coll_mem_released), and dropped before a window is made again.
  *
  * Every wait of a segment lasts at most coll_triad_timeout_ms.  A failed
  * segment (triad's status, a timeout) completes the request with
@@ -62,12 +70,12 @@
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
-/* The staging window of a context id. */
+/* A context id's segment state. */
 struct triad_coll_slot {
 	struct triad_coll_slot *next;
 	uint32_t cid;
-	void *buf; /* NULL until a broadcast of this context id needs it */
-	triad_win_t *win;
+	void *buf;	  /* staging: NULL until a segment of this context id needs it */
+	triad_win_t *win; /* the segment's window here, NULL between segments */
 	int broken; /* a segment failed on it */
 	/* Under the component's lock: the AM handler writes them. */
 	unsigned unfin;	    /* segments taken here as a non-root whose FIN has not come */
@@ -104,7 +112,7 @@ static const char *const seg_state_name[] = {
 };
 
 /* The user's buffer, as bytes in order: contiguous in place, else through
- * a convertor (pack at the root, unpack elsewhere). */
+ * a convertor (pack at the root, unpack elsewhere) and the staging buffer. */
 struct user_data {
 	char *contig; /* NULL: through conv */
 	opal_convertor_t conv;
@@ -189,20 +197,15 @@ static void data_close(struct user_data *d)
 		OBJ_DESTRUCT(&d->conv);
 }
 
-/* Bytes [off, off + len) of the message into the window (root) or out of it. */
-static void data_move(struct user_data *d, int root, char *win, size_t off, size_t len)
+/* The next len bytes of a staged message into the staging buffer (root)
+ * or out of it. */
+static void data_move(struct user_data *d, int root, char *stage, size_t len)
 {
-	struct iovec iov = { .iov_base = win, .iov_len = len };
+	struct iovec iov = { .iov_base = stage, .iov_len = len };
 	uint32_t n = 1;
 	size_t moved = len;
 
-	if (d->contig) {
-		if (root)
-			memcpy(win, d->contig + off, len);
-		else
-			memcpy(d->contig + off, win, len);
-		return;
-	}
+	mca_coll_triad_component.staged += len;
 	/* The convertor keeps its position: segments come in order. */
 	if (root)
 		opal_convertor_pack(&d->conv, &iov, &n, &moved);
@@ -210,7 +213,69 @@ static void data_move(struct user_data *d, int root, char *win, size_t off, size
 		opal_convertor_unpack(&d->conv, &iov, &n, &moved);
 }
 
-/* ---- staging windows and their handshake -------------------------------- */
+/* ---- memory given back ------------------------------------------------------ */
+
+/* Ranges given back to the system that overlap the span of the user
+ * buffers kept registered, noted by Open MPI's memory hook and given to
+ * triad (triad_mem_release) before the next window is made: the hook runs
+ * inside free or munmap, in any thread, maybe one that holds triad's
+ * lock, so it only notes.  A rank's thread frees no buffer while it is in
+ * a broadcast (no MPI_THREAD_MULTIPLE), so a range is given to triad
+ * before a buffer at its addresses can be used again. */
+#define REL_MAX 32
+static struct {
+	pthread_mutex_t lock;
+	uintptr_t lo, hi;		  /* the span of the buffers kept registered */
+	uintptr_t at[REL_MAX], len[REL_MAX]; /* noted, not given to triad yet */
+	int n, all;			  /* all: more than REL_MAX: the whole span */
+} rel = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+void triad_coll_mem_released(void *buf, size_t length, void *cbdata, bool from_alloc)
+{
+	uintptr_t a = (uintptr_t)buf;
+
+	(void)cbdata;
+	(void)from_alloc;
+	pthread_mutex_lock(&rel.lock);
+	if (a < rel.hi && a + length > rel.lo) {
+		if (rel.n < REL_MAX) {
+			rel.at[rel.n] = a;
+			rel.len[rel.n++] = length;
+		} else {
+			rel.all = 1;
+		}
+	}
+	pthread_mutex_unlock(&rel.lock);
+}
+
+/* What the hook noted goes to triad; [base, base + len) joins the span. */
+static void mem_release_noted(struct triad_coll_component *c, const char *base, size_t len)
+{
+	uintptr_t at[REL_MAX], l[REL_MAX], lo, hi;
+	int n, all;
+
+	pthread_mutex_lock(&rel.lock);
+	n = rel.n;
+	all = rel.all;
+	lo = rel.lo;
+	hi = rel.hi;
+	memcpy(at, rel.at, sizeof(at));
+	memcpy(l, rel.len, sizeof(l));
+	rel.n = rel.all = 0;
+	if (all)
+		rel.lo = rel.hi = 0;
+	if (!rel.hi || (uintptr_t)base < rel.lo)
+		rel.lo = (uintptr_t)base;
+	if ((uintptr_t)base + len > rel.hi)
+		rel.hi = (uintptr_t)base + len;
+	pthread_mutex_unlock(&rel.lock);
+	if (all)
+		(void)triad_mem_release(c->ctx, (void *)lo, hi - lo);
+	for (int i = 0; i < n && !all; i++)
+		(void)triad_mem_release(c->ctx, (void *)at[i], l[i]);
+}
+
+/* ---- windows and their handshake ---------------------------------------------- */
 
 /* The slot of cid, made when missing if make; NULL: none (no memory).
  * Lock held. */
@@ -309,24 +374,42 @@ static int hs_send(struct triad_coll_component *c, int world_rank, enum hs_kind 
 			     TRIAD_PRIO_MEDIUM, NULL);
 }
 
-/* The window of s's context id, made at its first broadcast; 0 or -ENOMEM
- * (or triad_win_create's error). */
-static int slot_window(struct triad_coll_component *c, struct triad_coll_slot *s)
+/* r's segment's window here, over the user's buffer (contiguous) or the
+ * staging buffer, after this rank forgot the last segment's: 0, or
+ * -ENOMEM (or triad_win_create's error). */
+static int seg_window(struct triad_coll_component *c, triad_coll_req_t *r)
 {
-	void *buf;
-	int ret;
+	struct triad_coll_slot *s = r->slot;
+	uint32_t id = TRIAD_COLL_ID(r->m->cid);
+	struct triad_win_attr attr = { .field_mask = TRIAD_WIN_ATTR_CACHED };
+	char *base;
 
-	if (s->win)
-		return 0;
-	if (posix_memalign(&buf, 4096, c->stage_size))
-		return -ENOMEM;
-	ret = triad_win_create(c->ctx, TRIAD_COLL_ID(s->cid), buf, c->stage_size, NULL, &s->win);
-	if (ret) {
-		free(buf);
-		return ret;
+	(void)triad_win_forget(c->ctx, id);
+	if (r->d.contig) {
+		base = r->d.contig + r->off;
+		attr.cached = c->hooks;
+		if (c->hooks)
+			mem_release_noted(c, base, r->len);
+	} else {
+		if (!s->buf && posix_memalign(&s->buf, 4096, c->stage_size))
+			return -ENOMEM;
+		base = s->buf;
+		attr.cached = 1; /* the component's own, freed only at the end */
 	}
-	s->buf = buf;
-	return 0;
+	return triad_win_create(c->ctx, id, base, r->len, &attr, &s->win);
+}
+
+/* The segment is over here (or failed): its window goes.  A failed one
+ * over the user's buffer leaves no key to it either, whatever triad's
+ * broadcast still has in flight. */
+static void seg_unwindow(struct triad_coll_component *c, triad_coll_req_t *r)
+{
+	if (!r->slot->win)
+		return;
+	triad_win_destroy(r->slot->win);
+	r->slot->win = NULL;
+	if (r->d.contig && r->super.super.req_status.MPI_ERROR != MPI_SUCCESS)
+		(void)triad_mem_release(c->ctx, r->d.contig + r->off, r->len);
 }
 
 void triad_coll_slots_free(void)
@@ -359,6 +442,7 @@ static void seg_fail(struct triad_coll_component *c, triad_coll_req_t *r, const 
 	r->treq = NULL;
 	r->slot->broken = 1;
 	r->super.super.req_status.MPI_ERROR = MPI_ERR_OTHER;
+	seg_unwindow(c, r);
 }
 
 static void seg_state(struct triad_coll_component *c, triad_coll_req_t *r, enum seg_state st)
@@ -410,7 +494,7 @@ static int seg_take(struct triad_coll_component *c, triad_coll_req_t *r)
 	if (!free_now)
 		return 0;
 	r->m->took = 1;
-	ret = slot_window(c, s);
+	ret = seg_window(c, r);
 	if (ret) {
 		seg_fail(c, r, strerror(-ret));
 		return -1;
@@ -445,7 +529,8 @@ static int advance(struct triad_coll_component *c, triad_coll_req_t *r)
 			if (!ret)
 				break;
 			if (r->is_root) {
-				data_move(&r->d, 1, r->slot->buf, r->off, r->len);
+				if (!r->d.contig)
+					data_move(&r->d, 1, r->slot->buf, r->len);
 				seg_state(c, r, SEG_READY_WAIT);
 			} else if (seg_bcast(c, r)) {
 				return 1;
@@ -505,12 +590,14 @@ static int advance(struct triad_coll_component *c, triad_coll_req_t *r)
 			}
 			triad_req_free(r->treq);
 			r->treq = NULL;
+			if (!r->is_root && !r->d.contig)
+				data_move(&r->d, 0, r->slot->buf, r->len);
+			seg_unwindow(c, r);
 			if (r->is_root) {
 				r->fin_to = 0;
 				seg_state(c, r, SEG_FIN_SEND);
 				continue;
 			}
-			data_move(&r->d, 0, r->slot->buf, r->off, r->len);
 			if (seg_next(c, r))
 				return 1;
 			continue;

@@ -3,9 +3,11 @@
 #include "coll_triad.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
+#include "opal/memoryhooks/memory.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
@@ -31,6 +33,7 @@ struct triad_coll_component mca_coll_triad_component = {
 	.priority = 0,
 	.min_size = 256 * 1024,
 	.stage_size = 16ul << 20,
+	.reg_cache = 1ul << 30,
 	.algo = TRIAD_BCAST_AUTO,
 	.timeout_ms = 120000,
 	.output = -1,
@@ -63,9 +66,13 @@ static int triad_coll_register(void)
 	    "end; 2: every broadcast)", MCA_BASE_VAR_TYPE_INT, &c->verbose);
 	var("min_size", "Broadcasts of fewer bytes go to the component selected before coll/triad",
 	    MCA_BASE_VAR_TYPE_UNSIGNED_LONG, &c->min_size);
-	var("stage_size", "Bytes of each staging window (one per communicator that broadcasts "
-	    "through triad, registered once); larger broadcasts go in segments of this size",
+	var("stage_size", "Bytes of a broadcast's segment at most: larger broadcasts go in "
+	    "segments, each in place in a contiguous buffer, else through a staging buffer of "
+	    "this size (one per communicator that broadcasts a derived datatype through triad)",
 	    MCA_BASE_VAR_TYPE_UNSIGNED_LONG, &c->stage_size);
+	var("reg_cache", "Bytes of user buffers kept registered between broadcasts (triad's "
+	    "TRIAD_REG_CACHE, unless the environment sets it); 0: registered per segment",
+	    MCA_BASE_VAR_TYPE_UNSIGNED_LONG, &c->reg_cache);
 	var("algorithm", "triad's broadcast algorithm: 0 auto, 1 greedy, 2 binomial, 3 pipelined",
 	    MCA_BASE_VAR_TYPE_INT, &c->algo);
 	var("timeout_ms", "A segment of a broadcast that waits longer for a rank fails the "
@@ -76,6 +83,8 @@ static int triad_coll_register(void)
 		"communicators handed back to the component selected before it",
 		&c->handed_back);
 	counter("bcast_bytes", "Bytes coll/triad's broadcasts moved with triad", &c->bytes);
+	counter("bcast_staged_bytes", "Bytes of those packed into or unpacked from a staging "
+		"buffer (derived datatypes); contiguous ones go in place", &c->staged);
 	return OMPI_SUCCESS;
 }
 
@@ -125,6 +134,19 @@ int triad_coll_start(void)
 			    "coll_triad_algorithm 0..3: not used");
 		return OMPI_ERR_BAD_PARAM;
 	}
+	/* User buffers stay registered between broadcasts only when Open MPI
+	 * tells which memory goes back to the system (its patcher): a kept
+	 * registration of freed memory would take the data to the old pages. */
+	c->hooks = (opal_mem_hooks_support_level() &
+		    (OPAL_MEMORY_FREE_SUPPORT | OPAL_MEMORY_MUNMAP_SUPPORT)) ==
+			   (OPAL_MEMORY_FREE_SUPPORT | OPAL_MEMORY_MUNMAP_SUPPORT) &&
+		   opal_mem_hooks_register_release(triad_coll_mem_released, NULL) == OPAL_SUCCESS;
+	if (c->hooks && c->reg_cache) {
+		char v[32];
+
+		snprintf(v, sizeof(v), "%lu", c->reg_cache);
+		setenv("TRIAD_REG_CACHE", v, 0);
+	}
 	ret = triad_init(NULL, &c->ctx);
 	if (ret) {
 		opal_output(0, "coll/triad: triad_init: %s: MPI_Bcast stays with Open MPI",
@@ -148,8 +170,10 @@ int triad_coll_start(void)
 	c->progress = 1;
 	c->state = TRIAD_COLL_STARTED;
 	opal_output_verbose(1, c->output, "coll/triad: rank %d of %d: triad up, %d plane(s), "
-			    "%lu-byte staging windows", triad_rank(c->ctx), triad_size(c->ctx),
-			    triad_nplanes(c->ctx), c->stage_size);
+			    "segments of %lu bytes, user buffers %s", triad_rank(c->ctx),
+			    triad_size(c->ctx), triad_nplanes(c->ctx), c->stage_size,
+			    c->hooks ? "kept registered (TRIAD_REG_CACHE)"
+				     : "registered per segment (no memory hooks)");
 	return OMPI_SUCCESS;
 }
 
@@ -167,6 +191,9 @@ void triad_coll_stop(void)
 	if (c->progress)
 		opal_progress_unregister(triad_coll_progress);
 	c->progress = 0;
+	if (c->hooks)
+		opal_mem_hooks_unregister_release(triad_coll_mem_released);
+	c->hooks = 0;
 	/* The windows go with the context, then their memory (no handler
 	 * runs any more). */
 	if (c->ctx)

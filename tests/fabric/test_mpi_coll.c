@@ -33,6 +33,13 @@
  * world's; and MPI_Cancel (refused, as Open MPI refuses it for every
  * non-blocking collective) and MPI_Request_free (refused while active)
  * on one under way.  Sizes 0 B .. 4 MiB + 3 and the counting above.
+ * Then buffers in place (fresh_buffers): broadcasts over MPI_COMM_WORLD,
+ * each from a buffer of its own, mapped and unmapped around the call (the
+ * next one gets the same addresses and new pages: a registration kept of
+ * the old pages would take the data there), and one whose root sends a
+ * vector type that the others receive as ints; with --expect triad the
+ * bytes staged (coll_triad_bcast_staged_bytes) must be the vector's at
+ * its root only: contiguous buffers go in place.
  * Last, an MPI_Ibcast of 1 MiB (one segment) from rank 0, which then
  * computes BG_ROOT_S seconds without a call to MPI while the others wait
  * for it: with --expect triad, where triad serves it, every other rank
@@ -54,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static int rank, failures;
 static double t0; /* MPI_Wtime at the start */
@@ -333,6 +341,81 @@ static void matrix(int size, unsigned long min_size, unsigned long max_size,
 	free(buf);
 }
 
+#define FRESH_LOOPS 16
+#define MIXED_BLOCKS 32768 /* the vector's: 384 KiB of data */
+
+/* Buffers in place (above); counts the broadcasts. */
+static void fresh_buffers(int size, unsigned long min_size, unsigned long max_size,
+			  int expect_triad, unsigned long *want_served, unsigned long *want_back)
+{
+	static const size_t sizes[] = { 262144, (1 << 20) + 5, 3 << 20, 266240 };
+	const struct comm_case world = { "world", MPI_COMM_WORLD, 1 };
+	size_t bytes = (size_t)MIXED_BLOCKS * VEC_BLOCK * sizeof(int), span;
+	unsigned long staged_want = 0, staged_got;
+	struct counter staged;
+	int64_t bad = -1;
+	uint8_t *buf;
+
+	counter_open(&staged, "coll_triad_bcast_staged_bytes");
+	for (int i = 0; i < FRESH_LOOPS; i++) {
+		size_t len = sizes[i % 4];
+		int root = i % size, seed = 7000 + i;
+
+		if (len > max_size)
+			continue;
+		buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED)
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		if (!rank)
+			note("a buffer of its own at %p, %zu B from %d", (void *)buf, len, root);
+		fill(buf, len, 0, seed, rank == root);
+		MPI_Bcast(buf, (int)len, MPI_BYTE, root, MPI_COMM_WORLD);
+		bad = wrong(buf, len, seed);
+		CHECK(bad < 0, "a buffer of its own, %zu B from %d: byte %lld wrong", len, root,
+		      (long long)bad);
+		count_case(&world, size, len, min_size, want_served, want_back);
+		munmap(buf, len);
+	}
+
+	/* The root's vector is the others' ints. */
+	span = ((size_t)(MIXED_BLOCKS - 1) * VEC_STRIDE + VEC_BLOCK) * sizeof(int);
+	buf = malloc(span);
+	if (!buf)
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	if (!rank)
+		note("a vector of %zu B from %d, ints elsewhere", bytes, size - 1);
+	if (rank == size - 1) {
+		MPI_Datatype type;
+
+		fill(buf, span, 1, 7100, 1);
+		MPI_Type_vector(MIXED_BLOCKS, VEC_BLOCK, VEC_STRIDE, MPI_INT, &type);
+		MPI_Type_commit(&type);
+		MPI_Bcast(buf, 1, type, size - 1, MPI_COMM_WORLD);
+		MPI_Type_free(&type);
+		bad = wrong(buf, span, 7100);
+		staged_want = bytes >= min_size && size > 1 ? bytes : 0;
+	} else {
+		memset(buf, 0, bytes);
+		MPI_Bcast(buf, (int)(bytes / sizeof(int)), MPI_INT, size - 1, MPI_COMM_WORLD);
+		for (size_t j = 0; j < bytes && bad < 0; j++) {
+			size_t q = j / sizeof(int);
+			size_t at = (q / VEC_BLOCK * VEC_STRIDE + q % VEC_BLOCK) * sizeof(int) +
+				    j % sizeof(int);
+
+			if (buf[j] != pattern(7100, at))
+				bad = (int64_t)j;
+		}
+	}
+	CHECK(bad < 0, "a vector from %d, ints elsewhere: byte %lld wrong", size - 1,
+	      (long long)bad);
+	count_case(&world, size, bytes, min_size, want_served, want_back);
+	free(buf);
+	staged_got = counter_close(&staged);
+	CHECK(expect_triad != 1 || staged_got == staged_want,
+	      "coll/triad staged %lu bytes, expected %lu (contiguous buffers go in place)",
+	      staged_got, staged_want);
+}
+
 /* Work that makes no MPI call (about a millisecond a round): what an
  * application does while its broadcast is under way. */
 static volatile double sink;
@@ -606,6 +689,7 @@ int main(int argc, char **argv)
 	else {
 		matrix(size, min_size, max_size, &want_served, &want_back);
 		ibcast_cases(size, min_size, max_size, &want_served, &want_back);
+		fresh_buffers(size, min_size, max_size, expect_triad, &want_served, &want_back);
 		ibcast_background(size, min_size, max_size, expect_triad, &want_served,
 				  &want_back);
 	}
