@@ -626,13 +626,9 @@ int tr_peer_await(struct triad_ctx *ctx, int peer)
 	return busy;
 }
 
-/* a, its len bytes written, waits for the peer's first lane up. */
-static void await_push(struct tr_peer *p, struct tr_await_msg *a, int len, unsigned prio,
-		       struct triad_req *req)
+/* a, filled in, waits for the peer's first lane up. */
+static void await_push(struct tr_peer *p, struct tr_await_msg *a)
 {
-	a->len = len;
-	a->prio = prio;
-	a->req = req;
 	tr_list_add_tail(&p->await_msgs, &a->link);
 	p->nawait_msgs++;
 }
@@ -647,9 +643,15 @@ static struct tr_await_msg *msg_keep(struct tr_peer *p, struct tr_msg *m, unsign
 	size_t need = tr_msg_len(m);
 	struct tr_await_msg *a;
 
-	*ret = need > (size_t)p->lane[0].ctx->cfg.slot_size ? -EMSGSIZE : -ENOMEM;
-	if (*ret == -EMSGSIZE || !(a = malloc(sizeof(*a) + need)))
+	if (need > (size_t)p->lane[0].ctx->cfg.slot_size) {
+		*ret = -EMSGSIZE;
 		return NULL;
+	}
+	a = malloc(sizeof(*a) + need);
+	if (!a) {
+		*ret = -ENOMEM;
+		return NULL;
+	}
 	m->seq = seq;
 	m->slot = 0;
 	m->prio = (uint8_t)prio;
@@ -673,7 +675,7 @@ static int await_msg(struct tr_peer *p, struct tr_msg *m, unsigned prio, struct 
 	if (!(a = msg_keep(p, m, prio, tr_stream_tx_next(&p->pl.tx[prio]), req, &ret)))
 		return ret;
 	tr_stream_tx_assign(&p->pl.tx[prio], &m->seq);
-	await_push(p, a, a->len, prio, req);
+	await_push(p, a);
 	return 0;
 }
 
@@ -740,7 +742,7 @@ static void full_send(struct triad_ctx *ctx, struct tr_peer *p, unsigned prio)
 		} else if (tr_peer_await(ctx, p->rank)) {
 			tr_list_del(&f->link);
 			p->nfull--;
-			await_push(p, f, f->len, prio, f->req);
+			await_push(p, f);
 		} else {
 			full_done(p, f, TRIAD_S_UNREACHABLE);
 			continue;
@@ -1340,7 +1342,10 @@ static int await_again(struct tr_lane *l, const void *data, int len, unsigned pr
 	if (!tr_peer_await(ctx, p->rank) || !(a = malloc(sizeof(*a) + (size_t)len)))
 		return 0;
 	memcpy(a->data, data, (size_t)len);
-	await_push(p, a, len, prio, req);
+	a->len = len;
+	a->prio = prio;
+	a->req = req;
+	await_push(p, a);
 	tr_debug("a message to rank %d waits for a plane being connected (plane %d broke)",
 		 p->rank, l->plane);
 	return 1;

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/config.h"
 #include "core/peer.h"
 #include "core/progress.h"
 #include "core/regcache.h"
